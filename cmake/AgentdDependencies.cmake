@@ -1,0 +1,41 @@
+# Third-party libraries, all from Debian 12 packages (scripts/install-deps).
+# Each becomes one target here, so the rest of the build never names a path.
+
+# Standalone Asio (libasio-dev): header only.
+add_library(agentd_asio INTERFACE)
+target_compile_definitions(agentd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+find_package(Threads REQUIRED)
+target_link_libraries(agentd_asio INTERFACE Threads::Threads)
+
+# llhttp (node-llhttp) ships C sources only; compile them into a static library.
+set(AGENTD_LLHTTP_DIR /usr/share/llhttp CACHE PATH "llhttp C sources")
+set(AGENTD_LLHTTP_INCLUDE /usr/share/include/llhttp CACHE PATH "llhttp header")
+add_library(agentd_llhttp STATIC
+  ${AGENTD_LLHTTP_DIR}/llhttp.c ${AGENTD_LLHTTP_DIR}/api.c ${AGENTD_LLHTTP_DIR}/http.c)
+target_include_directories(agentd_llhttp SYSTEM PUBLIC ${AGENTD_LLHTTP_INCLUDE})
+set_target_properties(agentd_llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+# simdjson (libsimdjson-dev) ships only a shared library; compile the
+# amalgamated source of the same version (fetched by scripts/install-deps).
+set(AGENTD_SIMDJSON_SOURCE /usr/local/src/agentd-deps/simdjson-3.0.1/simdjson.cpp
+    CACHE FILEPATH "simdjson amalgamated source matching /usr/include/simdjson.h")
+if(NOT EXISTS ${AGENTD_SIMDJSON_SOURCE})
+  message(FATAL_ERROR "simdjson source not found at ${AGENTD_SIMDJSON_SOURCE}; run scripts/install-deps")
+endif()
+add_library(agentd_simdjson STATIC ${AGENTD_SIMDJSON_SOURCE})
+target_compile_definitions(agentd_simdjson PUBLIC SIMDJSON_EXCEPTIONS=0)
+# The JSON library is hot and its debug build is slow: always optimize it.
+target_compile_options(agentd_simdjson PRIVATE -O2 -w)
+set_target_properties(agentd_simdjson PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
+# fmt (libfmt-dev) has no static archive; the header-only target links nothing.
+find_package(fmt REQUIRED)
+add_library(agentd_fmt INTERFACE)
+target_link_libraries(agentd_fmt INTERFACE fmt::fmt-header-only)
+
+# libarchive (libarchive-dev) static archive plus the compressors we enable.
+find_library(AGENTD_LIBARCHIVE_A NAMES libarchive.a REQUIRED)
+find_library(AGENTD_LIBZ_A NAMES libz.a REQUIRED)
+find_library(AGENTD_LIBZSTD_A NAMES libzstd.a REQUIRED)
+add_library(agentd_archive INTERFACE)
+target_link_libraries(agentd_archive INTERFACE ${AGENTD_LIBARCHIVE_A} ${AGENTD_LIBZSTD_A} ${AGENTD_LIBZ_A})

@@ -1,0 +1,126 @@
+#include "agentd/protocol/bootstrap.h"
+
+#include "agentd/protocol/object_reader.h"
+
+namespace agentd {
+namespace {
+
+bool IsVisibleAscii(const std::string& s) {
+  for (char c : s) {
+    if (c <= 0x20 || c >= 0x7F) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateEnvName(const std::string& name, std::string_view field) {
+  if (name.empty() || name.find('=') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return Status::InvalidRequest("environment variable names must be non-empty and contain "
+                                  "neither '=' nor NUL")
+        .With("field", std::string(field))
+        .With("name", name);
+  }
+  return Status::Ok();
+}
+
+Result<BootstrapRequest> DecodeBootstrapRequest(const json::Value& doc) {
+  ObjectReader r(doc);
+  BootstrapRequest req;
+  std::optional<std::string> token = r.String("token");
+  r.Require("token", token.has_value());
+  std::optional<EnvOverlay> env = r.StringMap("env", /*allow_null=*/false);
+  AGENTD_RETURN_IF_ERROR(r.Finish());
+  req.token = std::move(*token);
+  if (req.token.empty() || req.token.size() > kMaxTokenBytes || !IsVisibleAscii(req.token)) {
+    return Status::InvalidRequest("token must be 1 to " + std::to_string(kMaxTokenBytes) +
+                                  " visible ASCII characters")
+        .With("field", "token")
+        .With("max_bytes", kMaxTokenBytes);
+  }
+  if (env) {
+    for (auto& [name, value] : *env) {
+      AGENTD_RETURN_IF_ERROR(ValidateEnvName(name, "env"));
+      if (value->find('\0') != std::string::npos) {
+        return Status::InvalidRequest("environment values must not contain NUL")
+            .With("field", "env")
+            .With("name", name);
+      }
+      req.env.emplace_back(std::move(name), std::move(*value));
+    }
+  }
+  return req;
+}
+
+json::Value EncodeBootstrapRequest(const BootstrapRequest& req) {
+  json::Object env;
+  for (const auto& [k, v] : req.env) env.Set(k, v);
+  json::Object o;
+  o.Set("token", req.token);
+  o.Set("env", std::move(env));
+  return o;
+}
+
+json::Value EncodeBootstrapResponse(const BootstrapResponse& r) {
+  json::Object o;
+  o.Set("ok", true);
+  o.Set("replayed", r.replayed);
+  return o;
+}
+
+Result<BootstrapResponse> DecodeBootstrapResponse(const json::Value& doc) {
+  const json::Value* replayed = doc.Find("replayed");
+  if (!replayed || !replayed->is_bool()) {
+    return Status::Error(ErrorCode::kProtocolError, "bootstrap answer lacks \"replayed\"");
+  }
+  return BootstrapResponse{replayed->as_bool()};
+}
+
+json::Value EncodeHealthResponse(const HealthResponse& h) {
+  json::Object o;
+  o.Set("status", h.status);
+  o.Set("version", h.version);
+  o.Set("protocol", h.protocol);
+  o.Set("bootstrapped", h.bootstrapped);
+  o.Set("busy", h.busy);
+  o.Set("execs", h.execs);
+  o.Set("uptime_ms", h.uptime_ms);
+  json::Array runtimes;
+  for (const std::string& r : h.runtimes) runtimes.emplace_back(r);
+  o.Set("runtimes", std::move(runtimes));
+  for (const json::Member& m : h.extra.members()) o.Set(m.key, m.value);
+  return o;
+}
+
+Result<HealthResponse> DecodeHealthResponse(const json::Value& doc) {
+  if (!doc.is_object()) return Status::Error(ErrorCode::kProtocolError, "health is not an object");
+  HealthResponse h;
+  for (const json::Member& m : doc.as_object().members()) {
+    const json::Value& v = m.value;
+    if (m.key == "status" && v.is_string()) {
+      h.status = v.as_string();
+    } else if (m.key == "version" && v.is_string()) {
+      h.version = v.as_string();
+    } else if (m.key == "protocol" && v.is_int()) {
+      h.protocol = v.as_int();
+    } else if (m.key == "bootstrapped" && v.is_bool()) {
+      h.bootstrapped = v.as_bool();
+    } else if (m.key == "busy" && v.is_bool()) {
+      h.busy = v.as_bool();
+    } else if (m.key == "execs" && v.is_int()) {
+      h.execs = v.as_int();
+    } else if (m.key == "uptime_ms" && v.is_int()) {
+      h.uptime_ms = v.as_int();
+    } else if (m.key == "runtimes" && v.is_array()) {
+      for (const json::Value& r : v.as_array()) {
+        if (r.is_string()) h.runtimes.push_back(r.as_string());
+      }
+    } else {
+      h.extra.Set(m.key, v);
+    }
+  }
+  return h;
+}
+
+}  // namespace agentd

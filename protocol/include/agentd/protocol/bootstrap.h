@@ -1,0 +1,53 @@
+// Bootstrap and health bodies (docs/PROTOCOL.md, "Auth and bootstrap",
+// "Health").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agentd/protocol/json.h"
+#include "agentd/protocol/status.h"
+
+namespace agentd {
+
+// The whole bootstrap body (token and env together) is at most this many
+// raw bytes.
+inline constexpr size_t kBootstrapBudgetBytes = 4096;
+// Tokens are visible ASCII (they travel in an Authorization header).
+inline constexpr size_t kMaxTokenBytes = 1024;
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct BootstrapRequest {
+  std::string token;
+  EnvList env;
+};
+
+Result<BootstrapRequest> DecodeBootstrapRequest(const json::Value& doc);
+json::Value EncodeBootstrapRequest(const BootstrapRequest& req);
+// Checks an environment variable name: non-empty, no '=' and no NUL.
+Status ValidateEnvName(const std::string& name, std::string_view field);
+
+struct BootstrapResponse {
+  bool replayed = false;
+};
+json::Value EncodeBootstrapResponse(const BootstrapResponse& r);
+Result<BootstrapResponse> DecodeBootstrapResponse(const json::Value& doc);
+
+struct HealthResponse {
+  std::string status = "ok";
+  std::string version;
+  int64_t protocol = 1;
+  bool bootstrapped = false;
+  bool busy = false;
+  int64_t execs = 0;
+  int64_t uptime_ms = 0;
+  std::vector<std::string> runtimes;
+  json::Object extra;  // fields added after v1 (limits mechanism, ...)
+};
+json::Value EncodeHealthResponse(const HealthResponse& h);
+Result<HealthResponse> DecodeHealthResponse(const json::Value& doc);
+
+}  // namespace agentd

@@ -1,0 +1,89 @@
+#include "agentd/protocol/sse.h"
+
+namespace agentd {
+
+void AppendSseEvent(std::string& out, std::string_view event, std::string_view data,
+                    std::string_view id) {
+  out.reserve(out.size() + event.size() + data.size() + id.size() + 24);
+  out += "event: ";
+  out += event;
+  out += "\ndata: ";
+  out += data;
+  out += "\nid: ";
+  out += id;
+  out += "\n\n";
+}
+
+void AppendSseComment(std::string& out, std::string_view text) {
+  out += ": ";
+  out += text;
+  out += "\n\n";
+}
+
+bool SseDecoder::Feed(std::string_view bytes) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    char c = bytes[i];
+    if (skip_lf_) {
+      skip_lf_ = false;
+      if (c == '\n') {
+        ++i;
+        continue;
+      }
+    }
+    if (c == '\n' || c == '\r') {
+      skip_lf_ = (c == '\r');
+      Line(line_);
+      line_.clear();
+      ++i;
+      continue;
+    }
+    // Copy the run of ordinary bytes up to the next line end in one go.
+    size_t end = bytes.find_first_of("\r\n", i);
+    if (end == std::string_view::npos) end = bytes.size();
+    if (line_.size() + (end - i) > kMaxLineBytes) return false;
+    line_.append(bytes.substr(i, end - i));
+    i = end;
+  }
+  return true;
+}
+
+void SseDecoder::Line(std::string_view line) {
+  if (line.empty()) {
+    Dispatch();
+    return;
+  }
+  if (line.front() == ':') return;  // comment
+  std::string_view field = line;
+  std::string_view value;
+  if (size_t colon = line.find(':'); colon != std::string_view::npos) {
+    field = line.substr(0, colon);
+    value = line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  }
+  if (field == "event") {
+    event_ = value;
+  } else if (field == "data") {
+    if (has_data_) data_ += '\n';
+    data_ += value;
+    has_data_ = true;
+  } else if (field == "id") {
+    if (value.find('\0') == std::string_view::npos) last_id_ = value;
+  }
+  // "retry" and unknown fields are ignored, as the standard says.
+}
+
+void SseDecoder::Dispatch() {
+  if (has_data_) {
+    SseEvent ev;
+    ev.event = event_.empty() ? "message" : event_;
+    ev.data = std::move(data_);
+    ev.id = last_id_;
+    sink_(std::move(ev));
+  }
+  data_.clear();
+  has_data_ = false;
+  event_.clear();
+}
+
+}  // namespace agentd
