@@ -111,3 +111,10 @@ class [[nodiscard]] Result {
     ::agentd::Status agentd_status_ = (expr); \
     if (!agentd_status_.ok()) return agentd_status_; \
   } while (0)
+
+// The same for coroutines.
+#define AGENTD_CO_RETURN_IF_ERROR(expr)       \
+  do {                                        \
+    ::agentd::Status agentd_status_ = (expr); \
+    if (!agentd_status_.ok()) co_return agentd_status_; \
+  } while (0)

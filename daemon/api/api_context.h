@@ -1,0 +1,34 @@
+// ApiContext: what route handlers share. Built once in main.cc; every
+// member outlives the server. Used only on the io thread (except
+// `blocking`, the pool for disk-bound work).
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "auth/bootstrap_state.h"
+#include "config/daemon_config.h"
+
+namespace agentd {
+
+struct ExecCounts {
+  bool busy = false;  // some exec's leader process is running
+  int64_t records = 0;  // registered exec records of every state
+};
+
+struct ApiContext {
+  const DaemonConfig& config;
+  BootstrapState& bootstrap;
+  asio::thread_pool& blocking;
+  std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+  // Providers for health, set by the components that own the facts.
+  std::function<ExecCounts()> exec_counts = [] { return ExecCounts{}; };
+  std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
+};
+
+std::string_view DaemonVersion();
+
+}  // namespace agentd

@@ -1,0 +1,212 @@
+#include <charconv>
+#include <functional>
+#include <string>
+
+#include "config/daemon_config.h"
+
+namespace agentd {
+namespace {
+
+struct Flag {
+  const char* name;     // without the leading "--"
+  const char* metavar;  // nullptr for a switch that takes no value
+  const char* help;
+  std::function<Status(DaemonConfig&, std::string_view)> apply;
+};
+
+Status BadValue(std::string_view flag, std::string_view value, std::string_view expected) {
+  return Status::InvalidRequest("--" + std::string(flag) + ": \"" + std::string(value) +
+                                "\" is not " + std::string(expected))
+      .With("flag", std::string(flag));
+}
+
+template <typename T>
+std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name, T DaemonConfig::*field,
+                                                               T min, T max) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    T n{};
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < min || n > max) {
+      return BadValue(name, v, "an integer from " + std::to_string(min) + " to " +
+                                   std::to_string(max));
+    }
+    c.*field = n;
+    return Status::Ok();
+  };
+}
+
+std::function<Status(DaemonConfig&, std::string_view)> Millis(
+    const char* name, std::chrono::milliseconds DaemonConfig::*field, int64_t max_ms) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > max_ms) {
+      return BadValue(name, v, "a number of milliseconds up to " + std::to_string(max_ms));
+    }
+    c.*field = std::chrono::milliseconds(n);
+    return Status::Ok();
+  };
+}
+
+std::function<Status(DaemonConfig&, std::string_view)> LimitMillis(
+    const char* name, std::chrono::milliseconds ServerLimits::*field) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 86'400'000) {
+      return BadValue(name, v, "a number of milliseconds from 1 to 86400000");
+    }
+    c.limits.*field = std::chrono::milliseconds(n);
+    return Status::Ok();
+  };
+}
+
+std::function<Status(DaemonConfig&, std::string_view)> LimitSize(const char* name,
+                                                                 size_t ServerLimits::*field) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    size_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 1) {
+      return BadValue(name, v, "a positive integer");
+    }
+    c.limits.*field = n;
+    return Status::Ok();
+  };
+}
+
+std::function<Status(DaemonConfig&, std::string_view)> Text(std::string DaemonConfig::*field) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    c.*field = v;
+    return Status::Ok();
+  };
+}
+
+const std::vector<Flag>& Flags() {
+  static const std::vector<Flag> flags = {
+      {"listen", "ADDR",
+       "Listen on ADDR: HOST:PORT, unix:/path or vsock:PORT. Repeatable. Default 127.0.0.1:7700.",
+       [](DaemonConfig& c, std::string_view v) {
+         Result<ListenAddress> a = ParseListenAddress(v);
+         if (!a.ok()) return a.status();
+         c.listen.push_back(std::move(*a));
+         return Status::Ok();
+       }},
+      {"token-file", "FILE",
+       "Read the bearer token from FILE (root-only); the daemon starts bootstrapped.",
+       Text(&DaemonConfig::token_file)},
+      {"state-dir", "DIR",
+       "Exec records and output spool. Default /run/agentd, else $XDG_RUNTIME_DIR/agentd, "
+       "else a temporary directory.",
+       Text(&DaemonConfig::state_dir)},
+      {"ack-ttl-sec", "N", "Seconds an acked exec's record and output are kept. Default 60.",
+       Integer<int64_t>("ack-ttl-sec", &DaemonConfig::ack_ttl_sec, 0, 7 * 86400)},
+      {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
+      {"workdir", "DIR", "Default working directory of /v1/run.", Text(&DaemonConfig::workdir)},
+      {"log-level", "LEVEL", "debug, info, warn or error. Default info.",
+       [](DaemonConfig& c, std::string_view v) {
+         auto level = ParseLogLevel(v);
+         if (!level) return BadValue("log-level", v, "one of debug, info, warn, error");
+         c.log_level = *level;
+         return Status::Ok();
+       }},
+      {"max-connections", "N", "Open connections beyond which new ones get 503. Default 1024.",
+       LimitSize("max-connections", &ServerLimits::max_connections)},
+      {"max-header-bytes", "N", "Request head size limit (431 beyond). Default 16384.",
+       LimitSize("max-header-bytes", &ServerLimits::max_header_bytes)},
+      {"max-json-body-bytes", "N", "JSON request body limit (413 beyond). Default 1048576.",
+       LimitSize("max-json-body-bytes", &ServerLimits::max_json_body_bytes)},
+      {"idle-timeout-ms", "MS", "Keep-alive idle timeout. Default 120000.",
+       LimitMillis("idle-timeout-ms", &ServerLimits::idle_timeout)},
+      {"header-timeout-ms", "MS", "Time allowed to send a request head. Default 10000.",
+       LimitMillis("header-timeout-ms", &ServerLimits::header_timeout)},
+      {"io-timeout-ms", "MS", "Longest stall of a body read or response write. Default 60000.",
+       LimitMillis("io-timeout-ms", &ServerLimits::io_timeout)},
+      {"shutdown-grace-ms", "MS",
+       "On SIGTERM, how long requests in flight may finish. Default 5000.",
+       Millis("shutdown-grace-ms", &DaemonConfig::shutdown_grace, 600'000)},
+      {"output-drain-ms", "MS",
+       "After an exec's leader exits, how long to wait for its output streams to close. "
+       "Default 2000.",
+       Millis("output-drain-ms", &DaemonConfig::output_drain, 600'000)},
+      {"retention-stream-bytes", "N",
+       "Output bytes retained per stream of an exec. Default 268435456.",
+       Integer<uint64_t>("retention-stream-bytes", &DaemonConfig::retention_stream_bytes, 4096,
+                         UINT64_MAX)},
+      {"retention-total-bytes", "N", "Output bytes retained over all execs. Default 1073741824.",
+       Integer<uint64_t>("retention-total-bytes", &DaemonConfig::retention_total_bytes, 4096,
+                         UINT64_MAX)},
+      {"max-execs", "N", "Exec records held at once (503 beyond). Default 4096.",
+       Integer<int64_t>("max-execs", &DaemonConfig::max_execs, 1, 1'000'000)},
+      {"tar-max-entries", "N", "Members of one uploaded archive. Default 65536.",
+       Integer<uint64_t>("tar-max-entries", &DaemonConfig::tar_max_entries, 1, UINT64_MAX)},
+      {"tar-max-entry-bytes", "N", "Size of one archive member. Default 8 GiB.",
+       Integer<uint64_t>("tar-max-entry-bytes", &DaemonConfig::tar_max_entry_bytes, 0,
+                         UINT64_MAX)},
+      {"tar-max-total-bytes", "N", "Total size of one uploaded archive. Default 16 GiB.",
+       Integer<uint64_t>("tar-max-total-bytes", &DaemonConfig::tar_max_total_bytes, 0,
+                         UINT64_MAX)},
+      {"version", nullptr, "Print the version and exit.", nullptr},
+      {"help", nullptr, "Print this help and exit.", nullptr},
+  };
+  return flags;
+}
+
+}  // namespace
+
+Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
+  ParsedFlags out;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (!arg.starts_with("--")) {
+      return Status::InvalidRequest("unexpected argument \"" + std::string(arg) + "\"");
+    }
+    arg.remove_prefix(2);
+    std::string_view value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); eq != std::string_view::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    const Flag* flag = nullptr;
+    for (const Flag& f : Flags()) {
+      if (arg == f.name) flag = &f;
+    }
+    if (!flag) {
+      return Status::InvalidRequest("unknown flag --" + std::string(arg))
+          .With("flag", std::string(arg));
+    }
+    if (!flag->metavar) {
+      if (has_value) return Status::InvalidRequest("--" + std::string(arg) + " takes no value");
+      if (arg == "help") out.action = ParsedFlags::Action::kHelp;
+      if (arg == "version") out.action = ParsedFlags::Action::kVersion;
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= argc) {
+        return Status::InvalidRequest("--" + std::string(arg) + " needs a value")
+            .With("flag", std::string(arg));
+      }
+      value = argv[++i];
+    }
+    AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
+  }
+  return out;
+}
+
+std::string HelpText() {
+  std::string text =
+      "agentd: the in-guest exec and file daemon.\n\n"
+      "usage: agentd [FLAGS]\n\n"
+      "The wire protocol is docs/PROTOCOL.md; every flag is described in docs/OPERATIONS.md.\n\n";
+  for (const Flag& f : Flags()) {
+    std::string left = std::string("  --") + f.name;
+    if (f.metavar) left += std::string(" ") + f.metavar;
+    if (left.size() < 30) left.resize(30, ' ');
+    else left += "\n" + std::string(30, ' ');
+    text += left + f.help + "\n";
+  }
+  return text;
+}
+
+}  // namespace agentd

@@ -1,0 +1,41 @@
+#include <catch2/catch.hpp>
+
+#include "config/daemon_config.h"
+
+using namespace agentd;
+
+namespace {
+Result<ParsedFlags> Parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "agentd");
+  return ParseFlags(static_cast<int>(args.size()), args.data());
+}
+}  // namespace
+
+TEST_CASE("flags parse both --flag value and --flag=value", "[flags]") {
+  auto f = Parse({"--listen", "127.0.0.1:1", "--listen=unix:/tmp/x.sock", "--ack-ttl-sec=5",
+                  "--fs-root", "/srv"});
+  REQUIRE(f.ok());
+  CHECK(f->config.listen.size() == 2);
+  CHECK(f->config.listen[1].kind == ListenAddress::Kind::kUnix);
+  CHECK(f->config.ack_ttl_sec == 5);
+  CHECK(f->config.fs_root == "/srv");
+}
+
+TEST_CASE("flags refuse unknown flags, missing values and bad numbers by name", "[flags]") {
+  CHECK(Parse({"--nope"}).status().details().Find("flag")->as_string() == "nope");
+  CHECK_FALSE(Parse({"--state-dir"}).ok());
+  CHECK_FALSE(Parse({"--ack-ttl-sec", "-1"}).ok());
+  CHECK_FALSE(Parse({"--ack-ttl-sec", "12x"}).ok());
+  CHECK_FALSE(Parse({"--log-level", "loud"}).ok());
+  CHECK_FALSE(Parse({"stray"}).ok());
+}
+
+TEST_CASE("help lists every contract flag", "[flags]") {
+  std::string help = HelpText();
+  for (const char* flag : {"--listen", "--token-file", "--state-dir", "--ack-ttl-sec", "--fs-root",
+                           "--workdir", "--log-level", "--version", "--help"}) {
+    CHECK(help.find(flag) != std::string::npos);
+  }
+  CHECK(Parse({"--help"})->action == ParsedFlags::Action::kHelp);
+  CHECK(Parse({"--version"})->action == ParsedFlags::Action::kVersion);
+}

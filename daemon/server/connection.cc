@@ -1,0 +1,312 @@
+#include "server/connection.h"
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include <strings.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log/log.h"
+#include "server/awaitable.h"
+#include "server/url.h"
+
+namespace agentd {
+namespace {
+
+constexpr size_t kReadBufferBytes = 64 * 1024;
+// A best-effort error answer to a client that broke the protocol gets this
+// long to leave; a client that does not read it loses it.
+constexpr std::chrono::milliseconds kEarlyErrorTimeout{1000};
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+}  // namespace
+
+Connection::Connection(Socket socket, const ServerLimits& limits, const RequestHandler& handler,
+                       ConnectionRegistry& registry, uint64_t id)
+    : socket_(std::move(socket)),
+      limits_(limits),
+      handler_(handler),
+      registry_(registry),
+      id_(id),
+      parser_(limits.max_header_bytes, limits.max_header_count),
+      timer_(socket_.get_executor()),
+      buf_(kReadBufferBytes) {}
+
+Connection::~Connection() = default;
+
+void Connection::Start() {
+  asio::error_code ec;
+  socket_.native_non_blocking(true, ec);
+  auto self = shared_from_this();
+  asio::co_spawn(socket_.get_executor(), Run(), asio::detached);
+  asio::co_spawn(socket_.get_executor(), Watchdog(), asio::detached);
+}
+
+void Connection::Close() {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  timer_.cancel();
+  socket_.shutdown(asio::socket_base::shutdown_both, ec);
+  socket_.close(ec);
+  registry_.Remove(id_);
+}
+
+void Connection::Arm(std::chrono::milliseconds timeout) {
+  deadline_ = Clock::now() + timeout;
+  timed_out_ = false;
+  // Wake the watchdog only when the new deadline comes before the one it
+  // sleeps on; otherwise it re-reads deadline_ when it wakes.
+  if (deadline_ < timer_.expiry()) timer_.cancel();
+}
+
+void Connection::Disarm() { deadline_ = Clock::time_point::max(); }
+
+asio::awaitable<void> Connection::Watchdog() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    timer_.expires_at(deadline_);
+    co_await timer_.async_wait(kUseNothrow);
+    if (closed_) break;
+    if (deadline_ <= Clock::now()) {
+      timed_out_ = true;
+      deadline_ = Clock::time_point::max();
+      asio::error_code ec;
+      socket_.cancel(ec);
+    }
+  }
+}
+
+asio::awaitable<void> Connection::Run() {
+  auto self = shared_from_this();
+  while (!closed_) {
+    Result<bool> head = co_await ReadHead();
+    if (!head.ok()) {
+      co_await SendEarlyError(head.status());
+      break;
+    }
+    if (!*head) break;
+    if (!co_await Serve()) break;
+  }
+  Close();
+}
+
+void Connection::Compact() {
+  if (!body_queue_.empty()) return;  // queued spans point into the buffer
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+}
+
+Status Connection::Feed() {
+  Result<RequestParser::Progress> progress =
+      parser_.Feed(std::string_view(buf_.data() + begin_, end_ - begin_));
+  if (!progress.ok()) {
+    broken_ = true;
+    return progress.status();
+  }
+  begin_ += progress->consumed;
+  for (std::string_view span : progress->body) body_queue_.push_back(span);
+  if (progress->head_complete) head_ready_ = true;
+  if (progress->message_complete) message_complete_ = true;
+  return Status::Ok();
+}
+
+Status Connection::LostConnection(const asio::error_code& ec, std::string_view during) {
+  broken_ = true;
+  if (timed_out_) {
+    return Status::Error(ErrorCode::kRequestTimeout,
+                         "no progress " + std::string(during) + " within " +
+                             std::to_string(limits_.io_timeout.count()) + " ms")
+        .With("timeout_ms", static_cast<int64_t>(limits_.io_timeout.count()));
+  }
+  return Status::Error(ErrorCode::kTransport,
+                       "connection lost " + std::string(during) + ": " + ec.message());
+}
+
+asio::awaitable<Result<bool>> Connection::ReadHead() {
+  bool started = begin_ < end_;
+  Arm(started ? limits_.header_timeout : limits_.idle_timeout);
+  for (;;) {
+    if (begin_ < end_) {
+      if (!started) {
+        started = true;
+        Arm(limits_.header_timeout);
+      }
+      AGENTD_CO_RETURN_IF_ERROR(Feed());
+      if (head_ready_) {
+        Disarm();
+        co_return true;
+      }
+    }
+    Compact();
+    if (end_ == buf_.size()) {  // cannot happen: heads are bounded far below the buffer
+      co_return Status::Error(ErrorCode::kHeadersTooLarge, "request head does not fit the buffer");
+    }
+    auto [ec, n] = co_await socket_.async_read_some(
+        asio::buffer(buf_.data() + end_, buf_.size() - end_), kUseNothrow);
+    if (ec) {
+      if (timed_out_ && started) {
+        co_return Status::Error(ErrorCode::kRequestTimeout,
+                                "request headers not received within " +
+                                    std::to_string(limits_.header_timeout.count()) + " ms")
+            .With("timeout_ms", static_cast<int64_t>(limits_.header_timeout.count()));
+      }
+      co_return false;  // closed, idle timeout, or shutdown
+    }
+    end_ += n;
+  }
+}
+
+asio::awaitable<Result<std::string_view>> Connection::NextBodyChunk() {
+  for (;;) {
+    if (!body_queue_.empty()) {
+      std::string_view span = body_queue_.front();
+      body_queue_.pop_front();
+      co_return span;
+    }
+    if (message_complete_) co_return std::string_view();
+    if (broken_) co_return Status::Error(ErrorCode::kTransport, "request body unavailable");
+    const std::string* expect = parser_.head().Header("expect");
+    if (expect && !continue_sent_ && strcasecmp(expect->c_str(), "100-continue") == 0) {
+      continue_sent_ = true;
+      AGENTD_CO_RETURN_IF_ERROR(co_await WriteAll(asio::buffer(kContinue)));
+    }
+    Compact();
+    if (begin_ < end_) {
+      AGENTD_CO_RETURN_IF_ERROR(Feed());
+      if (!body_queue_.empty() || message_complete_) continue;
+    }
+    Arm(limits_.io_timeout);
+    auto [ec, n] = co_await socket_.async_read_some(
+        asio::buffer(buf_.data() + end_, buf_.size() - end_), kUseNothrow);
+    Disarm();
+    if (ec) co_return LostConnection(ec, "reading the request body");
+    end_ += n;
+    AGENTD_CO_RETURN_IF_ERROR(Feed());
+  }
+}
+
+asio::awaitable<bool> Connection::DrainBody() {
+  if (message_complete_) co_return true;
+  const std::string* expect = parser_.head().Header("expect");
+  if (expect && !continue_sent_) co_return false;  // the client waits; it never sends the body
+  size_t drained = 0;
+  while (!message_complete_) {
+    Result<std::string_view> chunk = co_await NextBodyChunk();
+    if (!chunk.ok()) co_return false;
+    drained += chunk->size();
+    if (drained > limits_.max_drain_bytes) co_return false;
+  }
+  co_return true;
+}
+
+asio::awaitable<bool> Connection::Serve() {
+  auto started_at = Clock::now();
+  in_request_ = true;
+  RequestHead& head = parser_.head();
+  Response res(*this, head.method == "HEAD");
+  std::string route;
+  std::optional<ParsedTarget> target = ParseTarget(head.target);
+  if (!target) {
+    res.CloseAfter();
+    co_await res.SendError(Status::InvalidRequest("malformed request target"));
+  } else {
+    Request req(*this, head, std::move(*target));
+    try {
+      co_await handler_(req, res);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kError, "handler failed", json::Object().Set("error", e.what()));
+    }
+    route = req.route_pattern().empty() ? req.path() : req.route_pattern();
+    if (!res.started()) {
+      co_await res.SendError(Status::Internal("the request could not be answered"));
+    } else if (!res.finished()) {
+      res.CloseAfter();  // a stream cut short: the client must see the connection end
+    }
+  }
+  if (LogEnabled(LogLevel::kInfo)) {
+    auto ms = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_at);
+    Log(LogLevel::kInfo, "request",
+        json::Object()
+            .Set("conn", id_)
+            .Set("method", head.method)
+            .Set("route", route)
+            .Set("status", res.status())
+            .Set("bytes", res.body_bytes())
+            .Set("duration_ms", static_cast<double>(ms.count()) / 1000.0));
+  }
+  in_request_ = false;
+  bool keep = !broken_ && !closed_ && !close_after_request_ && !res.close_after() && head.keep_alive && !head.upgrade;
+  if (keep) keep = co_await DrainBody();
+  if (!keep) co_return false;
+  body_queue_.clear();
+  head_ready_ = false;
+  message_complete_ = false;
+  continue_sent_ = false;
+  parser_.NextMessage();
+  co_return true;
+}
+
+asio::awaitable<void> Connection::SendEarlyError(const Status& error) {
+  Response res(*this, false);
+  res.CloseAfter();
+  Log(LogLevel::kInfo, "request refused",
+      json::Object().Set("conn", id_).Set("code", std::string(error.code_name())));
+  if (error.code() == ErrorCode::kTransport) co_return;
+  co_await res.SendError(error);
+}
+
+asio::awaitable<Status> Connection::WriteAll(std::vector<asio::const_buffer> buffers) {
+  if (closed_) co_return Status::Error(ErrorCode::kTransport, "connection closed");
+  Arm(broken_ ? kEarlyErrorTimeout : limits_.io_timeout);
+  auto [ec, n] = co_await asio::async_write(socket_, buffers, kUseNothrow);
+  Disarm();
+  if (ec) co_return LostConnection(ec, "writing the response");
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> Connection::WriteAll(asio::const_buffer buffer) {
+  std::vector<asio::const_buffer> buffers(1, buffer);
+  co_return co_await WriteAll(std::move(buffers));
+}
+
+asio::awaitable<Status> Connection::SendFile(int fd, uint64_t offset, uint64_t length) {
+  off_t off = static_cast<off_t>(offset);
+  uint64_t left = length;
+  while (left > 0) {
+    if (closed_) co_return Status::Error(ErrorCode::kTransport, "connection closed");
+    ssize_t n = ::sendfile(socket_.native_handle(), fd, &off, std::min<uint64_t>(left, 1 << 30));
+    if (n > 0) {
+      left -= static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      co_return Status::Error(ErrorCode::kIoError, "file ended before the expected length")
+          .With("missing_bytes", left);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) {
+      broken_ = true;
+      co_return Status::Error(ErrorCode::kTransport,
+                              std::string("connection lost writing the response: ") +
+                                  std::strerror(errno));
+    }
+    Arm(limits_.io_timeout);
+    auto [ec] = co_await socket_.async_wait(Socket::wait_write, kUseNothrow);
+    Disarm();
+    if (ec) co_return LostConnection(ec, "writing the response");
+  }
+  co_return Status::Ok();
+}
+
+}  // namespace agentd

@@ -1,0 +1,107 @@
+// Connection: one client connection, from accept to close.
+//
+// A coroutine reads a request head (idle deadline before its first byte,
+// header deadline after), hands the request to the handler, then drains
+// what the handler left of the body and loops for the next request on a
+// keep-alive connection. Pipelined requests are answered strictly in order
+// because the parser pauses after each message. A watchdog enforces every
+// deadline by cancelling the socket's pending operation. Runs entirely on
+// the io thread; shared ownership keeps it alive while its coroutines run.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agentd/protocol/status.h"
+#include "server/http_parser.h"
+#include "server/limits.h"
+#include "server/request.h"
+#include "server/response.h"
+#include "server/socket.h"
+
+namespace agentd {
+
+using RequestHandler = std::function<asio::awaitable<void>(Request&, Response&)>;
+
+class ConnectionRegistry;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Socket socket, const ServerLimits& limits, const RequestHandler& handler,
+             ConnectionRegistry& registry, uint64_t id);
+  ~Connection();
+
+  void Start();
+  // Closes the socket now (shutdown, or refusal). Safe to call twice.
+  void Close();
+  // Lets the request in flight finish, then closes (shutdown).
+  void CloseAfterRequest() { close_after_request_ = true; }
+  // True between requests (nothing in flight): shutdown closes these first.
+  bool idle() const { return !in_request_; }
+  uint64_t id() const { return id_; }
+  Socket& socket() { return socket_; }
+  const ServerLimits& limits() const { return limits_; }
+
+  // For Request and Response; see their headers for the contracts.
+  asio::awaitable<Result<std::string_view>> NextBodyChunk();
+  bool body_complete() const { return message_complete_; }
+  // (GCC 12 cannot pass a braced list into a co_await expression, so
+  // callers build the vector first or use the one-buffer form.)
+  asio::awaitable<Status> WriteAll(std::vector<asio::const_buffer> buffers);
+  asio::awaitable<Status> WriteAll(asio::const_buffer buffer);
+  asio::awaitable<Status> SendFile(int fd, uint64_t offset, uint64_t length);
+
+ private:
+  asio::awaitable<void> Run();
+  asio::awaitable<void> Watchdog();
+  // true: a head is ready; false: the peer closed or idled out between requests.
+  asio::awaitable<Result<bool>> ReadHead();
+  // Handles one request; false when the connection must close afterwards.
+  asio::awaitable<bool> Serve();
+  asio::awaitable<bool> DrainBody();
+  asio::awaitable<void> SendEarlyError(const Status& error);
+  Status Feed();
+  void Compact();
+  void Arm(std::chrono::milliseconds timeout);
+  void Disarm();
+  Status LostConnection(const asio::error_code& ec, std::string_view during);
+
+  Socket socket_;
+  const ServerLimits& limits_;
+  const RequestHandler& handler_;
+  ConnectionRegistry& registry_;
+  uint64_t id_;
+  RequestParser parser_;
+  asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+
+  std::vector<char> buf_;
+  size_t begin_ = 0;  // first unparsed byte
+  size_t end_ = 0;    // one past the last received byte
+  std::deque<std::string_view> body_queue_;
+  bool head_ready_ = false;
+  bool message_complete_ = false;
+  bool continue_sent_ = false;
+
+  bool in_request_ = false;
+  bool timed_out_ = false;
+  bool broken_ = false;  // the byte stream is unusable (mid-body error)
+  bool closed_ = false;
+  bool close_after_request_ = false;
+};
+
+// The set of open connections, for limits, metrics and shutdown.
+class ConnectionRegistry {
+ public:
+  virtual ~ConnectionRegistry() = default;
+  virtual void Remove(uint64_t id) = 0;
+};
+
+}  // namespace agentd

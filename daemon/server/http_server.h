@@ -1,0 +1,52 @@
+// HttpServer: listeners, accept loops and the set of open connections.
+//
+// Listen() binds one address (TCP, Unix, vsock) and starts accepting on the
+// io_context. Beyond max_connections a new connection is answered 503
+// too_many_connections and closed. Shutdown() stops accepting, closes idle
+// connections at once and the rest after `grace`, then calls `done`. All
+// methods run on the io thread.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "server/connection.h"
+#include "server/limits.h"
+#include "server/listen_address.h"
+
+namespace agentd {
+
+class HttpServer : public ConnectionRegistry {
+ public:
+  HttpServer(asio::io_context& io, ServerLimits limits, RequestHandler handler);
+  ~HttpServer() override;
+
+  Status Listen(const ListenAddress& address);
+  void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
+
+  size_t connection_count() const { return connections_.size(); }
+  uint64_t connections_accepted() const { return next_id_ - 1; }
+  const ServerLimits& limits() const { return limits_; }
+
+  void Remove(uint64_t id) override;
+
+ private:
+  asio::awaitable<void> AcceptLoop(std::shared_ptr<Acceptor> acceptor, ListenAddress address);
+  void Refuse(Socket socket);
+
+  asio::io_context& io_;
+  ServerLimits limits_;
+  RequestHandler handler_;
+  std::vector<std::shared_ptr<Acceptor>> acceptors_;
+  std::vector<std::string> unix_paths_;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections_;
+  uint64_t next_id_ = 1;
+  bool stopping_ = false;
+  std::unique_ptr<asio::steady_timer> grace_timer_;
+};
+
+}  // namespace agentd

@@ -1,0 +1,35 @@
+// The HTTP server's bounds, all in one place. Each has a daemon flag
+// (config/flags.cc) and a default here; each refusal names its limit and
+// the real numbers in the error details.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace agentd {
+
+struct ServerLimits {
+  // Request line plus all header lines; over it: 431 headers_too_large.
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_header_count = 100;
+  // JSON bodies (streamed bodies such as file uploads are not held in
+  // memory and have their own limits); over it: 413 payload_too_large.
+  size_t max_json_body_bytes = 1024 * 1024;
+  // Open connections; over it a new connection gets 503 and is closed.
+  size_t max_connections = 1024;
+  // Bytes of a response queued for one connection at a time (a slow
+  // reader pauses its producer instead of growing memory).
+  size_t max_write_queue_bytes = 256 * 1024;
+  // Between requests on a keep-alive connection.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
+  // From a request's first byte to the end of its headers: a client that
+  // trickles its header is cut off here however steadily it sends.
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
+  // Longest wait for progress on a request body read or a response write.
+  std::chrono::milliseconds io_timeout{std::chrono::seconds(60)};
+  // Unread request body the server still drains to keep a connection alive
+  // after a handler answered early; beyond it the connection is closed.
+  size_t max_drain_bytes = 256 * 1024;
+};
+
+}  // namespace agentd

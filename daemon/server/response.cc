@@ -1,0 +1,141 @@
+#include "server/response.h"
+
+#include <charconv>
+
+#include "server/connection.h"
+
+namespace agentd {
+
+std::string_view ReasonPhrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 101: return "Switching Protocols";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 206: return "Partial Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 416: return "Range Not Satisfiable";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
+    default: return "Unknown";
+  }
+}
+
+std::string Response::Head(int status, std::string_view content_type,
+                           std::optional<uint64_t> length, const Headers& extra) {
+  std::string head = "HTTP/1.1 ";
+  head += std::to_string(status);
+  head += ' ';
+  head += ReasonPhrase(status);
+  head += "\r\nServer: agentd\r\n";
+  if (!content_type.empty()) {
+    head += "Content-Type: ";
+    head += content_type;
+    head += "\r\n";
+  }
+  if (length) {
+    head += "Content-Length: ";
+    head += std::to_string(*length);
+    head += "\r\n";
+  } else if (status != 101) {
+    head += "Transfer-Encoding: chunked\r\n";
+  }
+  for (const auto& [name, value] : extra) {
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  if (close_after_) head += "Connection: close\r\n";
+  head += "\r\n";
+  return head;
+}
+
+asio::awaitable<Status> Response::Begin(int status, std::string_view content_type,
+                                        std::optional<uint64_t> content_length,
+                                        const Headers& extra) {
+  if (started_) co_return Status::Internal("response already started");
+  started_ = true;
+  status_ = status;
+  chunked_ = !content_length && status != 101 && !head_only_;
+  std::string head = Head(status, content_type, content_length, extra);
+  co_return co_await conn_.WriteAll(asio::buffer(head));
+}
+
+asio::awaitable<Status> Response::Write(std::string_view bytes) {
+  if (bytes.empty() || head_only_) co_return Status::Ok();
+  body_bytes_ += bytes.size();
+  if (!chunked_) co_return co_await conn_.WriteAll(asio::buffer(bytes));
+  char size_line[24];
+  auto [end, ec] = std::to_chars(size_line, size_line + 16, bytes.size(), 16);
+  *end++ = '\r';
+  *end++ = '\n';
+  std::vector<asio::const_buffer> buffers{
+      asio::buffer(size_line, static_cast<size_t>(end - size_line)), asio::buffer(bytes),
+      asio::buffer("\r\n", 2)};
+  co_return co_await conn_.WriteAll(std::move(buffers));
+}
+
+asio::awaitable<Status> Response::WriteFromFile(int fd, uint64_t offset, uint64_t length) {
+  if (length == 0 || head_only_) co_return Status::Ok();
+  body_bytes_ += length;
+  if (chunked_) {
+    char size_line[24];
+    auto [end, ec] = std::to_chars(size_line, size_line + 16, length, 16);
+    *end++ = '\r';
+    *end++ = '\n';
+    AGENTD_CO_RETURN_IF_ERROR(co_await conn_.WriteAll(
+        asio::buffer(size_line, static_cast<size_t>(end - size_line))));
+  }
+  AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendFile(fd, offset, length));
+  if (chunked_) AGENTD_CO_RETURN_IF_ERROR(co_await conn_.WriteAll(asio::buffer("\r\n", 2)));
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> Response::End() {
+  if (finished_) co_return Status::Ok();
+  finished_ = true;
+  if (chunked_) co_return co_await conn_.WriteAll(asio::buffer("0\r\n\r\n", 5));
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> Response::Send(int status, std::string_view content_type,
+                                       std::string_view body, const Headers& extra) {
+  if (started_) co_return Status::Internal("response already started");
+  started_ = true;
+  finished_ = true;
+  status_ = status;
+  std::string head = Head(status, content_type, body.size(), extra);
+  if (head_only_) co_return co_await conn_.WriteAll(asio::buffer(head));
+  body_bytes_ = body.size();
+  std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(body)};
+  co_return co_await conn_.WriteAll(std::move(buffers));
+}
+
+asio::awaitable<Status> Response::SendJson(int status, const json::Value& body,
+                                           const Headers& extra) {
+  std::string text = json::Serialize(body);
+  text += '\n';
+  co_return co_await Send(status, "application/json", text, extra);
+}
+
+asio::awaitable<Status> Response::SendError(const Status& error, const Headers& extra) {
+  Headers headers = extra;
+  if (error.http_status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
+  int status = error.http_status() ? error.http_status() : 500;
+  co_return co_await SendJson(status, ErrorBody(error), headers);
+}
+
+}  // namespace agentd

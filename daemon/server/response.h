@@ -1,0 +1,71 @@
+// Response: how a route handler answers.
+//
+// Either one complete answer (Send, SendJson, SendError) or a stream: Begin
+// once, then Write / WriteFromFile any number of times, then End. Without a
+// content length the body is sent chunked. Each write completes only when
+// the bytes are in the kernel, so at most one write is in flight and a slow
+// reader pauses its producer (bounded memory). Write failures (the client
+// went away, the write deadline passed) come back as a Status; the handler
+// should then stop. Used only on the connection's strand.
+#pragma once
+
+#include <asio/awaitable.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "agentd/protocol/json.h"
+#include "agentd/protocol/status.h"
+
+namespace agentd {
+
+class Connection;
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+class Response {
+ public:
+  Response(Connection& conn, bool head_only) : conn_(conn), head_only_(head_only) {}
+
+  asio::awaitable<Status> Send(int status, std::string_view content_type, std::string_view body,
+                               const Headers& extra = {});
+  asio::awaitable<Status> SendJson(int status, const json::Value& body, const Headers& extra = {});
+  // The error shape of docs/PROTOCOL.md, with the status the code maps to.
+  asio::awaitable<Status> SendError(const Status& error, const Headers& extra = {});
+
+  asio::awaitable<Status> Begin(int status, std::string_view content_type,
+                                std::optional<uint64_t> content_length, const Headers& extra = {});
+  asio::awaitable<Status> Write(std::string_view bytes);
+  // Sends `length` bytes of `fd` from `offset` with sendfile (no copy
+  // through user space).
+  asio::awaitable<Status> WriteFromFile(int fd, uint64_t offset, uint64_t length);
+  asio::awaitable<Status> End();
+
+  // Asks for the connection to close after this response.
+  void CloseAfter() { close_after_ = true; }
+  bool close_after() const { return close_after_; }
+  bool started() const { return started_; }
+  bool finished() const { return finished_; }
+  int status() const { return status_; }
+  uint64_t body_bytes() const { return body_bytes_; }
+
+ private:
+  std::string Head(int status, std::string_view content_type, std::optional<uint64_t> length,
+                   const Headers& extra);
+
+  Connection& conn_;
+  bool head_only_;
+  bool started_ = false;
+  bool finished_ = false;
+  bool chunked_ = false;
+  bool close_after_ = false;
+  int status_ = 0;
+  uint64_t body_bytes_ = 0;
+};
+
+// The reason phrase of an HTTP status ("Not Found").
+std::string_view ReasonPhrase(int status);
+
+}  // namespace agentd

@@ -1,0 +1,29 @@
+#include <catch2/catch.hpp>
+
+#include "server/url.h"
+
+using namespace agentd;
+
+TEST_CASE("targets split into a decoded path and ordered query", "[url]") {
+  auto t = ParseTarget("/v1/fs/file?path=%2Ftmp%2Fa%20b&start_line=2&flag");
+  REQUIRE(t);
+  CHECK(t->path == "/v1/fs/file");
+  REQUIRE(t->query.size() == 3);
+  CHECK(t->query[0] == std::make_pair(std::string("path"), std::string("/tmp/a b")));
+  CHECK(t->query[2].first == "flag");
+  CHECK(t->query[2].second.empty());
+}
+
+TEST_CASE("targets with malformed escapes or no leading slash are refused", "[url]") {
+  CHECK_FALSE(ParseTarget("/x?path=%zz"));
+  CHECK_FALSE(ParseTarget("/x%2"));
+  CHECK_FALSE(ParseTarget("http://host/x"));
+  CHECK_FALSE(ParseTarget(""));
+}
+
+TEST_CASE("percent encoding round-trips every byte", "[url]") {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  CHECK(PercentDecode(PercentEncode(all, false), false) == all);
+  CHECK(PercentEncode("/a b/", true) == "/a%20b/");
+}
