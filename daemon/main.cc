@@ -35,8 +35,9 @@ int Serve(DaemonConfig& config) {
   ApiContext ctx{config, bootstrap, blocking};
 
   Router router;
-  router.SetAuthorizer(
-      [&bootstrap](const Request& req) { return bootstrap.Authorize(req.Header("authorization")); });
+  router.SetAuthorizer([&bootstrap](const Request& req) {
+    return bootstrap.Authorize(req.Header("authorization"));
+  });
   RegisterBootstrapRoutes(router, ctx);
   RegisterHealthRoutes(router, ctx);
 

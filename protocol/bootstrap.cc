@@ -15,10 +15,10 @@ bool IsVisibleAscii(const std::string& s) {
 }  // namespace
 
 Status ValidateEnvName(const std::string& name, std::string_view field) {
-  if (name.empty() || name.find('=') != std::string::npos ||
-      name.find('\0') != std::string::npos) {
-    return Status::InvalidRequest("environment variable names must be non-empty and contain "
-                                  "neither '=' nor NUL")
+  if (name.empty() || name.find('=') != std::string::npos || name.find('\0') != std::string::npos) {
+    return Status::InvalidRequest(
+               "environment variable names must be non-empty and contain "
+               "neither '=' nor NUL")
         .With("field", std::string(field))
         .With("name", name);
   }

@@ -33,8 +33,8 @@ Object& Object::Set(std::string key, Value value) {
 }
 
 bool Object::Erase(std::string_view key) {
-  auto it = std::find_if(members_.begin(), members_.end(),
-                         [&](const Member& m) { return m.key == key; });
+  auto it =
+      std::find_if(members_.begin(), members_.end(), [&](const Member& m) { return m.key == key; });
   if (it == members_.end()) return false;
   members_.erase(it);
   return true;
@@ -177,13 +177,27 @@ void AppendQuoted(std::string& out, std::string_view s) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           out += "\\u00";

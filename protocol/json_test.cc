@@ -61,7 +61,10 @@ TEST_CASE("json writer escapes control characters and quotes", "[json]") {
 }
 
 TEST_CASE("json writer replaces each invalid UTF-8 byte with U+FFFD", "[json]") {
-  CHECK(Serialize(Value(std::string("a\xff" "b"))) == "\"a\xEF\xBF\xBD" "b\"");
+  CHECK(Serialize(Value(std::string("a\xff"
+                                    "b"))) ==
+        "\"a\xEF\xBF\xBD"
+        "b\"");
   // Overlong encoding of '/', a lone surrogate, a truncated sequence.
   CHECK(Serialize(Value(std::string("\xC0\xAF"))) == "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");
   CHECK(Serialize(Value(std::string("\xED\xA0\x80"))) ==

@@ -80,8 +80,7 @@ std::optional<std::vector<std::string>> ObjectReader::StringArray(std::string_vi
 std::optional<EnvOverlay> ObjectReader::StringMap(std::string_view key, bool allow_null) {
   const json::Value* v = Lookup(key);
   if (!v) return std::nullopt;
-  std::string_view expected =
-      allow_null ? "an object of strings or nulls" : "an object of strings";
+  std::string_view expected = allow_null ? "an object of strings or nulls" : "an object of strings";
   if (!v->is_object()) {
     TypeError(key, expected);
     return std::nullopt;

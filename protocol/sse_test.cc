@@ -30,7 +30,7 @@ TEST_CASE("sse frames decode identically when split at every byte", "[sse]") {
   AppendSseComment(stream, "keepalive");
   AppendSseEvent(stream, "gap", R"({"stream":"stderr","from":0,"to":9})", "2:9");
   stream += "event: exit\r\ndata: {}\r\nid: 2:9\r\n\r\n";  // CRLF line ends
-  stream += "data: a\rdata: b\r\r";                       // bare CR line ends
+  stream += "data: a\rdata: b\r\r";                        // bare CR line ends
   auto whole = DecodeInPieces(stream, stream.size());
   REQUIRE(whole.size() == 4);
   CHECK(whole[0].event == "stdout");

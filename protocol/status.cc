@@ -97,9 +97,9 @@ Status StatusFromErrorBody(int http_status, std::string_view body) {
   const json::Value* code = error ? error->Find("code") : nullptr;
   const json::Value* message = error ? error->Find("message") : nullptr;
   if (!code || !code->is_string()) {
-    return Status::Error(ErrorCode::kProtocolError,
-                         "daemon answered HTTP " + std::to_string(http_status) +
-                             " without a JSON error body")
+    return Status::Error(
+               ErrorCode::kProtocolError,
+               "daemon answered HTTP " + std::to_string(http_status) + " without a JSON error body")
         .With("http_status", http_status)
         .WithHttpStatus(http_status);
   }

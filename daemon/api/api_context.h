@@ -15,7 +15,7 @@
 namespace agentd {
 
 struct ExecCounts {
-  bool busy = false;  // some exec's leader process is running
+  bool busy = false;    // some exec's leader process is running
   int64_t records = 0;  // registered exec records of every state
 };
 

@@ -17,7 +17,8 @@ Status OverBudget(const std::string& body) {
                  .With("limit", kBootstrapBudgetBytes);
   Result<json::Value> doc = json::Parse(body);
   if (doc.ok()) {
-    if (const json::Value* env = doc->Find("env")) s.With("env_bytes", json::Serialize(*env).size());
+    if (const json::Value* env = doc->Find("env"))
+      s.With("env_bytes", json::Serialize(*env).size());
     if (const json::Value* token = doc->Find("token"); token && token->is_string()) {
       s.With("token_bytes", token->as_string().size());
     }
@@ -37,6 +38,10 @@ asio::awaitable<void> Bootstrap(ApiContext& ctx, Request& req, Response& res) {
   }
   if (body->size() > kBootstrapBudgetBytes) {
     co_await res.SendError(OverBudget(*body));
+    co_return;
+  }
+  if (body->empty()) {
+    co_await res.SendError(Status::InvalidRequest("request body must be a JSON object"));
     co_return;
   }
   Result<json::Value> doc = json::Parse(*body);

@@ -21,14 +21,15 @@ Status BadValue(std::string_view flag, std::string_view value, std::string_view 
 }
 
 template <typename T>
-std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name, T DaemonConfig::*field,
-                                                               T min, T max) {
+std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name,
+                                                               T DaemonConfig::*field, T min,
+                                                               T max) {
   return [=](DaemonConfig& c, std::string_view v) {
     T n{};
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || end != v.data() + v.size() || n < min || n > max) {
-      return BadValue(name, v, "an integer from " + std::to_string(min) + " to " +
-                                   std::to_string(max));
+      return BadValue(name, v,
+                      "an integer from " + std::to_string(min) + " to " + std::to_string(max));
     }
     c.*field = n;
     return Status::Ok();
@@ -140,11 +141,9 @@ const std::vector<Flag>& Flags() {
       {"tar-max-entries", "N", "Members of one uploaded archive. Default 65536.",
        Integer<uint64_t>("tar-max-entries", &DaemonConfig::tar_max_entries, 1, UINT64_MAX)},
       {"tar-max-entry-bytes", "N", "Size of one archive member. Default 8 GiB.",
-       Integer<uint64_t>("tar-max-entry-bytes", &DaemonConfig::tar_max_entry_bytes, 0,
-                         UINT64_MAX)},
+       Integer<uint64_t>("tar-max-entry-bytes", &DaemonConfig::tar_max_entry_bytes, 0, UINT64_MAX)},
       {"tar-max-total-bytes", "N", "Total size of one uploaded archive. Default 16 GiB.",
-       Integer<uint64_t>("tar-max-total-bytes", &DaemonConfig::tar_max_total_bytes, 0,
-                         UINT64_MAX)},
+       Integer<uint64_t>("tar-max-total-bytes", &DaemonConfig::tar_max_total_bytes, 0, UINT64_MAX)},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };
@@ -202,8 +201,10 @@ std::string HelpText() {
   for (const Flag& f : Flags()) {
     std::string left = std::string("  --") + f.name;
     if (f.metavar) left += std::string(" ") + f.metavar;
-    if (left.size() < 30) left.resize(30, ' ');
-    else left += "\n" + std::string(30, ' ');
+    if (left.size() < 30)
+      left.resize(30, ' ');
+    else
+      left += "\n" + std::string(30, ' ');
     text += left + f.help + "\n";
   }
   return text;

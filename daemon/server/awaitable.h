@@ -27,9 +27,10 @@ asio::awaitable<std::invoke_result_t<Fn>> RunBlocking(asio::thread_pool& pool, F
       [&pool, executor, fn = std::move(fn)](auto handler) mutable {
         asio::post(pool, [executor, fn = std::move(fn), handler = std::move(handler)]() mutable {
           R result = fn();
-          asio::post(executor, [handler = std::move(handler), result = std::move(result)]() mutable {
-            std::move(handler)(std::move(result));
-          });
+          asio::post(executor,
+                     [handler = std::move(handler), result = std::move(result)]() mutable {
+                       std::move(handler)(std::move(result));
+                     });
         });
       },
       asio::use_awaitable);

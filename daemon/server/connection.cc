@@ -246,7 +246,8 @@ asio::awaitable<bool> Connection::Serve() {
             .Set("duration_ms", static_cast<double>(ms.count()) / 1000.0));
   }
   in_request_ = false;
-  bool keep = !broken_ && !closed_ && !close_after_request_ && !res.close_after() && head.keep_alive && !head.upgrade;
+  bool keep = !broken_ && !closed_ && !close_after_request_ && !res.close_after() &&
+              head.keep_alive && !head.upgrade;
   if (keep) keep = co_await DrainBody();
   if (!keep) co_return false;
   body_queue_.clear();
@@ -297,9 +298,9 @@ asio::awaitable<Status> Connection::SendFile(int fd, uint64_t offset, uint64_t l
     if (errno == EINTR) continue;
     if (errno != EAGAIN) {
       broken_ = true;
-      co_return Status::Error(ErrorCode::kTransport,
-                              std::string("connection lost writing the response: ") +
-                                  std::strerror(errno));
+      co_return Status::Error(
+          ErrorCode::kTransport,
+          std::string("connection lost writing the response: ") + std::strerror(errno));
     }
     Arm(limits_.io_timeout);
     auto [ec] = co_await socket_.async_wait(Socket::wait_write, kUseNothrow);

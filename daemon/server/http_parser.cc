@@ -32,10 +32,10 @@ struct RequestParser::Impl {
   int CountHeaderBytes(size_t n) {
     header_bytes += n;
     if (header_bytes > max_header_bytes) {
-      user_error = Status::Error(ErrorCode::kHeadersTooLarge,
-                                 "request headers exceed " + std::to_string(max_header_bytes) +
-                                     " bytes")
-                       .With("limit", max_header_bytes);
+      user_error =
+          Status::Error(ErrorCode::kHeadersTooLarge,
+                        "request headers exceed " + std::to_string(max_header_bytes) + " bytes")
+              .With("limit", max_header_bytes);
       return -1;
     }
     return 0;
@@ -69,11 +69,10 @@ struct RequestParser::Impl {
     Impl& self = Of(p);
     RequestHead& head = self.owner->head_;
     if (head.headers.size() >= self.max_header_count) {
-      self.user_error =
-          Status::Error(ErrorCode::kHeadersTooLarge,
-                        "request has more than " + std::to_string(self.max_header_count) +
-                            " header lines")
-              .With("limit_count", self.max_header_count);
+      self.user_error = Status::Error(ErrorCode::kHeadersTooLarge,
+                                      "request has more than " +
+                                          std::to_string(self.max_header_count) + " header lines")
+                            .With("limit_count", self.max_header_count);
       return -1;
     }
     std::transform(self.field.begin(), self.field.end(), self.field.begin(),

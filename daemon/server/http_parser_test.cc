@@ -104,7 +104,8 @@ TEST_CASE("parser reports keep-alive and upgrade", "[http]") {
   REQUIRE(r.ok());
   CHECK_FALSE(p.head().keep_alive);
   RequestParser q(16 * 1024, 100);
-  auto u = q.Feed("GET /v1/ports/80/connect HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n");
+  auto u =
+      q.Feed("GET /v1/ports/80/connect HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n");
   REQUIRE(u.ok());
   CHECK(q.head().upgrade);
 }

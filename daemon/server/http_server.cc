@@ -96,9 +96,10 @@ void HttpServer::Refuse(Socket socket) {
                                      std::to_string(connections_.size()) + " connections")
                        .With("limit", limits_.max_connections);
   std::string body = json::Serialize(ErrorBody(refusal));
-  std::string reply = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                      "Connection: close\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string reply =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   // Best effort and never blocking: the refused peer gets what fits.
   ::send(socket.native_handle(), reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   asio::error_code ec;
@@ -130,7 +131,8 @@ void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()>
       }
     }
   }
-  grace_timer_ = std::make_unique<asio::steady_timer>(io_, busy.empty() ? std::chrono::milliseconds(0) : grace);
+  grace_timer_ = std::make_unique<asio::steady_timer>(
+      io_, busy.empty() ? std::chrono::milliseconds(0) : grace);
   grace_timer_->async_wait([this, busy, done = std::move(done)](const asio::error_code&) {
     for (auto& conn : busy) conn->Close();
     done();

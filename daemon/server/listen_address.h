@@ -14,9 +14,9 @@ namespace agentd {
 struct ListenAddress {
   enum class Kind { kTcp, kUnix, kVsock };
   Kind kind = Kind::kTcp;
-  std::string text;  // as given, for logs
-  std::string host;  // kTcp: numeric address
-  std::string path;  // kUnix
+  std::string text;   // as given, for logs
+  std::string host;   // kTcp: numeric address
+  std::string path;   // kUnix
   uint32_t port = 0;  // kTcp, kVsock
 
   StreamProtocol::endpoint Endpoint() const;

@@ -24,9 +24,9 @@ bool Request::body_complete() const { return conn_.body_complete(); }
 
 asio::awaitable<Result<std::string>> Request::ReadBodyAll(size_t limit) {
   auto too_large = [&](uint64_t size) {
-    return Status::Error(ErrorCode::kPayloadTooLarge,
-                         "request body of " + std::to_string(size) + " bytes exceeds the limit of " +
-                             std::to_string(limit) + " bytes")
+    return Status::Error(ErrorCode::kPayloadTooLarge, "request body of " + std::to_string(size) +
+                                                          " bytes exceeds the limit of " +
+                                                          std::to_string(limit) + " bytes")
         .With("size", size)
         .With("limit", limit);
   };

@@ -8,28 +8,50 @@ namespace agentd {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 206: return "Partial Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 410: return "Gone";
-    case 411: return "Length Required";
-    case 413: return "Payload Too Large";
-    case 416: return "Range Not Satisfiable";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 507: return "Insufficient Storage";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 101:
+      return "Switching Protocols";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 206:
+      return "Partial Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 416:
+      return "Range Not Satisfiable";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 507:
+      return "Insufficient Storage";
+    default:
+      return "Unknown";
   }
 }
 
@@ -96,8 +118,8 @@ asio::awaitable<Status> Response::WriteFromFile(int fd, uint64_t offset, uint64_
     auto [end, ec] = std::to_chars(size_line, size_line + 16, length, 16);
     *end++ = '\r';
     *end++ = '\n';
-    AGENTD_CO_RETURN_IF_ERROR(co_await conn_.WriteAll(
-        asio::buffer(size_line, static_cast<size_t>(end - size_line))));
+    AGENTD_CO_RETURN_IF_ERROR(
+        co_await conn_.WriteAll(asio::buffer(size_line, static_cast<size_t>(end - size_line))));
   }
   AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendFile(fd, offset, length));
   if (chunked_) AGENTD_CO_RETURN_IF_ERROR(co_await conn_.WriteAll(asio::buffer("\r\n", 2)));

@@ -53,8 +53,10 @@ asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
   std::vector<std::pair<std::string, std::string>> params;
   std::string allowed;
   const Route* found = nullptr;
+  bool is_public = false;  // some route of this path answers without a token
   for (const Route& route : routes_) {
     if (!Match(route, path, &params)) continue;
+    is_public = is_public || !route.requires_auth;
     if (route.method == method) {
       found = &route;
       break;
@@ -62,6 +64,16 @@ asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
     if (allowed.find(route.method) == std::string::npos) {
       if (!allowed.empty()) allowed += ", ";
       allowed += route.method;
+    }
+  }
+  // Only the public paths answer without a token: an unknown path is
+  // refused like any other unauthenticated request, so routes cannot be
+  // probed without the token.
+  if (!is_public && authorizer_) {
+    Status auth = authorizer_(req);
+    if (!auth.ok()) {
+      co_await res.SendError(auth);
+      co_return;
     }
   }
   if (!found) {
@@ -74,21 +86,13 @@ asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
               .With("allowed", allowed),
           allow);
     } else {
-      co_await res.SendError(
-          Status::Error(ErrorCode::kRouteNotFound, "no route for " + req.path())
-              .With("path", req.path()));
+      co_await res.SendError(Status::Error(ErrorCode::kRouteNotFound, "no route for " + req.path())
+                                 .With("path", req.path()));
     }
     co_return;
   }
   req.set_route_pattern(found->pattern);
   req.set_params(std::move(params));
-  if (found->requires_auth && authorizer_) {
-    Status auth = authorizer_(req);
-    if (!auth.ok()) {
-      co_await res.SendError(auth);
-      co_return;
-    }
-  }
   co_await found->handler(req, res);
 }
 

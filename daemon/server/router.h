@@ -4,8 +4,9 @@
 // ("/v1/execs/{id}/stdout"). A path no pattern matches is 404
 // route_not_found; a path that matches with another method is 405
 // method_not_allowed with an Allow header. HEAD is served by the GET route
-// (the response sends no body). Before a route that requires auth runs,
-// the authorizer decides; its refusal is answered as is. Immutable after
+// (the response sends no body). Before anything but a public route (one
+// added with requires_auth = false) the authorizer decides, also for paths
+// no route matches; its refusal is answered as is. Immutable after
 // set-up; used only on the io thread.
 #pragma once
 

@@ -20,7 +20,7 @@ std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space
 std::string PercentEncode(std::string_view in, bool keep_slash);
 
 struct ParsedTarget {
-  std::string path;  // decoded
+  std::string path;   // decoded
   QueryParams query;  // decoded, in order
 };
 

@@ -24,8 +24,8 @@ ErrorCode ErrorCodeForErrno(int err) {
     case ENOSPC:
     case EDQUOT:
       return ErrorCode::kInsufficientStorage;
-    case EXDEV:   // openat2 RESOLVE_BENEATH: the path left the root
-    case ELOOP:   // a symlink where none may be followed
+    case EXDEV:  // openat2 RESOLVE_BENEATH: the path left the root
+    case ELOOP:  // a symlink where none may be followed
       return ErrorCode::kUnsafePath;
     case ENAMETOOLONG:
     case EINVAL:

@@ -17,7 +17,7 @@ namespace agentd {
 struct SseEvent {
   std::string event;  // "message" when the stream gave no event field
   std::string data;
-  std::string id;     // the last event id in effect when this event ended
+  std::string id;  // the last event id in effect when this event ended
 };
 
 // Appends one event. `data` must not contain line breaks (ours is one line

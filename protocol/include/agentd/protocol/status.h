@@ -106,15 +106,15 @@ class [[nodiscard]] Result {
 }  // namespace agentd
 
 // Propagates a non-ok Status from an expression returning Status.
-#define AGENTD_RETURN_IF_ERROR(expr)          \
-  do {                                        \
-    ::agentd::Status agentd_status_ = (expr); \
+#define AGENTD_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::agentd::Status agentd_status_ = (expr);        \
     if (!agentd_status_.ok()) return agentd_status_; \
   } while (0)
 
 // The same for coroutines.
-#define AGENTD_CO_RETURN_IF_ERROR(expr)       \
-  do {                                        \
-    ::agentd::Status agentd_status_ = (expr); \
+#define AGENTD_CO_RETURN_IF_ERROR(expr)                 \
+  do {                                                  \
+    ::agentd::Status agentd_status_ = (expr);           \
     if (!agentd_status_.ok()) co_return agentd_status_; \
   } while (0)

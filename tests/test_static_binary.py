@@ -1,0 +1,76 @@
+"""agentd is fully static: it answers /v1/health from a root holding nothing else."""
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+from lib.agentd_test import AGENTD_BIN, parse_raw_responses, read_until_close
+
+PT_INTERP = 3
+PT_DYNAMIC = 2
+
+
+def program_header_types(path):
+    with open(path, "rb") as f:
+        ident = f.read(64)
+        assert ident[:4] == b"\x7fELF" and ident[4] == 2, "expected a 64-bit ELF"
+        phoff, = struct.unpack_from("<Q", ident, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", ident, 0x36)
+        types = []
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            types.append(struct.unpack("<I", f.read(4))[0])
+        return types
+
+
+class StaticBinaryTest(unittest.TestCase):
+    def test_binary_has_no_interpreter_and_no_dynamic_section(self):
+        types = program_header_types(AGENTD_BIN)
+        self.assertNotIn(PT_INTERP, types)
+        self.assertNotIn(PT_DYNAMIC, types)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
+    def test_health_answers_from_an_empty_root(self):
+        root = tempfile.mkdtemp(prefix="agentd-emptyroot-")
+        try:
+            shutil.copy(AGENTD_BIN, os.path.join(root, "agentd"))
+            self.assertEqual(os.listdir(root), ["agentd"])
+            sock_path = os.path.join(root, "agentd.sock")
+            proc = subprocess.Popen(
+                ["unshare", "--mount", "--pid", "--ipc", "--uts", "--fork", "--kill-child",
+                 "chroot", root, "/agentd", "--listen", "unix:/agentd.sock",
+                 "--state-dir", "/state"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                deadline = time.monotonic() + 10
+                while not os.path.exists(sock_path):
+                    self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
+                    self.assertLess(time.monotonic(), deadline, "no socket appeared")
+                    time.sleep(0.05)
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(sock_path)
+                s.settimeout(5)
+                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                (status, _, body), = parse_raw_responses(read_until_close(s))
+                s.close()
+                self.assertEqual(status, 200)
+                self.assertEqual(json.loads(body)["status"], "ok")
+            finally:
+                # unshare does not forward SIGTERM; --kill-child takes the
+                # daemon down with it.
+                proc.kill()
+                proc.wait(10)
+                proc.stdout.close()
+                proc.stderr.close()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
