@@ -1,0 +1,50 @@
+// Client: the agentd client library's blocking face.
+//
+// Each call runs to completion on the calling thread (it drives a private
+// io_context) and returns Result<T>: a value, or a Status carrying the
+// daemon's stable error code, HTTP status, message and details; failures
+// that never got an answer are transport_error or deadline_exceeded.
+// Idempotent calls are retried (see ClientOptions and docs/CLIENT.md).
+//
+// Thread-safety: one call at a time per Client (use one Client per thread,
+// or AsyncClient to multiplex many guests on one thread).
+#pragma once
+
+#include <asio.hpp>
+#include <optional>
+
+#include "agentd/client/async_client.h"
+
+namespace agentd::client {
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+
+  const ClientOptions& options() const { return async_.options(); }
+  void SetToken(std::string token) { async_.SetToken(std::move(token)); }
+
+  Result<HealthResponse> Health() { return Wait(async_.Health()); }
+  Result<BootstrapResponse> Bootstrap(BootstrapRequest request) {
+    return Wait(async_.Bootstrap(std::move(request)));
+  }
+
+  AsyncClient& async() { return async_; }
+
+ private:
+  template <typename T>
+  Result<T> Wait(asio::awaitable<Result<T>> work) {
+    std::optional<Result<T>> out;
+    detail::Launch(io_.get_executor(), std::move(work),
+                   [&out](Result<T> r) { out.emplace(std::move(r)); });
+    io_.restart();
+    io_.run();
+    return out ? std::move(*out) : Result<T>(Status::Internal("call did not complete"));
+  }
+
+  asio::io_context io_;
+  AsyncClient async_;
+};
+
+}  // namespace agentd::client

@@ -1,0 +1,52 @@
+#include "agentd/client/async_client.h"
+
+#include "transport.h"
+
+namespace agentd::client {
+namespace {
+
+template <typename T>
+Result<T> DecodeJson(const Result<HttpResponse>& response,
+                     Result<T> (*decode)(const json::Value&)) {
+  if (!response.ok()) return response.status();
+  Result<json::Value> doc = json::Parse(response->body);
+  if (!doc.ok()) {
+    return Status::Error(ErrorCode::kProtocolError,
+                         "the daemon's answer is not JSON: " + doc.status().message());
+  }
+  return decode(*doc);
+}
+
+}  // namespace
+
+AsyncClient::AsyncClient(asio::any_io_executor executor, ClientOptions options)
+    : executor_(executor), transport_(std::make_unique<Transport>(executor, std::move(options))) {}
+
+AsyncClient::~AsyncClient() = default;
+
+const ClientOptions& AsyncClient::options() const { return transport_->options(); }
+
+void AsyncClient::SetToken(std::string token) { transport_->set_token(std::move(token)); }
+
+asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
+  HttpRequest req;
+  req.target = "/v1/health";
+  req.idempotent = true;
+  co_return DecodeJson<HealthResponse>(co_await transport_->Call(req), &DecodeHealthResponse);
+}
+
+asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/bootstrap";
+  req.content_type = "application/json";
+  req.body = json::Serialize(EncodeBootstrapRequest(request));
+  // Safe to retry: the same token replays, and a replay changes nothing.
+  req.idempotent = true;
+  Result<BootstrapResponse> r =
+      DecodeJson<BootstrapResponse>(co_await transport_->Call(req), &DecodeBootstrapResponse);
+  if (r.ok()) transport_->set_token(request.token);
+  co_return r;
+}
+
+}  // namespace agentd::client
