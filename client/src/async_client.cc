@@ -1,6 +1,7 @@
 #include "agentd/client/async_client.h"
 
 #include "transport.h"
+#include "tree_transfer.h"
 
 namespace agentd::client {
 namespace {
@@ -47,6 +48,16 @@ asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapReque
       DecodeJson<BootstrapResponse>(co_await transport_->Call(req), &DecodeBootstrapResponse);
   if (r.ok()) transport_->set_token(request.token);
   co_return r;
+}
+
+asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std::string remote,
+                                                          TarCompression compression) {
+  co_return co_await UploadTree(*transport_, std::move(local), std::move(remote), compression);
+}
+
+asio::awaitable<Result<TreeStats>> AsyncClient::DownloadDir(std::string remote, std::string local,
+                                                            TarCompression compression) {
+  co_return co_await DownloadTree(*transport_, std::move(remote), std::move(local), compression);
 }
 
 }  // namespace agentd::client

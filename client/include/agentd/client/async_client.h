@@ -19,6 +19,7 @@
 #include <string>
 
 #include "agentd/client/options.h"
+#include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/status.h"
 
@@ -70,6 +71,17 @@ class AsyncClient {
   // answered "replayed". On success the client uses the token from then on.
   asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
 
+  // Uploads the contents of local directory `local` into guest directory
+  // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
+  // links, empty directories. Streams; memory stays flat for any tree.
+  asio::awaitable<Result<TreeStats>> UploadDir(std::string local, std::string remote,
+                                               TarCompression compression = TarCompression::kNone);
+  // Downloads guest directory `remote` into `local` (GET /v1/fs/tar), with
+  // the daemon's own confinement rules: whatever the daemon sends, nothing
+  // is written outside `local`, and a refused archive changes nothing.
+  asio::awaitable<Result<TreeStats>> DownloadDir(
+      std::string remote, std::string local, TarCompression compression = TarCompression::kNone);
+
   template <typename Token>
   auto AsyncHealth(Token&& token) {
     return detail::Launch(executor_, Health(), std::forward<Token>(token));
@@ -77,6 +89,19 @@ class AsyncClient {
   template <typename Token>
   auto AsyncBootstrap(BootstrapRequest request, Token&& token) {
     return detail::Launch(executor_, Bootstrap(std::move(request)), std::forward<Token>(token));
+  }
+
+  template <typename Token>
+  auto AsyncUploadDir(std::string local, std::string remote, TarCompression compression,
+                      Token&& token) {
+    return detail::Launch(executor_, UploadDir(std::move(local), std::move(remote), compression),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncDownloadDir(std::string remote, std::string local, TarCompression compression,
+                        Token&& token) {
+    return detail::Launch(executor_, DownloadDir(std::move(remote), std::move(local), compression),
+                          std::forward<Token>(token));
   }
 
   // The transport, for the library's own extensions (exec, files, trees).

@@ -30,6 +30,15 @@ class Client {
     return Wait(async_.Bootstrap(std::move(request)));
   }
 
+  Result<TreeStats> UploadDir(std::string local, std::string remote,
+                              TarCompression compression = TarCompression::kNone) {
+    return Wait(async_.UploadDir(std::move(local), std::move(remote), compression));
+  }
+  Result<TreeStats> DownloadDir(std::string remote, std::string local,
+                                TarCompression compression = TarCompression::kNone) {
+    return Wait(async_.DownloadDir(std::move(remote), std::move(local), compression));
+  }
+
   AsyncClient& async() { return async_; }
 
  private:
