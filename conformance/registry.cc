@@ -1,0 +1,14 @@
+#include "checks.h"
+
+namespace agentd::conformance {
+
+const std::vector<Check>& AllChecks() {
+  static const std::vector<Check> checks = [] {
+    std::vector<Check> all;
+    AddFrontDoorChecks(all);
+    return all;
+  }();
+  return checks;
+}
+
+}  // namespace agentd::conformance
