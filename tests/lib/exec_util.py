@@ -136,7 +136,7 @@ def collect_sse(d, exec_id, rng=None, cut_every=None, deadline=120):
         assert stream.status == 200, stream.status
         budget = rng.randint(1, cut_every) if rng else None
         while True:
-            events = stream.read_some(4096 if budget else 65536)
+            events = stream.read_some(min(4096, budget - stream.bytes_read) if budget else 65536)
             for event, data, eid in events:
                 payload = json.loads(data)
                 if event in ("stdout", "stderr"):
