@@ -6,7 +6,11 @@
 
 namespace agentd {
 
+class ExecEngine;
+
 void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
+// Also wires ctx.exec_counts (health's busy and execs) to the engine.
+void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
 
 }  // namespace agentd
