@@ -1,5 +1,6 @@
 #include "agentd/client/async_client.h"
 
+#include "exec_calls.h"
 #include "transport.h"
 #include "tree_transfer.h"
 
@@ -48,6 +49,46 @@ asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapReque
       DecodeJson<BootstrapResponse>(co_await transport_->Call(req), &DecodeBootstrapResponse);
   if (r.ok()) transport_->set_token(request.token);
   co_return r;
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::StartExec(std::string id, ExecStartRequest request) {
+  co_return co_await StartExecCall(*transport_, std::move(id), std::move(request));
+}
+
+asio::awaitable<Result<ExecPollResponse>> AsyncClient::PollExec(std::string id,
+                                                                PollOptions options) {
+  co_return co_await PollExecCall(*transport_, std::move(id), options);
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::WaitExec(std::string id,
+                                                        std::chrono::milliseconds timeout) {
+  co_return co_await WaitExecCall(*transport_, std::move(id), timeout);
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::KillExec(std::string id, KillRequest request) {
+  co_return co_await KillExecCall(*transport_, std::move(id), std::move(request));
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::AckExec(std::string id) {
+  co_return co_await AckExecCall(*transport_, std::move(id));
+}
+
+asio::awaitable<Result<std::vector<ExecInfo>>> AsyncClient::ListExecs() {
+  co_return co_await ListExecsCall(*transport_);
+}
+
+asio::awaitable<Result<uint64_t>> AsyncClient::WriteStdin(std::string id, uint64_t offset,
+                                                          std::string bytes, bool eof) {
+  co_return co_await WriteStdinCall(*transport_, std::move(id), offset, std::move(bytes), eof);
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::Stream(std::string id, StreamCursors cursors,
+                                                      StreamCallbacks callbacks) {
+  co_return co_await StreamExecCall(*transport_, std::move(id), cursors, std::move(callbacks));
+}
+
+asio::awaitable<Result<RunResult>> AsyncClient::Run(ExecStartRequest request, RunOptions options) {
+  co_return co_await RunCall(*transport_, std::move(request), std::move(options));
 }
 
 asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std::string remote,

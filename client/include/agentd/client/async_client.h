@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "agentd/client/exec.h"
 #include "agentd/client/options.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
@@ -71,6 +72,32 @@ class AsyncClient {
   // answered "replayed". On success the client uses the token from then on.
   asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
 
+  // --- Exec (docs/CLIENT.md, "Exec") ---
+  // PUT /v1/execs/{id}: starts `request` under the caller-minted `id`
+  // (MintExecId). Retried safely: the same id and request answer the same
+  // exec, never a second process.
+  asio::awaitable<Result<ExecInfo>> StartExec(std::string id, ExecStartRequest request);
+  // GET /v1/execs/{id}: read-only; with options.wait a long poll.
+  asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id, PollOptions options = {});
+  // Long-polls until the exec has exited or `timeout` passes (deadline_exceeded).
+  asio::awaitable<Result<ExecInfo>> WaitExec(std::string id, std::chrono::milliseconds timeout);
+  asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request = {});
+  asio::awaitable<Result<ExecInfo>> AckExec(std::string id);
+  asio::awaitable<Result<std::vector<ExecInfo>>> ListExecs();
+  // Writes stdin bytes starting at stdin offset `offset`; answers the
+  // daemon's next offset. Retried safely (bytes already taken are skipped).
+  asio::awaitable<Result<uint64_t>> WriteStdin(std::string id, uint64_t offset, std::string bytes,
+                                               bool eof = false);
+  // Streams output from `cursors` until the exec's exit event, reconnecting
+  // with Last-Event-ID after a lost connection (bounded, jittered backoff):
+  // every byte is delivered exactly once, in order. Answers the final exec
+  // object. A fresh client given only the id and saved cursors resumes
+  // exactly where an earlier one stopped.
+  asio::awaitable<Result<ExecInfo>> Stream(std::string id, StreamCursors cursors,
+                                           StreamCallbacks callbacks);
+  // Start, stream, wait, ack: the blocking convenience of harnesses.
+  asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
+
   // Uploads the contents of local directory `local` into guest directory
   // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
   // links, empty directories. Streams; memory stays flat for any tree.
@@ -91,6 +118,49 @@ class AsyncClient {
     return detail::Launch(executor_, Bootstrap(std::move(request)), std::forward<Token>(token));
   }
 
+  template <typename Token>
+  auto AsyncStartExec(std::string id, ExecStartRequest request, Token&& token) {
+    return detail::Launch(executor_, StartExec(std::move(id), std::move(request)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncPollExec(std::string id, PollOptions options, Token&& token) {
+    return detail::Launch(executor_, PollExec(std::move(id), options), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWaitExec(std::string id, std::chrono::milliseconds timeout, Token&& token) {
+    return detail::Launch(executor_, WaitExec(std::move(id), timeout), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncKillExec(std::string id, KillRequest request, Token&& token) {
+    return detail::Launch(executor_, KillExec(std::move(id), std::move(request)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncAckExec(std::string id, Token&& token) {
+    return detail::Launch(executor_, AckExec(std::move(id)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncListExecs(Token&& token) {
+    return detail::Launch(executor_, ListExecs(), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWriteStdin(std::string id, uint64_t offset, std::string bytes, bool eof,
+                       Token&& token) {
+    return detail::Launch(executor_, WriteStdin(std::move(id), offset, std::move(bytes), eof),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncStream(std::string id, StreamCursors cursors, StreamCallbacks callbacks,
+                   Token&& token) {
+    return detail::Launch(executor_, Stream(std::move(id), cursors, std::move(callbacks)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {
+    return detail::Launch(executor_, Run(std::move(request), std::move(options)),
+                          std::forward<Token>(token));
+  }
   template <typename Token>
   auto AsyncUploadDir(std::string local, std::string remote, TarCompression compression,
                       Token&& token) {

@@ -30,6 +30,32 @@ class Client {
     return Wait(async_.Bootstrap(std::move(request)));
   }
 
+  Result<ExecInfo> StartExec(std::string id, ExecStartRequest request) {
+    return Wait(async_.StartExec(std::move(id), std::move(request)));
+  }
+  Result<ExecPollResponse> PollExec(std::string id, PollOptions options = {}) {
+    return Wait(async_.PollExec(std::move(id), options));
+  }
+  Result<ExecInfo> WaitExec(std::string id, std::chrono::milliseconds timeout) {
+    return Wait(async_.WaitExec(std::move(id), timeout));
+  }
+  Result<ExecInfo> KillExec(std::string id, KillRequest request = {}) {
+    return Wait(async_.KillExec(std::move(id), std::move(request)));
+  }
+  Result<ExecInfo> AckExec(std::string id) { return Wait(async_.AckExec(std::move(id))); }
+  Result<std::vector<ExecInfo>> ListExecs() { return Wait(async_.ListExecs()); }
+  Result<uint64_t> WriteStdin(std::string id, uint64_t offset, std::string bytes,
+                              bool eof = false) {
+    return Wait(async_.WriteStdin(std::move(id), offset, std::move(bytes), eof));
+  }
+  // Callbacks run on the calling thread.
+  Result<ExecInfo> Stream(std::string id, StreamCursors cursors, StreamCallbacks callbacks) {
+    return Wait(async_.Stream(std::move(id), cursors, std::move(callbacks)));
+  }
+  Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
+    return Wait(async_.Run(std::move(request), std::move(options)));
+  }
+
   Result<TreeStats> UploadDir(std::string local, std::string remote,
                               TarCompression compression = TarCompression::kNone) {
     return Wait(async_.UploadDir(std::move(local), std::move(remote), compression));
