@@ -158,9 +158,14 @@ int RunCli(int argc, char** argv) {
       value = std::string(name.substr(eq + 1));
       name = name.substr(0, eq);
     }
-    const FlagSpec* spec = FindFlag(GlobalFlags(), name);
-    bool global = spec != nullptr;
-    if (!spec && command) spec = FindFlag(command->flags, name);
+    // After the command name its own flags win over a global of the same
+    // name (exec --timeout is the remote timeout; the global one comes first).
+    const FlagSpec* spec = command ? FindFlag(command->flags, name) : nullptr;
+    bool global = false;
+    if (!spec) {
+      spec = FindFlag(GlobalFlags(), name);
+      global = spec != nullptr;
+    }
     if (!spec) {
       return out.UsageError("unknown flag --" + std::string(name) +
                             (command ? " for '" + std::string(command->name) + "'" : ""));

@@ -11,4 +11,16 @@ int CmdBootstrap(Context& ctx);
 int CmdVersion(Context& ctx);
 int CmdManifest(Context& ctx);
 
+// cmd_exec.cc
+int CmdExec(Context& ctx);
+int CmdStart(Context& ctx);
+// cmd_exec_ops.cc
+int CmdPoll(Context& ctx);
+int CmdLogs(Context& ctx);
+int CmdWait(Context& ctx);
+int CmdAck(Context& ctx);
+int CmdKill(Context& ctx);
+int CmdPs(Context& ctx);
+int CmdStdin(Context& ctx);
+
 }  // namespace agentd::cli

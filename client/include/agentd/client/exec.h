@@ -3,6 +3,7 @@
 // agentd/protocol/exec.h.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
