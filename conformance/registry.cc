@@ -6,6 +6,7 @@ const std::vector<Check>& AllChecks() {
   static const std::vector<Check> checks = [] {
     std::vector<Check> all;
     AddFrontDoorChecks(all);
+    AddExecChecks(all);
     return all;
   }();
   return checks;
