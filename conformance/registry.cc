@@ -7,6 +7,7 @@ const std::vector<Check>& AllChecks() {
     std::vector<Check> all;
     AddFrontDoorChecks(all);
     AddExecChecks(all);
+    AddStreamChecks(all);
     return all;
   }();
   return checks;
