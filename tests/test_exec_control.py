@@ -3,6 +3,8 @@
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import unittest
 
 from lib.agentd_test import DaemonTestCase, b64, error_code
@@ -46,6 +48,19 @@ class TimeoutTest(DaemonTestCase):
     def test_a_fast_exit_is_not_a_timeout(self):
         obj, out, _ = run(self.daemon, "to-3", {"argv": ["echo", "quick"], "timeout_sec": 30})
         self.assertEqual((obj["exit_code"], obj["timed_out"], obj["killed_by"]), (0, False, None))
+
+
+class OrphanTest(DaemonTestCase):
+    def test_orphaned_grandchildren_are_adopted_and_reaped(self):
+        # The middle shell exits at once; its child is orphaned while running.
+        obj, out, _ = run(self.daemon, "orphan-1", {
+            "command": "sh -c 'sleep 0.5 >/dev/null 2>&1 & echo $!'"})
+        orphan = int(out)
+        with open("/proc/%d/stat" % orphan) as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        self.assertEqual(ppid, self.daemon.proc.pid)  # the daemon is its subreaper
+        # Once it exits the daemon reaps it: no zombie stays behind.
+        wait_until(lambda: not os.path.exists("/proc/%d" % orphan), what="orphan reaped")
 
 
 class KillTest(DaemonTestCase):
@@ -154,3 +169,32 @@ class StdinTest(DaemonTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StdinStallTest(unittest.TestCase):
+    def test_a_process_that_stops_reading_gets_a_short_next_and_resumes_by_offset(self):
+        from lib.agentd_test import Daemon
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        gate = os.path.join(tmp, "gate")
+        os.mkfifo(gate)
+        with Daemon("--io-timeout-ms", "1000") as d:
+            # The child stops reading its stdin until the test opens the gate.
+            start(d, "stall-1", {"command": "read go; cat %s; cat" % gate, "stdin_stream": True})
+            data = os.urandom(2 << 20)
+            s, b = d.json("POST", "/v1/execs/stall-1/stdin?offset=0", b"go\n" + data)
+            self.assertEqual(s, 200)
+            taken = b["next"]
+            self.assertLess(taken, len(data) + 3)  # the pipe filled; the rest was not taken
+            with open(gate, "w"):
+                pass
+            # The writer resends from `next`; cat drains as it reads.
+            offset = taken
+            while offset < len(data) + 3:
+                s, b = d.json("POST", "/v1/execs/stall-1/stdin?offset=%d&eof=1" % offset,
+                              (b"go\n" + data)[offset:])
+                self.assertEqual(s, 200, b)
+                offset = b["next"]
+            obj = wait_exit(d, "stall-1")
+            self.assertEqual(obj["exit_code"], 0)
+            self.assertEqual(read_stream(d, "stall-1"), data)

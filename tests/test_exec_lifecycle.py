@@ -119,6 +119,20 @@ class RestartRecoveryTest(unittest.TestCase):
             self.assertEqual(health(d)["execs"], 3)
             os.kill(lost["pid"], signal.SIGKILL)  # the orphan the old daemon left
 
+    def test_a_graceful_stop_kills_running_groups_and_records_why(self):
+        with Daemon() as d:
+            start(d, "stop-1", {"command": "sleep 1000 & echo $!; wait"})
+            grandchild = int(wait_until(lambda: read_stream(d, "stop-1"), what="pid"))
+            self.assertEqual(d.stop(), 0)
+            wait_until(lambda: not os.path.exists("/proc/%d" % grandchild) or
+                       open("/proc/%d/stat" % grandchild).read().split()[2] == "Z",
+                       what="group killed")
+            d.start()
+            d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+            s, obj = d.json("GET", "/v1/execs/stop-1")
+            self.assertEqual((obj["state"], obj["exit_code"], obj["signal"], obj["killed_by"]),
+                             ("exited", 137, "KILL", "daemon_shutdown"))
+
     def test_released_ids_stay_released_across_a_restart(self):
         with Daemon("--ack-ttl-sec", "0") as d:
             run(d, "tomb-1", {"argv": ["true"]})

@@ -10,6 +10,7 @@
 #include "agentd/protocol/time_format.h"
 #include "log/log.h"
 #include "proc/signals.h"
+#include "server/awaitable.h"
 
 namespace agentd {
 namespace {
@@ -72,17 +73,35 @@ Status ExecEngine::Open() {
 }
 
 void ExecEngine::Shutdown() {
+  // The reaper and the output pumps keep running while connections drain,
+  // so the killed execs still end normally (exit events, final metadata).
   for (auto& [id, rec] : table_) {
-    if (!rec->finished()) {
-      SignalGroup(*rec, SIGKILL);
-      Log(LogLevel::kInfo, "killed on shutdown", json::Object().Set("id", id).Set("pid", rec->pid));
-    }
     rec->timeout_timer.cancel();
-    rec->grace_timer.cancel();
-    rec->drain_timer.cancel();
     rec->release_timer.cancel();
+    if (rec->finished()) continue;
+    if (rec->running() && !rec->killed_by) rec->killed_by = "daemon_shutdown";
+    SignalGroup(*rec, SIGKILL);
+    Log(LogLevel::kInfo, "killed on shutdown", json::Object().Set("id", id).Set("pid", rec->pid));
   }
-  reaper_.Stop();
+}
+
+void ExecEngine::WhenFinished(std::chrono::milliseconds limit, std::function<void()> done) {
+  asio::co_spawn(io_, WaitFinished(limit, std::move(done)), asio::detached);
+}
+
+asio::awaitable<void> ExecEngine::WaitFinished(std::chrono::milliseconds limit,
+                                               std::function<void()> done) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  asio::steady_timer poll(io_);
+  auto all_finished = [this] {
+    return std::all_of(table_.begin(), table_.end(),
+                       [](const auto& kv) { return kv.second->finished(); });
+  };
+  while (!all_finished() && std::chrono::steady_clock::now() < deadline) {
+    poll.expires_after(std::chrono::milliseconds(20));
+    co_await poll.async_wait(kUseNothrow);
+  }
+  done();
 }
 
 Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRequest& request) {
