@@ -4,6 +4,7 @@
 
 #include "agentd/protocol/base64.h"
 #include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/sha256.h"
 
 namespace agentd {
 namespace {
@@ -198,7 +199,7 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
 }
 
 std::string ExecFingerprint(const ExecStartRequest& req) {
-  return json::Canonical(EncodeExecStartRequest(req));
+  return Sha256Hex(json::Canonical(EncodeExecStartRequest(req)));
 }
 
 json::Object EncodeExecInfoObject(const ExecInfo& e) {

@@ -149,12 +149,6 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
     rec->logs[static_cast<int>(s)] = std::move(*log);
     rec->log(s).set_budget(&budget_);
   }
-  Result<UniqueFd> written = store_->WriteFingerprint(rec->dir, rec->fingerprint);
-  if (!written.ok()) {
-    ExecStore::RemoveDir(rec->dir);
-    return written.status();
-  }
-  SyncLater(std::move(*written));
   table_.emplace(id, rec);
   Launch(rec, request, *identity);
   Persist(*rec);
@@ -237,7 +231,7 @@ void ExecEngine::Persist(const ExecRecord& rec) {
   if (rec.released) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
-  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), acked_at);
+  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));

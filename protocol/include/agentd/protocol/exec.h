@@ -53,8 +53,9 @@ struct ExecStartRequest {
 Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc);
 json::Value EncodeExecStartRequest(const ExecStartRequest& req);
 // Two requests are "identical" exactly when their fingerprints are equal:
-// the canonical JSON of the decoded request, so key order, whitespace and
-// members given as null do not matter.
+// the SHA-256 (hex) of the canonical JSON of the decoded request, so key
+// order, whitespace and members given as null do not matter, and a record
+// holds 64 characters however large its request (whole stdin) was.
 std::string ExecFingerprint(const ExecStartRequest& req);
 
 // The exec object.
