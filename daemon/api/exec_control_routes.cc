@@ -69,7 +69,8 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(next.status());
     co_return;
   }
-  co_await res.SendJson(200, EncodeStdinResponse({.next = *next}));
+  StdinResponse answer{.next = *next};  // (GCC 12: no braced list inside co_await)
+  co_await res.SendJson(200, EncodeStdinResponse(answer));
 }
 
 // No exec runs on a pseudo-terminal in this version (a start request with

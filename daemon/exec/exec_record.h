@@ -85,9 +85,6 @@ struct ExecRecord {
   bool stdin_busy = false;    // a stdin request is writing
   ChangeSignal stdin_idle;
 
-  // Persistence: a write is skipped while nothing changed.
-  uint64_t version = 0;
-
   bool running() const { return phase == Phase::kRunning; }
   bool finished() const { return phase == Phase::kExited; }
   ExecInfo Info() const;
