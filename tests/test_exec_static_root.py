@@ -37,7 +37,7 @@ class EmptyRootExecTest(unittest.TestCase):
         os.mkdir(os.path.join(cls.root, "bin"))
         shutil.copy(AGENTD_BIN, os.path.join(cls.root, "agentd"))
         shutil.copy(BUSYBOX, os.path.join(cls.root, "bin", "busybox"))
-        for applet in ("sh", "echo", "cat", "id", "wc", "ls"):
+        for applet in ("sh", "echo", "cat", "id", "wc", "ls", "setsid"):
             os.symlink("busybox", os.path.join(cls.root, "bin", applet))
         cls.sock = os.path.join(cls.root, "agentd.sock")
         cls.proc = subprocess.Popen(
@@ -92,6 +92,29 @@ class EmptyRootExecTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.root, "dev")))
         obj, out = self.run_exec("e2", {"command": "wc -c"})
         self.assertEqual(out.strip(), b"0")
+
+    def test_as_pid_1_the_daemon_adopts_and_reaps_orphans(self):
+        with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+            daemon = int(f.read().split()[0])  # the daemon: PID 1 of its namespace
+        gate = os.path.join(self.root, "gate")
+        os.mkfifo(gate)
+
+        def children():
+            with open("/proc/%d/task/%d/children" % (daemon, daemon)) as f:
+                return f.read().split()
+
+        # setsid, a process group leader here, forks and exits: its child,
+        # blocked on the gate, is orphaned.
+        obj, out = self.run_exec("e5", {"argv": ["setsid", "sh", "-c",
+                                                 "exec cat < /gate > /sink 2>&1"]})
+        self.assertEqual(obj["exit_code"], 0)
+        self.assertEqual(len(children()), 1)  # adopted by PID 1
+        with open(gate, "w"):
+            pass  # the orphan reads end of file and exits
+        deadline = time.monotonic() + 30
+        while children():
+            self.assertLess(time.monotonic(), deadline, "orphan not reaped")
+            time.sleep(0.05)
 
     def test_numeric_user_without_passwd_and_named_user_refused(self):
         obj, out = self.run_exec("e3", {"command": "id -u; id -g; echo $HOME", "user": "1234"})
