@@ -27,7 +27,7 @@ def health(d):
 class AckLifecycleTest(unittest.TestCase):
     def test_output_is_kept_until_ack_then_released_after_the_ttl(self):
         with Daemon("--ack-ttl-sec", "2") as d:
-            start(d, "ack-1", {"command": "read x; echo done"})
+            start(d, "ack-1", {"command": "read x; echo done", "stdin_stream": True})
             s, b = d.json("POST", "/v1/execs/ack-1/ack")
             self.assertEqual((s, error_code(b)), (409, "exec_running"))
             d.json("POST", "/v1/execs/ack-1/kill", {"signal": "KILL"})
