@@ -122,6 +122,17 @@ class RawOutputTest(DaemonTestCase):
         status, headers, body = self.daemon.request("GET", "/v1/execs/raw-1/stderr")
         self.assertEqual((status, body, headers["agentd-next"]), (200, b"", "0"))
 
+    def test_head_sends_the_headers_without_a_body(self):
+        run(self.daemon, "raw-head", {"argv": ["printf", "abc"]})
+        for query in ("", "?follow=1"):
+            raw = self.daemon.raw(b"HEAD /v1/execs/raw-head/stdout%s HTTP/1.1\r\nHost: x\r\n"
+                                  b"Authorization: Bearer test-token\r\nConnection: close\r\n\r\n"
+                                  % query.encode())
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+            self.assertIn(b"Agentd-From: 0", head)
+            self.assertEqual(rest, b"")
+
     def test_follow_streams_until_exit_and_all_bytes_are_sent(self):
         start(self.daemon, "raw-2", {"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.1; done",
                                       "stdin_stream": False})

@@ -102,6 +102,23 @@ class ReleasedIdTest(unittest.TestCase):
             self.assertEqual(lst["execs"], [])
 
 
+class CapacityTest(unittest.TestCase):
+    def test_max_execs_records_then_503_until_one_is_released(self):
+        with Daemon("--max-execs", "2", "--ack-ttl-sec", "0") as d:
+            run(d, "cap-1", {"argv": ["true"]})
+            start(d, "cap-2", {"argv": ["true"]})
+            s, b = d.json("PUT", "/v1/execs/cap-3", {"argv": ["true"]})
+            self.assertEqual((s, error_code(b)), (503, "too_many_execs"))
+            self.assertEqual(b["error"]["limit"], 2)
+            # A retry of an existing one is still answered.
+            s, _ = d.json("PUT", "/v1/execs/cap-2", {"argv": ["true"]})
+            self.assertEqual(s, 200)
+            d.json("POST", "/v1/execs/cap-1/ack")
+            from lib.exec_util import wait_until
+            wait_until(lambda: d.json("PUT", "/v1/execs/cap-3", {"argv": ["true"]})[0] == 201,
+                       what="a slot after release")
+
+
 class SpawnOutcomeTest(DaemonTestCase):
     def test_argv_mode_passes_arguments_without_a_shell(self):
         obj, out, _ = run(self.daemon, "argv-1", {"argv": ["printf", "%s|", "a b", "$HOME", "*"]})

@@ -38,8 +38,10 @@ Result<std::unique_ptr<OutputLog>> OutputLog::Open(const std::string& path,
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat output log", path);
   uint64_t size = static_cast<uint64_t>(st.st_size);
+  // The first byte still on disk: ENXIO means the whole file is a hole; a
+  // file system that cannot tell (EINVAL) is taken at the recorded value.
   off_t data = ::lseek(fd.get(), 0, SEEK_DATA);
-  uint64_t first_data = data < 0 ? size : static_cast<uint64_t>(data);
+  uint64_t first_data = data >= 0 ? static_cast<uint64_t>(data) : errno == ENXIO ? size : 0;
   uint64_t retained_from = std::min(size, std::max(recorded_retained_from, first_data));
   auto log = std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), size, retained_from));
   log->punched_to_ = std::min(first_data, retained_from) / kPunchUnit * kPunchUnit;
