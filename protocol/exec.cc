@@ -35,6 +35,27 @@ Status CheckEnv(const EnvOverlay& env) {
   return Status::Ok();
 }
 
+// The nested "pty" object; problems are reported on the field "pty".
+std::optional<PtySpec> DecodePty(ObjectReader& outer, const json::Value* v) {
+  if (!v) return std::nullopt;
+  ObjectReader r(*v);
+  PtySpec pty;
+  std::optional<int64_t> rows = r.Int("rows", 1, kMaxPtyDimension);
+  std::optional<int64_t> cols = r.Int("cols", 1, kMaxPtyDimension);
+  r.Require("rows", rows.has_value());
+  r.Require("cols", cols.has_value());
+  pty.term = r.String("term");
+  CheckText(r, "term", pty.term);
+  Status s = r.Finish();
+  if (!s.ok()) {
+    outer.Fail("pty", "field \"pty\": " + s.message());
+    return std::nullopt;
+  }
+  pty.rows = *rows;
+  pty.cols = *cols;
+  return pty;
+}
+
 }  // namespace
 
 bool IsValidExecId(std::string_view id) {
@@ -72,6 +93,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   req.stdin_stream = r.Bool("stdin_stream").value_or(false);
   req.timeout_sec = r.Int("timeout_sec", 1, kMaxTimeoutSec);
   req.kill_grace_sec = r.Int("kill_grace_sec", 0, kMaxKillGraceSec);
+  req.pty = DecodePty(r, r.Raw("pty"));
 
   if (argv.has_value() == req.command.has_value()) {
     r.Fail(argv ? "command" : "argv", "exactly one of \"argv\" and \"command\" is required");
@@ -94,6 +116,9 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   int stdin_modes = stdin_text.has_value() + stdin_b64.has_value() + req.stdin_stream;
   if (stdin_modes > 1) {
     r.Fail("stdin", "at most one of \"stdin\", \"stdin_b64\" and \"stdin_stream\" may be given");
+  }
+  if (req.pty && (stdin_text || stdin_b64)) {
+    r.Fail("pty", "a PTY exec takes its input through the stdin route, not \"stdin\"");
   }
   if (stdin_b64) {
     std::optional<std::string> bytes = Base64Decode(*stdin_b64);
@@ -139,6 +164,13 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   if (req.stdin_stream) o.Set("stdin_stream", true);
   if (req.timeout_sec) o.Set("timeout_sec", *req.timeout_sec);
   if (req.kill_grace_sec) o.Set("kill_grace_sec", *req.kill_grace_sec);
+  if (req.pty) {
+    json::Object pty;
+    pty.Set("rows", req.pty->rows);
+    pty.Set("cols", req.pty->cols);
+    if (req.pty->term) pty.Set("term", *req.pty->term);
+    o.Set("pty", std::move(pty));
+  }
   return o;
 }
 

@@ -175,6 +175,23 @@ json::Value EncodeKillRequest(const KillRequest& req) {
   return o;
 }
 
+Result<ResizeRequest> DecodeResizeRequest(const json::Value& doc) {
+  ObjectReader r(doc);
+  std::optional<int64_t> rows = r.Int("rows", 1, kMaxPtyDimension);
+  std::optional<int64_t> cols = r.Int("cols", 1, kMaxPtyDimension);
+  r.Require("rows", rows.has_value());
+  r.Require("cols", cols.has_value());
+  AGENTD_RETURN_IF_ERROR(r.Finish());
+  return ResizeRequest{*rows, *cols};
+}
+
+json::Value EncodeResizeRequest(const ResizeRequest& req) {
+  json::Object o;
+  o.Set("rows", req.rows);
+  o.Set("cols", req.cols);
+  return o;
+}
+
 json::Value EncodeStdinResponse(const StdinResponse& r) {
   json::Object o;
   o.Set("next", r.next);

@@ -207,7 +207,10 @@ class BadRequestTest(DaemonTestCase):
             ("/v1/execs/ok-1", {"argv": ["true"], "stdin_b64": "%%%"}, "stdin_b64"),
             ("/v1/execs/ok-1", {"argv": ["true"], "stdin": "a", "stdin_b64": "YQ=="}, "stdin"),
             ("/v1/execs/ok-1", {"argv": ["true"], "env": {"A=B": "1"}}, "env"),
-            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24, "cols": 80}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 0, "cols": 80}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24, "cols": 80},
+                                "stdin": "x"}, "pty"),
         ]
         for path, body, field in cases:
             self.assertRefused("PUT", path, body, 400, "invalid_request", field)

@@ -116,6 +116,13 @@ class EmptyRootExecTest(unittest.TestCase):
             self.assertLess(time.monotonic(), deadline, "orphan not reaped")
             time.sleep(0.05)
 
+    def test_a_pty_without_dev_ptmx_is_a_spawn_failure(self):
+        status, body = self.call("PUT", "/v1/execs/e6", {"argv": ["sh"],
+                                                         "pty": {"rows": 24, "cols": 80}})
+        obj = json.loads(body)
+        self.assertEqual((status, obj["state"], obj["exit_code"]), (201, "exited", 126))
+        self.assertIn("pseudo-terminal", obj["error"])
+
     def test_numeric_user_without_passwd_and_named_user_refused(self):
         obj, out = self.run_exec("e3", {"command": "id -u; id -g; echo $HOME", "user": "1234"})
         self.assertEqual(out.split(), [b"1234", b"1234", b"/"])

@@ -77,6 +77,9 @@ struct ExecRecord {
   asio::steady_timer drain_timer;
   asio::steady_timer release_timer;
 
+  // A PTY exec: pipes[0] is the terminal's master (output and resize).
+  bool pty = false;
+
   // Stdin (docs/PROTOCOL.md, "Stdin").
   bool stdin_stream = false;
   std::unique_ptr<asio::posix::stream_descriptor> stdin_pipe;

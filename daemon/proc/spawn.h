@@ -5,7 +5,8 @@
 // stack, with every signal blocked around the call. The child runs only
 // async-signal-safe system calls: default dispositions for every signal and
 // an empty mask, a new session (so its own process group, pgid == pid),
-// stdin/stdout/stderr from the given descriptors, setgroups/setresgid/
+// stdin/stdout/stderr from the given descriptors (for a PTY exec the slave,
+// which becomes the controlling terminal), setgroups/setresgid/
 // setresuid as raw system calls (glibc's wrappers would broadcast the change
 // to every daemon thread, since the child shares their memory), chdir, the
 // daemon's original RLIMIT_NOFILE, every other descriptor closed, and
@@ -41,6 +42,8 @@ struct SpawnSpec {
   int stdout_fd = -1;
   int stderr_fd = -1;
   std::optional<struct rlimit> nofile;  // the limit to give the child
+  // stdin is a PTY slave that becomes the child's controlling terminal.
+  bool controlling_terminal = false;
 };
 
 struct SpawnResult {

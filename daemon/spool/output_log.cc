@@ -80,6 +80,7 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
       f.would_block = true;
       return f;
     }
+    if (errno == EINVAL) return CopyFrom(pipe_fd, max_bytes, f);  // not a pipe: a PTY
     // The disk refused (full, quota, I/O error). Keep the child running:
     // read the bytes, drop them, and make the loss an explicit gap.
     int err = errno;
@@ -97,6 +98,29 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
       f.would_block = true;
     } else {
       f.eof = true;
+    }
+    return f;
+  }
+  return f;
+}
+
+OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
+  char buf[64 * 1024];
+  while (f.bytes < max_bytes) {
+    ssize_t n = ::read(fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes - f.bytes));
+    if (n > 0) {
+      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
+        Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
+        ReleaseTo(next_);
+      }
+      f.bytes += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      f.would_block = true;
+    } else {
+      f.eof = true;  // 0, or EIO: a PTY master whose slave side is all closed
     }
     return f;
   }
