@@ -63,7 +63,10 @@ int Serve(DaemonConfig& config) {
     if (ec) return;
     Log(LogLevel::kInfo, "shutting down", json::Object().Set("signal", signo));
     exec.Shutdown();
-    server.Shutdown(config.shutdown_grace, [&io] { io.stop(); });
+    // Connections drain while the killed execs end, so their exits are
+    // recorded before the daemon stops.
+    server.Shutdown(config.shutdown_grace,
+                    [&] { exec.WhenFinished(config.shutdown_grace, [&io] { io.stop(); }); });
   });
 
   Log(LogLevel::kInfo, "ready",

@@ -67,6 +67,10 @@ TEST_CASE("start request names the field of each bad member", "[exec]") {
   CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"env":{"A=B":"x"}})")) == "env");
   CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"env":{"A":1}})")) == "env");
   CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"pty":{"rows":1}})")) == "pty");
+  CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"pty":{"rows":0,"cols":80}})")) == "pty");
+  CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"pty":{"rows":1,"cols":1,"x":1}})")) == "pty");
+  CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"pty":{"rows":1,"cols":1},"stdin":"x"})")) == "pty");
+  CHECK(FieldOf(DecodeStatus(R"({"argv":["a"],"surprise":1})")) == "surprise");
 }
 
 TEST_CASE("fingerprint ignores key order, whitespace and null members", "[exec]") {
@@ -144,6 +148,24 @@ TEST_CASE("output event data is one line of JSON with base64 bytes", "[exec]") {
   auto doc = json::Parse(GapEventData("stdout", 0, 9));
   REQUIRE(doc.ok());
   CHECK(doc->Find("to")->as_int() == 9);
+}
+
+TEST_CASE("pty requests decode, take part in the fingerprint, and resize bodies", "[exec]") {
+  auto r = DecodeExecStartRequest(Doc(R"({"argv":["sh"],"pty":{"rows":40,"cols":120}})"));
+  REQUIRE(r.ok());
+  REQUIRE(r->pty);
+  CHECK(r->pty->rows == 40);
+  CHECK(r->pty->cols == 120);
+  CHECK_FALSE(r->pty->term);
+  auto plain = DecodeExecStartRequest(Doc(R"({"argv":["sh"]})"));
+  CHECK(ExecFingerprint(*r) != ExecFingerprint(*plain));
+  auto again = DecodeExecStartRequest(EncodeExecStartRequest(*r));
+  REQUIRE(again.ok());
+  CHECK(ExecFingerprint(*again) == ExecFingerprint(*r));
+  auto resize = DecodeResizeRequest(Doc(R"({"rows":10,"cols":20})"));
+  REQUIRE(resize.ok());
+  CHECK(resize->cols == 20);
+  CHECK_FALSE(DecodeResizeRequest(Doc(R"({"rows":10})")).ok());
 }
 
 TEST_CASE("kill request defaults and bounds", "[exec]") {

@@ -27,7 +27,7 @@ def health(d):
 class AckLifecycleTest(unittest.TestCase):
     def test_output_is_kept_until_ack_then_released_after_the_ttl(self):
         with Daemon("--ack-ttl-sec", "2") as d:
-            start(d, "ack-1", {"command": "read x; echo done"})
+            start(d, "ack-1", {"command": "read x; echo done", "stdin_stream": True})
             s, b = d.json("POST", "/v1/execs/ack-1/ack")
             self.assertEqual((s, error_code(b)), (409, "exec_running"))
             d.json("POST", "/v1/execs/ack-1/kill", {"signal": "KILL"})
@@ -118,6 +118,20 @@ class RestartRecoveryTest(unittest.TestCase):
             self.assertEqual((s, acked["acked"]), (200, True))
             self.assertEqual(health(d)["execs"], 3)
             os.kill(lost["pid"], signal.SIGKILL)  # the orphan the old daemon left
+
+    def test_a_graceful_stop_kills_running_groups_and_records_why(self):
+        with Daemon() as d:
+            start(d, "stop-1", {"command": "sleep 1000 & echo $!; wait"})
+            grandchild = int(wait_until(lambda: read_stream(d, "stop-1"), what="pid"))
+            self.assertEqual(d.stop(), 0)
+            wait_until(lambda: not os.path.exists("/proc/%d" % grandchild) or
+                       open("/proc/%d/stat" % grandchild).read().split()[2] == "Z",
+                       what="group killed")
+            d.start()
+            d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+            s, obj = d.json("GET", "/v1/execs/stop-1")
+            self.assertEqual((obj["state"], obj["exit_code"], obj["signal"], obj["killed_by"]),
+                             ("exited", 137, "KILL", "daemon_shutdown"))
 
     def test_released_ids_stay_released_across_a_restart(self):
         with Daemon("--ack-ttl-sec", "0") as d:

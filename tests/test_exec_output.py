@@ -122,6 +122,17 @@ class RawOutputTest(DaemonTestCase):
         status, headers, body = self.daemon.request("GET", "/v1/execs/raw-1/stderr")
         self.assertEqual((status, body, headers["agentd-next"]), (200, b"", "0"))
 
+    def test_head_sends_the_headers_without_a_body(self):
+        run(self.daemon, "raw-head", {"argv": ["printf", "abc"]})
+        for query in ("", "?follow=1"):
+            raw = self.daemon.raw(b"HEAD /v1/execs/raw-head/stdout%s HTTP/1.1\r\nHost: x\r\n"
+                                  b"Authorization: Bearer test-token\r\nConnection: close\r\n\r\n"
+                                  % query.encode())
+            head, _, rest = raw.partition(b"\r\n\r\n")
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+            self.assertIn(b"Agentd-From: 0", head)
+            self.assertEqual(rest, b"")
+
     def test_follow_streams_until_exit_and_all_bytes_are_sent(self):
         start(self.daemon, "raw-2", {"command": "for i in 1 2 3 4 5; do echo line$i; sleep 0.1; done",
                                       "stdin_stream": False})
@@ -236,14 +247,10 @@ class RetentionGapTest(unittest.TestCase):
             stream = SseEvents(d, "gap-2")
             d.json("POST", "/v1/execs/gap-2/stdin?offset=0&eof=1", b"go\n")
             got = bytearray()
-            events = []
-            while not events:
-                events = [e for e in stream.read_some(4096) if e[0] == "stdout"]
-            got += base64.b64decode(json.loads(events[0][1])["data_b64"])
-            wait_exit(d, "gap-2")  # the reader sleeps while the child prints everything
             gaps = []
+            slept = False
             while not stream.ended:
-                for event, payload, eid in stream.read_some():
+                for event, payload, eid in stream.read_some(4096 if not slept else 65536):
                     p = json.loads(payload)
                     if event == "gap":
                         self.assertEqual(p["from"], len(got))
@@ -252,6 +259,9 @@ class RetentionGapTest(unittest.TestCase):
                     elif event == "stdout":
                         self.assertEqual(p["offset"], len(got))
                         got += base64.b64decode(p["data_b64"])
+                if got and not slept:
+                    wait_exit(d, "gap-2")  # the reader sleeps while the child prints it all
+                    slept = True
             stream.cut()
             # The reader slept while the child printed 48 MiB past a 1 MiB cap:
             # the loss is explicit, and every byte it did get is exact.

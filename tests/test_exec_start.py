@@ -102,6 +102,23 @@ class ReleasedIdTest(unittest.TestCase):
             self.assertEqual(lst["execs"], [])
 
 
+class CapacityTest(unittest.TestCase):
+    def test_max_execs_records_then_503_until_one_is_released(self):
+        with Daemon("--max-execs", "2", "--ack-ttl-sec", "0") as d:
+            run(d, "cap-1", {"argv": ["true"]})
+            start(d, "cap-2", {"argv": ["true"]})
+            s, b = d.json("PUT", "/v1/execs/cap-3", {"argv": ["true"]})
+            self.assertEqual((s, error_code(b)), (503, "too_many_execs"))
+            self.assertEqual(b["error"]["limit"], 2)
+            # A retry of an existing one is still answered.
+            s, _ = d.json("PUT", "/v1/execs/cap-2", {"argv": ["true"]})
+            self.assertEqual(s, 200)
+            d.json("POST", "/v1/execs/cap-1/ack")
+            from lib.exec_util import wait_until
+            wait_until(lambda: d.json("PUT", "/v1/execs/cap-3", {"argv": ["true"]})[0] == 201,
+                       what="a slot after release")
+
+
 class SpawnOutcomeTest(DaemonTestCase):
     def test_argv_mode_passes_arguments_without_a_shell(self):
         obj, out, _ = run(self.daemon, "argv-1", {"argv": ["printf", "%s|", "a b", "$HOME", "*"]})
@@ -190,7 +207,10 @@ class BadRequestTest(DaemonTestCase):
             ("/v1/execs/ok-1", {"argv": ["true"], "stdin_b64": "%%%"}, "stdin_b64"),
             ("/v1/execs/ok-1", {"argv": ["true"], "stdin": "a", "stdin_b64": "YQ=="}, "stdin"),
             ("/v1/execs/ok-1", {"argv": ["true"], "env": {"A=B": "1"}}, "env"),
-            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24, "cols": 80}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 0, "cols": 80}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24}}, "pty"),
+            ("/v1/execs/ok-1", {"argv": ["true"], "pty": {"rows": 24, "cols": 80},
+                                "stdin": "x"}, "pty"),
         ]
         for path, body, field in cases:
             self.assertRefused("PUT", path, body, 400, "invalid_request", field)

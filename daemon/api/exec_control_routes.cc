@@ -3,6 +3,7 @@
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
 #include "exec/exec_stdin.h"
+#include "sys/pty.h"
 
 namespace agentd {
 namespace {
@@ -69,21 +70,42 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(next.status());
     co_return;
   }
-  co_await res.SendJson(200, EncodeStdinResponse({.next = *next}));
+  StdinResponse answer{.next = *next};  // (GCC 12: no braced list inside co_await)
+  co_await res.SendJson(200, EncodeStdinResponse(answer));
 }
 
-// No exec runs on a pseudo-terminal in this version (a start request with
-// "pty" is refused as an unknown field), so every existing exec answers
-// not_a_pty.
+// Sets the PTY's window size; the kernel sends SIGWINCH to the terminal's
+// foreground process group. Once the output is complete the terminal is
+// gone and a resize changes nothing (the exec object is still answered).
 asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
+  Result<json::Value> doc = co_await req.ReadJson();
+  Result<ResizeRequest> resize = doc.ok() ? DecodeResizeRequest(*doc) : doc.status();
+  if (!resize.ok()) {
+    co_await res.SendError(resize.status());
+    co_return;
+  }
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
     co_await res.SendError(found.status());
     co_return;
   }
-  co_await res.SendError(
-      Status::Error(ErrorCode::kNotAPty, "exec \"" + (*found)->id + "\" does not run on a PTY")
-          .With("id", (*found)->id));
+  ExecRecord& rec = **found;
+  if (!rec.pty) {
+    co_await res.SendError(
+        Status::Error(ErrorCode::kNotAPty, "exec \"" + rec.id + "\" does not run on a PTY")
+            .With("id", rec.id));
+    co_return;
+  }
+  const auto& master = rec.pipes[static_cast<int>(Stream::kStdout)];
+  if (master && master->is_open()) {
+    Status s = ResizePty(master->native_handle(), static_cast<int>(resize->rows),
+                         static_cast<int>(resize->cols));
+    if (!s.ok()) {
+      co_await res.SendError(s);
+      co_return;
+    }
+  }
+  co_await res.SendJson(200, EncodeExecInfo(rec.Info()));
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 
 #include <algorithm>
 
-#include "agentd/protocol/time_format.h"
 #include "log/log.h"
 #include "proc/signals.h"
+#include "server/awaitable.h"
 
 namespace agentd {
 namespace {
@@ -72,17 +72,35 @@ Status ExecEngine::Open() {
 }
 
 void ExecEngine::Shutdown() {
+  // The reaper and the output pumps keep running while connections drain,
+  // so the killed execs still end normally (exit events, final metadata).
   for (auto& [id, rec] : table_) {
-    if (!rec->finished()) {
-      SignalGroup(*rec, SIGKILL);
-      Log(LogLevel::kInfo, "killed on shutdown", json::Object().Set("id", id).Set("pid", rec->pid));
-    }
     rec->timeout_timer.cancel();
-    rec->grace_timer.cancel();
-    rec->drain_timer.cancel();
     rec->release_timer.cancel();
+    if (rec->finished()) continue;
+    if (rec->running() && !rec->killed_by) rec->killed_by = "daemon_shutdown";
+    SignalGroup(*rec, SIGKILL);
+    Log(LogLevel::kInfo, "killed on shutdown", json::Object().Set("id", id).Set("pid", rec->pid));
   }
-  reaper_.Stop();
+}
+
+void ExecEngine::WhenFinished(std::chrono::milliseconds limit, std::function<void()> done) {
+  asio::co_spawn(io_, WaitFinished(limit, std::move(done)), asio::detached);
+}
+
+asio::awaitable<void> ExecEngine::WaitFinished(std::chrono::milliseconds limit,
+                                               std::function<void()> done) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  asio::steady_timer poll(io_);
+  auto all_finished = [this] {
+    return std::all_of(table_.begin(), table_.end(),
+                       [](const auto& kv) { return kv.second->finished(); });
+  };
+  while (!all_finished() && std::chrono::steady_clock::now() < deadline) {
+    poll.expires_after(std::chrono::milliseconds(20));
+    co_await poll.async_wait(kUseNothrow);
+  }
+  done();
 }
 
 Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRequest& request) {
@@ -130,12 +148,6 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
     rec->logs[static_cast<int>(s)] = std::move(*log);
     rec->log(s).set_budget(&budget_);
   }
-  Result<UniqueFd> written = store_->WriteFingerprint(rec->dir, rec->fingerprint);
-  if (!written.ok()) {
-    ExecStore::RemoveDir(rec->dir);
-    return written.status();
-  }
-  SyncLater(std::move(*written));
   table_.emplace(id, rec);
   Launch(rec, request, *identity);
   Persist(*rec);
@@ -218,7 +230,7 @@ void ExecEngine::Persist(const ExecRecord& rec) {
   if (rec.released) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
-  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), acked_at);
+  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));
@@ -249,73 +261,6 @@ void ExecEngine::Release(const SharedRecord& rec) {
   asio::post(blocking_, [dir = rec->dir]() { ExecStore::RemoveDir(dir); });
   rec->changed.Notify();
   Log(LogLevel::kInfo, "exec released", json::Object().Set("id", rec->id));
-}
-
-void ExecEngine::RecoverAll() {
-  auto now = SystemClock::now();
-  std::vector<StoredExec> stored = store_->LoadAll();
-  std::sort(stored.begin(), stored.end(), [](const StoredExec& a, const StoredExec& b) {
-    return a.info.started_at < b.info.started_at;
-  });
-  for (StoredExec& s : stored) Recover(std::move(s), now);
-}
-
-void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
-  const ExecInfo& info = stored.info;
-  if (tombstones_.Contains(info.id, now)) {  // released, but the removal was cut short
-    ExecStore::RemoveDir(stored.dir);
-    return;
-  }
-  auto rec = std::make_shared<ExecRecord>(io_.get_executor());
-  rec->id = info.id;
-  rec->fingerprint = std::move(stored.fingerprint);
-  rec->seq = next_seq_++;
-  rec->dir = stored.dir;
-  rec->pid = static_cast<pid_t>(info.pid);
-  rec->phase = ExecRecord::Phase::kExited;
-  rec->exit_code = info.exit_code;
-  rec->signal = info.signal;
-  rec->timed_out = info.timed_out;
-  rec->killed_by = info.killed_by;
-  rec->error = info.error;
-  rec->started_at = ParseRfc3339(info.started_at).value_or(now);
-  rec->duration_ms = info.duration_ms;
-  if (info.ended_at) rec->ended_at = ParseRfc3339(*info.ended_at);
-  rec->stdin_closed = true;
-  if (info.running && !info.exit_code) {
-    // The daemon died while the process ran: its status is lost for good.
-    rec->killed_by = "daemon_restart";
-    rec->error = "the daemon restarted while the process ran; its exit status is unknown";
-    rec->ended_at = now;
-    rec->duration_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - rec->started_at).count();
-  } else if (info.running && !rec->error) {
-    rec->error = "the daemon restarted while the output was still being collected";
-  }
-  uint64_t recorded[2] = {info.stdout_retained_from, info.stderr_retained_from};
-  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
-    int i = static_cast<int>(s);
-    std::string path = rec->dir + "/" + std::string(StreamName(s));
-    Result<std::unique_ptr<OutputLog>> log = OutputLog::Open(path, recorded[i]);
-    if (!log.ok()) log = OutputLog::Create(path);
-    if (!log.ok()) {
-      Log(LogLevel::kWarn, "dropping an exec record whose output cannot be opened",
-          json::Object().Set("id", rec->id).Set("error", log.status().message()));
-      ExecStore::RemoveDir(stored.dir);
-      return;
-    }
-    rec->logs[i] = std::move(*log);
-    rec->log(s).set_budget(&budget_);
-  }
-  table_.emplace(rec->id, rec);
-  if (stored.acked_at_ms) {
-    rec->acked = true;
-    rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));
-    auto left = *rec->acked_at + std::chrono::seconds(config_.ack_ttl_sec) - now;
-    ScheduleRelease(rec, std::max(std::chrono::milliseconds(0),
-                                  std::chrono::duration_cast<std::chrono::milliseconds>(left)));
-  }
-  if (info.running) Persist(*rec);
 }
 
 }  // namespace agentd

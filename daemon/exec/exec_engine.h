@@ -13,6 +13,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,8 +47,11 @@ class ExecEngine {
   // Prepares the state directory, recovers records, starts the reaper.
   Status Open();
   // On daemon shutdown: SIGKILL every running process group (their output
-  // pipes would break anyway) and stop the reaper.
+  // pipes would break anyway; killed_by "daemon_shutdown").
   void Shutdown();
+  // Calls `done` once every exec has finished (its exit recorded) or after
+  // `limit`, whichever comes first.
+  void WhenFinished(std::chrono::milliseconds limit, std::function<void()> done);
   const std::string& state_dir() const { return state_dir_; }
 
   struct Started {
@@ -69,6 +73,7 @@ class ExecEngine {
   using SharedRecord = std::shared_ptr<ExecRecord>;
 
   // exec_engine.cc: the table, persistence, recovery, release.
+  asio::awaitable<void> WaitFinished(std::chrono::milliseconds limit, std::function<void()> done);
   void RecoverAll();
   void Recover(StoredExec stored, std::chrono::system_clock::time_point now);
   void Persist(const ExecRecord& rec);

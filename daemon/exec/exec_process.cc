@@ -15,6 +15,8 @@
 #include "proc/wait_status.h"
 #include "server/awaitable.h"
 #include "sys/pipe.h"
+#include "sys/posix_error.h"
+#include "sys/pty.h"
 
 extern char** environ;
 
@@ -38,6 +40,68 @@ Result<UniqueFd> NullInput() {
   Result<Pipe> p = MakePipe(false, false);
   if (!p.ok()) return p.status();
   return std::move(p->read);
+}
+
+// The descriptors of one child: its 0, 1 and 2 (owned by child_ends until
+// the spawn), and the daemon's ends: output sources and the input sink.
+struct ChildIo {
+  std::vector<UniqueFd> child_ends;
+  int child_in = -1;
+  int child_out = -1;
+  int child_err = -1;
+  UniqueFd read_out;
+  UniqueFd read_err;  // none for a PTY: one merged stream
+  UniqueFd write_in;  // none when the child reads /dev/null
+};
+
+Result<ChildIo> PreparePtyIo(const PtySpec& spec) {
+  Result<PtyPair> pty = OpenPty(static_cast<int>(spec.rows), static_cast<int>(spec.cols));
+  if (!pty.ok()) return pty.status();
+  // Input is written to the master through its own descriptor, so closing
+  // it (eof) leaves the output side open.
+  UniqueFd input(::fcntl(pty->master.get(), F_DUPFD_CLOEXEC, 3));
+  if (!input) return PosixError(errno, "cannot duplicate the PTY master");
+  ChildIo io;
+  io.child_in = io.child_out = io.child_err = pty->slave.get();
+  io.child_ends.push_back(std::move(pty->slave));
+  io.read_out = std::move(pty->master);
+  io.write_in = std::move(input);
+  return io;
+}
+
+Result<ChildIo> PrepareIo(const ExecStartRequest& request) {
+  if (request.pty) return PreparePtyIo(*request.pty);
+  Result<Pipe> out = MakePipe(true, false, kOutputPipeBytes);
+  if (!out.ok()) return out.status();
+  Result<Pipe> err = MakePipe(true, false, kOutputPipeBytes);
+  if (!err.ok()) return err.status();
+  ChildIo io;
+  io.child_out = out->write.get();
+  io.child_err = err->write.get();
+  io.child_ends.push_back(std::move(out->write));
+  io.child_ends.push_back(std::move(err->write));
+  io.read_out = std::move(out->read);
+  io.read_err = std::move(err->read);
+  if (request.stdin_stream || request.stdin_data) {
+    Result<Pipe> in = MakePipe(false, true);
+    if (!in.ok()) return in.status();
+    io.child_in = in->read.get();
+    io.child_ends.push_back(std::move(in->read));
+    io.write_in = std::move(in->write);
+  } else {
+    Result<UniqueFd> null_in = NullInput();
+    if (!null_in.ok()) return null_in.status();
+    io.child_in = null_in->get();
+    io.child_ends.push_back(std::move(*null_in));
+  }
+  return io;
+}
+
+bool FindRequestEnv(const EnvOverlay& env, std::string_view name) {
+  for (const auto& [k, v] : env) {
+    if (k == name) return true;
+  }
+  return false;
 }
 
 // Waits for a child whose spawn failed (it exits at once, so this does not
@@ -67,32 +131,30 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
                         const std::optional<Credentials>& identity) {
   rec->started_at = SystemClock::now();
   rec->started_steady = SteadyClock::now();
-  rec->stdin_stream = request.stdin_stream;
+  rec->pty = request.pty.has_value();
+  rec->stdin_stream = request.stdin_stream || rec->pty;
   const Credentials* creds = identity ? &*identity : nullptr;
   std::vector<std::string> env =
       BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
-
-  Result<Pipe> out = MakePipe(true, false, kOutputPipeBytes);
-  Result<Pipe> err =
-      out.ok() ? MakePipe(true, false, kOutputPipeBytes) : Result<Pipe>(out.status());
-  bool wants_stdin = request.stdin_stream || request.stdin_data.has_value();
-  Result<Pipe> in = wants_stdin ? MakePipe(false, true) : Result<Pipe>(Pipe{});
-  Result<UniqueFd> null_in = wants_stdin ? Result<UniqueFd>(UniqueFd()) : NullInput();
-  for (const Status* s : {&out.status(), &err.status(), &in.status(), &null_in.status()}) {
-    if (!s->ok()) return FailLaunch(rec, s->message(), 126);
+  if (request.pty && !FindRequestEnv(request.env, "TERM")) {
+    SetEnv(env, "TERM", request.pty->term.value_or(kDefaultTerm));
   }
+  Result<ChildIo> io = PrepareIo(request);
+  if (!io.ok()) return FailLaunch(rec, io.status().message(), 126);
 
   SpawnSpec spec;
   spec.argv = request.EffectiveArgv();
   spec.env = std::move(env);
   spec.cwd = request.cwd;
   spec.credentials = creds;
-  spec.stdin_fd = wants_stdin ? in->read.get() : null_in->get();
-  spec.stdout_fd = out->write.get();
-  spec.stderr_fd = err->write.get();
+  spec.stdin_fd = io->child_in;
+  spec.stdout_fd = io->child_out;
+  spec.stderr_fd = io->child_err;
+  spec.controlling_terminal = rec->pty;
   spec.nofile = child_nofile_;
   Result<SpawnResult> spawned = Spawn(spec);
   if (!spawned.ok()) return FailLaunch(rec, spawned.status().message(), 126);
+  io->child_ends.clear();  // the child has its own copies now
 
   rec->pid = spawned->pid;
   if (spawned->error != 0) {
@@ -105,14 +167,16 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
   reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
   Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));
 
-  rec->pipes[0] = std::make_unique<asio::posix::stream_descriptor>(io_, out->read.release());
-  rec->pipes[1] = std::make_unique<asio::posix::stream_descriptor>(io_, err->read.release());
-  rec->pumps_running = 2;
-  asio::co_spawn(io_, Pump(rec, Stream::kStdout), asio::detached);
-  asio::co_spawn(io_, Pump(rec, Stream::kStderr), asio::detached);
-
-  if (wants_stdin) {
-    rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, in->write.release());
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    UniqueFd& source = s == Stream::kStdout ? io->read_out : io->read_err;
+    if (!source) continue;  // a PTY merges both streams into stdout
+    rec->pipes[static_cast<int>(s)] =
+        std::make_unique<asio::posix::stream_descriptor>(io_, source.release());
+    ++rec->pumps_running;
+    asio::co_spawn(io_, Pump(rec, s), asio::detached);
+  }
+  if (io->write_in) {
+    rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, io->write_in.release());
     if (request.stdin_data) {
       asio::co_spawn(io_, WriteWholeStdin(rec, std::move(*request.stdin_data)), asio::detached);
     }

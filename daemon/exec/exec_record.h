@@ -77,6 +77,9 @@ struct ExecRecord {
   asio::steady_timer drain_timer;
   asio::steady_timer release_timer;
 
+  // A PTY exec: pipes[0] is the terminal's master (output and resize).
+  bool pty = false;
+
   // Stdin (docs/PROTOCOL.md, "Stdin").
   bool stdin_stream = false;
   std::unique_ptr<asio::posix::stream_descriptor> stdin_pipe;
@@ -84,9 +87,6 @@ struct ExecRecord {
   bool stdin_closed = false;  // eof was sent, or the process cannot read any more
   bool stdin_busy = false;    // a stdin request is writing
   ChangeSignal stdin_idle;
-
-  // Persistence: a write is skipped while nothing changed.
-  uint64_t version = 0;
 
   bool running() const { return phase == Phase::kRunning; }
   bool finished() const { return phase == Phase::kExited; }

@@ -19,7 +19,6 @@ namespace {
 
 constexpr char kDirPrefix[] = "exec-";
 constexpr size_t kMaxMetaBytes = 1 << 20;
-constexpr size_t kMaxRequestBytes = 64 << 20;
 
 // Writes a file by temporary name and rename; returns it open for fsync.
 Result<UniqueFd> Replace(const std::string& path, std::string_view data) {
@@ -66,13 +65,15 @@ Status PrepareOne(const std::string& dir) {
 
 std::optional<StoredExec> LoadOne(const std::string& dir) {
   Result<std::string> meta = ReadFileToString(dir + "/meta.json", kMaxMetaBytes);
-  Result<std::string> fingerprint = ReadFileToString(dir + "/request.json", kMaxRequestBytes);
-  if (!meta.ok() || !fingerprint.ok()) return std::nullopt;
+  if (!meta.ok()) return std::nullopt;
   Result<json::Value> doc = json::Parse(*meta);
   if (!doc.ok()) return std::nullopt;
   Result<ExecInfo> info = DecodeExecInfo(*doc);
-  if (!info.ok() || !IsValidExecId(info->id)) return std::nullopt;
-  StoredExec out{dir, std::move(*fingerprint), std::move(*info), std::nullopt};
+  const json::Value* fingerprint = doc->Find("fingerprint");
+  if (!info.ok() || !IsValidExecId(info->id) || !fingerprint || !fingerprint->is_string()) {
+    return std::nullopt;
+  }
+  StoredExec out{dir, fingerprint->as_string(), std::move(*info), std::nullopt};
   if (const json::Value* a = doc->Find("acked_at_ms"); a && a->is_int()) {
     out.acked_at_ms = a->as_int();
   }
@@ -113,13 +114,11 @@ Status ExecStore::CreateDir(const std::string& dir) {
   return Status::Ok();
 }
 
-Result<UniqueFd> ExecStore::WriteFingerprint(const std::string& dir, std::string_view fingerprint) {
-  return Replace(dir + "/request.json", fingerprint);
-}
-
 Result<UniqueFd> ExecStore::WriteMeta(const std::string& dir, const ExecInfo& info,
+                                      std::string_view fingerprint,
                                       std::optional<int64_t> acked_at_ms) {
   json::Object o = EncodeExecInfoObject(info);
+  o.Set("fingerprint", fingerprint);
   if (acked_at_ms) o.Set("acked_at_ms", *acked_at_ms);
   std::string text = json::Serialize(o);
   text += '\n';

@@ -1,8 +1,8 @@
 // ExecStore: exec records on disk under <state-dir>/execs
 // (docs/PROTOCOL.md, "Exec"; the layout is private to the daemon).
 //
-//   execs/exec-<id>/request.json   canonical start request (the fingerprint)
-//   execs/exec-<id>/meta.json      the exec object + ack time, on each change
+//   execs/exec-<id>/meta.json      the exec object, the request fingerprint
+//                                  and the ack time, rewritten on each change
 //   execs/exec-<id>/stdout, stderr the output logs (spool/output_log.h)
 //
 // The "exec-" prefix keeps ids such as ".." from naming anything but a
@@ -41,10 +41,9 @@ class ExecStore {
   std::string DirFor(std::string_view id) const;
   // Creates the record's directory (replacing leftovers of a released record).
   Status CreateDir(const std::string& dir);
-  // Writes request.json; returns the file for a later fsync.
-  Result<UniqueFd> WriteFingerprint(const std::string& dir, std::string_view fingerprint);
+  // Replaces meta.json; returns the file for a later fsync.
   Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
-                             std::optional<int64_t> acked_at_ms);
+                             std::string_view fingerprint, std::optional<int64_t> acked_at_ms);
 
   // Every readable record; unreadable directories are removed (logged).
   std::vector<StoredExec> LoadAll();

@@ -54,6 +54,17 @@ std::vector<std::string> BuildChildEnv(const char* const* daemon_env, const EnvL
   return out;
 }
 
+void SetEnv(std::vector<std::string>& env, std::string_view name, std::string_view value) {
+  std::string entry = std::string(name) + "=" + std::string(value);
+  for (std::string& e : env) {
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+      e = std::move(entry);
+      return;
+    }
+  }
+  env.push_back(std::move(entry));
+}
+
 const std::string* FindEnv(const std::vector<std::string>& env, std::string_view name,
                            std::string* value_out) {
   for (const std::string& entry : env) {

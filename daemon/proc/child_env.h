@@ -20,6 +20,9 @@ namespace agentd {
 std::vector<std::string> BuildChildEnv(const char* const* daemon_env, const EnvList& launch_env,
                                        const Credentials* identity, const EnvOverlay& request_env);
 
+// Sets NAME=value in a list built above (replacing or appending).
+void SetEnv(std::vector<std::string>& env, std::string_view name, std::string_view value);
+
 // The value of NAME in a list built above, or nullptr.
 const std::string* FindEnv(const std::vector<std::string>& env, std::string_view name,
                            std::string* value_out);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,7 +19,7 @@ namespace {
 
 constexpr size_t kChildStackBytes = 64 * 1024;
 
-enum class Step : int { kNone, kSetsid, kDup, kGroups, kGid, kUid, kChdir, kExec };
+enum class Step : int { kNone, kSetsid, kDup, kTty, kGroups, kGid, kUid, kChdir, kExec };
 
 // Everything the child needs, prepared by the parent. The child writes
 // only `err`, `step` and `failed_path` (the parent is suspended meanwhile).
@@ -33,6 +34,7 @@ struct ChildArgs {
   size_t group_count;
   int fds[3];
   const struct rlimit* nofile;
+  bool controlling_terminal;
   int err;
   Step step;
   const char* failed_path;
@@ -85,6 +87,7 @@ int ChildMain(void* arg) {
   for (int i = 0; i < 3; ++i) {
     if (::dup2(a->fds[i], i) < 0) Fail(a, Step::kDup, errno);
   }
+  if (a->controlling_terminal && ::ioctl(0, TIOCSCTTY, 0) != 0) Fail(a, Step::kTty, errno);
   if (a->creds) {
     if (::syscall(SYS_setgroups, a->group_count, a->groups) != 0) Fail(a, Step::kGroups, errno);
     gid_t g = a->creds->gid;
@@ -147,6 +150,9 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kDup:
       what = "cannot set up standard descriptors";
       break;
+    case Step::kTty:
+      what = "cannot acquire the PTY as controlling terminal";
+      break;
     case Step::kGroups:
       what = "cannot set supplementary groups";
       break;
@@ -188,6 +194,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.fds[1] = spec.stdout_fd;
   args.fds[2] = spec.stderr_fd;
   args.nofile = spec.nofile ? &*spec.nofile : nullptr;
+  args.controlling_terminal = spec.controlling_terminal;
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -5,13 +5,17 @@
 // stack, with every signal blocked around the call. The child runs only
 // async-signal-safe system calls: default dispositions for every signal and
 // an empty mask, a new session (so its own process group, pgid == pid),
-// stdin/stdout/stderr from the given descriptors, setgroups/setresgid/
+// stdin/stdout/stderr from the given descriptors (for a PTY exec the slave,
+// which becomes the controlling terminal), setgroups/setresgid/
 // setresuid as raw system calls (glibc's wrappers would broadcast the change
 // to every daemon thread, since the child shares their memory), chdir, the
 // daemon's original RLIMIT_NOFILE, every other descriptor closed, and
 // execve over the PATH candidates with execvpe's rules. A failing step
-// stores its errno in memory the parent shares and exits 127 (not found)
-// or 126 (anything else), so every outcome reaches the reaper the same way.
+// stores its errno and step in the ChildArgs the parent shares, then exits
+// 127 (not found) or 126 (anything else). (No close-on-exec error pipe is
+// needed: with CLONE_VFORK the parent resumes only once the child has
+// exec'd or exited, so it reads that memory after the child wrote it; one
+// descriptor and one read fewer per spawn.)
 //
 // Called on the io thread only (the thread is suspended until the child
 // has exec'd or exited, typically well under a millisecond).
@@ -38,6 +42,8 @@ struct SpawnSpec {
   int stdout_fd = -1;
   int stderr_fd = -1;
   std::optional<struct rlimit> nofile;  // the limit to give the child
+  // stdin is a PTY slave that becomes the child's controlling terminal.
+  bool controlling_terminal = false;
 };
 
 struct SpawnResult {

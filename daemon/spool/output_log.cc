@@ -38,8 +38,10 @@ Result<std::unique_ptr<OutputLog>> OutputLog::Open(const std::string& path,
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat output log", path);
   uint64_t size = static_cast<uint64_t>(st.st_size);
+  // The first byte still on disk: ENXIO means the whole file is a hole; a
+  // file system that cannot tell (EINVAL) is taken at the recorded value.
   off_t data = ::lseek(fd.get(), 0, SEEK_DATA);
-  uint64_t first_data = data < 0 ? size : static_cast<uint64_t>(data);
+  uint64_t first_data = data >= 0 ? static_cast<uint64_t>(data) : errno == ENXIO ? size : 0;
   uint64_t retained_from = std::min(size, std::max(recorded_retained_from, first_data));
   auto log = std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), size, retained_from));
   log->punched_to_ = std::min(first_data, retained_from) / kPunchUnit * kPunchUnit;
@@ -78,6 +80,7 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
       f.would_block = true;
       return f;
     }
+    if (errno == EINVAL) return CopyFrom(pipe_fd, max_bytes, f);  // not a pipe: a PTY
     // The disk refused (full, quota, I/O error). Keep the child running:
     // read the bytes, drop them, and make the loss an explicit gap.
     int err = errno;
@@ -95,6 +98,29 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
       f.would_block = true;
     } else {
       f.eof = true;
+    }
+    return f;
+  }
+  return f;
+}
+
+OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
+  char buf[64 * 1024];
+  while (f.bytes < max_bytes) {
+    ssize_t n = ::read(fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes - f.bytes));
+    if (n > 0) {
+      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
+        Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
+        ReleaseTo(next_);
+      }
+      f.bytes += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      f.would_block = true;
+    } else {
+      f.eof = true;  // 0, or EIO: a PTY master whose slave side is all closed
     }
     return f;
   }

@@ -59,7 +59,9 @@ class OutputLog {
   };
   // Moves up to `max_bytes` from `pipe_fd` (non-blocking) into the log.
   // A disk error (full, quota) does not stop the stream: the bytes are read
-  // and dropped, and the log's front jumps past them, an explicit gap.
+  // and dropped, and the log's front jumps past them, an explicit gap. A
+  // descriptor splice cannot read (a PTY master) is copied with read(2);
+  // EIO from it is its end of file.
   Fill FillFrom(int pipe_fd, uint64_t max_bytes);
   // Appends bytes the daemon itself writes (a spawn failure's reason).
   Status Append(std::string_view bytes);
@@ -88,6 +90,7 @@ class OutputLog {
  private:
   OutputLog(UniqueFd fd, uint64_t next, uint64_t retained_from);
   void Grew(uint64_t bytes);
+  Fill CopyFrom(int fd, uint64_t max_bytes, Fill f);
   void Punch();
 
   UniqueFd fd_;

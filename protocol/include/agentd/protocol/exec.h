@@ -29,6 +29,15 @@ inline constexpr int64_t kMaxTimeoutSec = 30 * 86400;
 inline constexpr int64_t kMaxKillGraceSec = 3600;
 inline constexpr int64_t kDefaultKillGraceSec = 5;
 inline constexpr char kDefaultShell[] = "/bin/sh";
+inline constexpr int64_t kMaxPtyDimension = 10000;
+inline constexpr char kDefaultTerm[] = "xterm-256color";
+
+// "pty": {"rows": R, "cols": C, "term": "..."}: run on a new pseudo-terminal.
+struct PtySpec {
+  int64_t rows = 24;
+  int64_t cols = 80;
+  std::optional<std::string> term;  // TERM of the child; default kDefaultTerm
+};
 
 struct ExecStartRequest {
   std::vector<std::string> argv;       // argv mode (non-empty) ...
@@ -45,6 +54,7 @@ struct ExecStartRequest {
   bool stdin_stream = false;
   std::optional<int64_t> timeout_sec;
   std::optional<int64_t> kill_grace_sec;
+  std::optional<PtySpec> pty;
 
   // The argv the process gets: argv, or {shell, "-c", command}.
   std::vector<std::string> EffectiveArgv() const;
@@ -53,8 +63,9 @@ struct ExecStartRequest {
 Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc);
 json::Value EncodeExecStartRequest(const ExecStartRequest& req);
 // Two requests are "identical" exactly when their fingerprints are equal:
-// the canonical JSON of the decoded request, so key order, whitespace and
-// members given as null do not matter.
+// the SHA-256 (hex) of the canonical JSON of the decoded request, so key
+// order, whitespace and members given as null do not matter, and a record
+// holds 64 characters however large its request (whole stdin) was.
 std::string ExecFingerprint(const ExecStartRequest& req);
 
 // The exec object.
@@ -109,6 +120,14 @@ struct KillRequest {
 // An empty body (null document) is a kill with the defaults.
 Result<KillRequest> DecodeKillRequest(const json::Value& doc);
 json::Value EncodeKillRequest(const KillRequest& req);
+
+// POST /v1/execs/{id}/resize: {"rows": R, "cols": C}.
+struct ResizeRequest {
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+Result<ResizeRequest> DecodeResizeRequest(const json::Value& doc);
+json::Value EncodeResizeRequest(const ResizeRequest& req);
 
 struct StdinResponse {
   uint64_t next = 0;
