@@ -19,6 +19,7 @@ asio::awaitable<void> Health(ApiContext& ctx, Request&, Response& res) {
                     std::chrono::steady_clock::now() - ctx.started_at)
                     .count();
   h.runtimes = ctx.runtimes();
+  if (json::Object limits = ctx.limits(); !limits.empty()) h.extra.Set("limits", std::move(limits));
   co_await res.SendJson(200, EncodeHealthResponse(h));
 }
 
