@@ -20,10 +20,6 @@ std::optional<std::string> GetString(const json::Value& doc, std::string_view ke
   return std::nullopt;
 }
 
-std::string Plural(size_t n, std::string_view one, std::string_view many) {
-  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
-}
-
 std::string FilesPart(const RunOutcome& o) {
   if (o.changed_files == 0) return o.changed_files_truncated ? "; changed files unknown" : "";
   std::string more = o.changed_files_truncated ? " or more" : "";

@@ -5,6 +5,7 @@
 // is internal and removed once the answer is built. The changed-files
 // scans run on the blocking pool.
 #include <algorithm>
+#include <functional>
 
 #include "agentd/protocol/run.h"
 #include "api/exec_api.h"
@@ -62,15 +63,16 @@ struct Scanned {
   std::optional<TreeSnapshot> snapshot;
 };
 
-asio::awaitable<Scanned> Scan(asio::thread_pool& pool, std::string root, ScanOptions options,
-                              std::shared_ptr<TreeSnapshot> before) {
-  auto scan = [root = std::move(root), options, before]() {
+// The blocking work of one scan, for RunBlocking (a plain function: the
+// lambda is built outside any coroutine frame).
+std::function<Scanned()> MakeScan(const std::string& root, const ScanOptions& options,
+                                  std::shared_ptr<TreeSnapshot> before) {
+  return [root, options, before]() {
     Result<TreeSnapshot> s = ScanTree(root, options, before.get());
     Scanned out;
     if (s.ok()) out.snapshot = std::move(*s);
     return out;
   };
-  co_return co_await RunBlocking(pool, std::move(scan));
 }
 
 asio::awaitable<void> WaitForRun(ExecEngine& engine, std::shared_ptr<ExecRecord> rec,
@@ -153,7 +155,8 @@ asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req,
   std::shared_ptr<TreeSnapshot> before;
   if (run->scan_changes) {
     auto t0 = SteadyClock::now();
-    Scanned scanned = co_await Scan(ctx.blocking, cwd, options, nullptr);
+    std::function<Scanned()> scan = MakeScan(cwd, options, nullptr);
+    Scanned scanned = co_await RunBlocking(ctx.blocking, std::move(scan));
     m.run_phase.With({"scan_before"}).Observe(Since(t0));
     if (scanned.snapshot) before = std::make_shared<TreeSnapshot>(std::move(*scanned.snapshot));
   }
@@ -171,7 +174,8 @@ asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req,
   TreeDiff diff;
   if (before) {
     auto t0 = SteadyClock::now();
-    Scanned after = co_await Scan(ctx.blocking, cwd, options, before);
+    std::function<Scanned()> scan = MakeScan(cwd, options, before);
+    Scanned after = co_await RunBlocking(ctx.blocking, std::move(scan));
     m.run_phase.With({"scan_after"}).Observe(Since(t0));
     if (after.snapshot) {
       diff = DiffTrees(*before, *after.snapshot, config.changed_files_max);

@@ -103,8 +103,8 @@ class ExecEngine {
               const std::optional<Credentials>& identity);
   asio::awaitable<void> LaunchInGroup(SharedRecord rec, ExecStartRequest request,
                                       std::optional<Credentials> identity);
-  void Spawn(const SharedRecord& rec, ExecStartRequest& request,
-             const std::optional<Credentials>& identity);
+  void SpawnProcess(const SharedRecord& rec, ExecStartRequest& request,
+                    const std::optional<Credentials>& identity);
   void FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code);
   asio::awaitable<void> Pump(SharedRecord rec, Stream s);
   void OnLeaderExit(const SharedRecord& rec, int wait_status);
@@ -121,7 +121,8 @@ class ExecEngine {
   void HitLimit(const SharedRecord& rec, LimitHit hit);
   void WatchLimits(const SharedRecord& rec);
   void PollLimits();
-  void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal);
+  void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
+                         int exit_code);
   void ReleaseGroup(const SharedRecord& rec);
   void ArmSweep();
   void CountExit(const ExecRecord& rec);

@@ -78,16 +78,19 @@ void ExecEngine::PollLimits() {
   }
 }
 
-void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
-                                   const std::optional<std::string>& signal) {
+void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
+                                   int exit_code) {
+  // A shell reports a child ended by signal n as exit 128 + n.
+  bool xcpu = signal == "XCPU" || (!signal && exit_code == 128 + SIGXCPU);
+  bool xfsz = signal == "XFSZ" || (!signal && exit_code == 128 + SIGXFSZ);
   if (rec->killed_by) return;
   const ExecLimits& l = rec->limits;
   std::optional<LimitHit> hit;
   if (rec->group && l.memory_mb && rec->group->Read().oom_kills > 0) {
     hit = MemoryHit(*l.memory_mb);
-  } else if (signal == "XCPU" && l.cpu_sec) {
+  } else if (xcpu && l.cpu_sec) {
     hit = CpuHit(*l.cpu_sec);
-  } else if (signal == "XFSZ" && l.file_size_mb) {
+  } else if (xfsz && l.file_size_mb) {
     hit = FileSizeHit(*l.file_size_mb);
   } else if (signal == "KILL" && l.cpu_sec && limiter_.mechanism() == LimitMechanism::kRlimit) {
     // RLIMIT_CPU's hard limit (the soft one sends XCPU first) ends in KILL.

@@ -281,7 +281,7 @@ asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
 
 void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
   ExitOutcome outcome = DecodeWaitStatus(wait_status);
-  CheckLimitsAtExit(rec, outcome.signal);
+  CheckLimitsAtExit(rec, outcome.signal, outcome.exit_code);
   rec->exit_code = rec->timed_out ? 124 : outcome.exit_code;
   rec->signal = outcome.signal;
   rec->ended_at = SystemClock::now();

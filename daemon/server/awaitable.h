@@ -23,17 +23,19 @@ template <typename Fn>
 asio::awaitable<std::invoke_result_t<Fn>> RunBlocking(asio::thread_pool& pool, Fn fn) {
   using R = std::invoke_result_t<Fn>;
   auto executor = co_await asio::this_coro::executor;
-  co_return co_await asio::async_initiate<const decltype(asio::use_awaitable)&, void(R)>(
-      [&pool, executor, fn = std::move(fn)](auto handler) mutable {
-        asio::post(pool, [executor, fn = std::move(fn), handler = std::move(handler)]() mutable {
-          R result = fn();
-          asio::post(executor,
-                     [handler = std::move(handler), result = std::move(result)]() mutable {
-                       std::move(handler)(std::move(result));
-                     });
-        });
-      },
-      asio::use_awaitable);
+  // The initiation is a named object, not a lambda inside the co_await
+  // expression: GCC 12 destroys such a temporary twice.
+  auto initiation = [&pool, executor, fn = std::move(fn)](auto handler) mutable {
+    asio::post(pool, [executor, fn = std::move(fn), handler = std::move(handler)]() mutable {
+      R result = fn();
+      asio::post(executor, [handler = std::move(handler), result = std::move(result)]() mutable {
+        std::move(handler)(std::move(result));
+      });
+    });
+  };
+  R result = co_await asio::async_initiate<const decltype(asio::use_awaitable)&, void(R)>(
+      std::move(initiation), asio::use_awaitable);
+  co_return result;
 }
 
 }  // namespace agentd
