@@ -138,6 +138,7 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("stderr_bytes", r.stderr_bytes);
   o.Set("runtime", r.runtime);
   o.Set("cwd", r.cwd);
+  o.Set("timeout_sec", r.timeout_sec);
   o.Set("error", OptString(r.error));
   return o;
 }
@@ -182,6 +183,7 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   }
   r.runtime = GetString(doc, "runtime").value_or("");
   r.cwd = GetString(doc, "cwd").value_or("");
+  if (const json::Value* v = doc.Find("timeout_sec"); v && v->is_int()) r.timeout_sec = v->as_int();
   r.error = GetString(doc, "error");
   return r;
 }

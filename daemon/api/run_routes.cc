@@ -114,6 +114,7 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
   r.changed_files_bound = diff.bound;
   r.runtime = std::string(RuntimeName(runtime));
   r.cwd = cwd;
+  r.timeout_sec = rec.timeout_sec.value_or(0);
   RunOutcome o;
   o.exit_code = info.exit_code;
   o.signal = info.signal;
