@@ -122,7 +122,8 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
   o.limit = info.limit;
   o.duration_ms = info.duration_ms;
   o.changed_files = diff.total;
-  o.changed_files_truncated = diff.truncated;
+  // A directory that was not scanned (cwd "/") is not news in every summary.
+  o.changed_files_truncated = diff.truncated && diff.bound && diff.bound->name != "not_scanned";
   o.stderr_tail = StderrTail(*rec.logs[1]);
   r.summary = RunSummary(o);
   return r;
@@ -154,7 +155,10 @@ asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req,
   options.max_time = std::chrono::milliseconds(config.scan_max_ms);
   options.exclude = DirIdentity(engine.state_dir());
   std::shared_ptr<TreeSnapshot> before;
-  if (run->scan_changes) {
+  // The whole guest is not a working directory: scanning "/" would read
+  // every file system up to the bounds and report the guest's own churn.
+  bool scan_root = cwd.find_first_not_of('/') == std::string::npos;
+  if (run->scan_changes && !scan_root) {
     auto t0 = SteadyClock::now();
     std::function<Scanned()> scan = MakeScan(cwd, options, nullptr);
     Scanned scanned = co_await RunBlocking(ctx.blocking, std::move(scan));
@@ -173,6 +177,10 @@ asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req,
   m.run_phase.With({"execution"}).Observe(Since(t_exec));
 
   TreeDiff diff;
+  if (run->scan_changes && scan_root) {
+    diff.truncated = true;
+    diff.bound = LimitHit{"not_scanned", 0, "entries"};
+  }
   if (before) {
     auto t0 = SteadyClock::now();
     std::function<Scanned()> scan = MakeScan(cwd, options, before);
