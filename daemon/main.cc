@@ -30,8 +30,7 @@ void RegisterServeMetrics(ApiContext& ctx, ExecEngine& exec, HttpServer& server)
   r.AddCallbackGauge("agentd_orphans_reaped", "Orphaned processes the daemon reaped.",
                      [&exec] { return static_cast<double>(exec.reaper().orphans_reaped()); });
   r.AddCallbackGauge("agentd_uptime_seconds", "Seconds since the daemon started.", [&ctx] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started_at)
-        .count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started_at).count();
   });
   r.AddGauge("agentd_limit_mechanism", "The limit mechanism in force (value 1).", {"mechanism"})
       .With({std::string(exec.limiter().mechanism_name())})

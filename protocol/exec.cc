@@ -101,7 +101,8 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
 
   if (runtime) {
     req.runtime = ParseRuntime(*runtime);
-    if (!req.runtime) r.Fail("runtime", "field \"runtime\" must be \"shell\", \"python\" or \"ts\"");
+    if (!req.runtime)
+      r.Fail("runtime", "field \"runtime\" must be \"shell\", \"python\" or \"ts\"");
   }
   if (runtime.has_value() != req.code.has_value()) {
     r.Fail(runtime ? "code" : "runtime", "fields \"runtime\" and \"code\" go together");

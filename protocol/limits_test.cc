@@ -16,9 +16,9 @@ json::Value Doc(const char* text) {
 }  // namespace
 
 TEST_CASE("limit members decode beside the start request's other members", "[limits]") {
-  auto r = DecodeExecStartRequest(Doc(
-      R"({"command":"true","memory_mb":256,"pids":64,"cpu_sec":10,"file_size_mb":1,)"
-      R"("output_bytes":65536,"kill_on_output":true,"cpus":1.5})"));
+  auto r = DecodeExecStartRequest(
+      Doc(R"({"command":"true","memory_mb":256,"pids":64,"cpu_sec":10,"file_size_mb":1,)"
+          R"("output_bytes":65536,"kill_on_output":true,"cpus":1.5})"));
   REQUIRE(r.ok());
   CHECK(r->limits.memory_mb == 256);
   CHECK(r->limits.pids == 64);
@@ -30,10 +30,10 @@ TEST_CASE("limit members decode beside the start request's other members", "[lim
 }
 
 TEST_CASE("limit members out of range name their field", "[limits]") {
-  for (const char* text : {R"({"command":"true","memory_mb":0})", R"({"command":"true","pids":-1})",
-                           R"({"command":"true","output_bytes":10})",
-                           R"({"command":"true","cpus":0})",
-                           R"({"command":"true","kill_on_output":true})"}) {
+  for (const char* text :
+       {R"({"command":"true","memory_mb":0})", R"({"command":"true","pids":-1})",
+        R"({"command":"true","output_bytes":10})", R"({"command":"true","cpus":0})",
+        R"({"command":"true","kill_on_output":true})"}) {
     Status s = DecodeExecStartRequest(Doc(text)).status();
     CHECK(s.code() == ErrorCode::kInvalidRequest);
     CHECK(s.details().Find("field") != nullptr);
@@ -91,15 +91,15 @@ TEST_CASE("the exec object carries the limit and the limits in force", "[limits]
 TEST_CASE("code mode: runtime and code go together, one mode only", "[limits][run]") {
   auto ok = DecodeExecStartRequest(Doc(R"({"runtime":"python","code":"print(1)"})"));
   REQUIRE(ok.ok());
-  CHECK(ok->EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
-  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"python"})")).status().code() ==
-        ErrorCode::kInvalidRequest);
-  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"perl","code":"1"})")).status().code() ==
-        ErrorCode::kInvalidRequest);
-  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"shell","code":"1","command":"x"})"))
-            .status()
-            .code() == ErrorCode::kInvalidRequest);
-  auto ts = DecodeExecStartRequest(Doc(R"({"runtime":"ts","code":"1"})"));
-  REQUIRE(ts.ok());
-  CHECK(ts->EffectiveArgv() == std::vector<std::string>{"bun", "-e", "1"});
+CHECK(ok->EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
+CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"python"})")).status().code() ==
+      ErrorCode::kInvalidRequest);
+CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"perl","code":"1"})")).status().code() ==
+      ErrorCode::kInvalidRequest);
+CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"shell","code":"1","command":"x"})"))
+          .status()
+          .code() == ErrorCode::kInvalidRequest);
+auto ts = DecodeExecStartRequest(Doc(R"({"runtime":"ts","code":"1"})"));
+REQUIRE(ts.ok());
+CHECK(ts->EffectiveArgv() == std::vector<std::string>{"bun", "-e", "1"});
 }

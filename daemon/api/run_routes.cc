@@ -207,7 +207,8 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     json::Array supported;
     for (const std::string& name : l.Supported()) supported.emplace_back(name);
     json::Object defaults;
-    if (ctx.config.default_timeout_sec > 0) defaults.Set("timeout_sec", ctx.config.default_timeout_sec);
+    if (ctx.config.default_timeout_sec > 0)
+      defaults.Set("timeout_sec", ctx.config.default_timeout_sec);
     WriteExecLimits(defaults, ctx.config.default_limits);
     json::Object o;
     o.Set("mechanism", std::string(l.mechanism_name()));

@@ -89,9 +89,9 @@ std::function<Status(DaemonConfig&, std::string_view)> LimitDefault(
     int64_t n = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > max || (n > 0 && n < min)) {
-      return BadValue(name, v,
-                      "0 (no limit) or an integer from " + std::to_string(min) + " to " +
-                          std::to_string(max));
+      return BadValue(
+          name, v,
+          "0 (no limit) or an integer from " + std::to_string(min) + " to " + std::to_string(max));
     }
     if (n == 0) {
       c.default_limits.*field = std::nullopt;

@@ -7,14 +7,14 @@
 
 #include <algorithm>
 
-extern char** environ;
-
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
-#include "run/runtimes.h"
 #include "proc/signals.h"
+#include "run/runtimes.h"
 #include "server/awaitable.h"
+
+extern char** environ;
 
 namespace agentd {
 namespace {
@@ -129,7 +129,8 @@ Status ExecEngine::CheckRuntime(const ExecStartRequest& request,
                                 const std::optional<Credentials>& identity) {
   if (!request.runtime) return Status::Ok();
   const Credentials* creds = identity ? &*identity : nullptr;
-  std::vector<std::string> env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
+  std::vector<std::string> env =
+      BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
   if (RuntimePresent(*request.runtime, env)) return Status::Ok();
   std::string name(RuntimeName(*request.runtime));
   std::string program(RuntimeProgram(*request.runtime));

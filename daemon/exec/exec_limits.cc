@@ -78,8 +78,8 @@ void ExecEngine::PollLimits() {
   }
 }
 
-void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
-                                   int exit_code) {
+void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
+                                   const std::optional<std::string>& signal, int exit_code) {
   // A shell reports a child ended by signal n as exit 128 + n.
   bool xcpu = signal == "XCPU" || (!signal && exit_code == 128 + SIGXCPU);
   bool xfsz = signal == "XFSZ" || (!signal && exit_code == 128 + SIGXFSZ);

@@ -116,8 +116,8 @@ std::string_view LimitMechanismName(LimitMechanism m) {
 GroupCounters ExecGroup::Read() const {
   GroupCounters c;
   if (!memory_dir_.empty()) {
-    std::string file = mechanism_ == LimitMechanism::kCgroup2 ? "/memory.events"
-                                                              : "/memory.oom_control";
+    std::string file =
+        mechanism_ == LimitMechanism::kCgroup2 ? "/memory.events" : "/memory.oom_control";
     c.oom_kills = FlatKeyedValue(ReadSmall(memory_dir_ + file), "oom_kill").value_or(0);
   }
   if (!pids_dir_.empty()) {
@@ -289,8 +289,8 @@ Status Limiter::OpenV1() {
                          "the memory and pids hierarchies are not both mounted and writable");
   }
   const Hierarchy* cpu = Find("cpu");
-  cpu_bandwidth_ = cpu && IsDir(cpu->parent) &&
-                   ::access((cpu->parent + "/cpu.cfs_quota_us").c_str(), W_OK) == 0;
+  cpu_bandwidth_ =
+      cpu && IsDir(cpu->parent) && ::access((cpu->parent + "/cpu.cfs_quota_us").c_str(), W_OK) == 0;
   const Hierarchy* acct = Find("cpuacct");
   cpu_accounting_ = acct && ::access((acct->parent + "/cpuacct.usage").c_str(), R_OK) == 0;
   mechanism_ = LimitMechanism::kCgroup1;
@@ -342,8 +342,7 @@ bool Limiter::NeedsGroup(const ExecLimits& l) const {
   return l.memory_mb || l.pids || (l.cpu_sec && cpu_accounting_) || l.cpus;
 }
 
-Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq,
-                                                        const ExecLimits& l) const {
+Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq, const ExecLimits& l) const {
   auto g = std::make_unique<ExecGroup>();
   g->mechanism_ = mechanism_;
   std::string name = "/e" + std::to_string(seq);
@@ -375,8 +374,8 @@ Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq,
     }
     if (l.cpus) {
       long long quota = std::llround(*l.cpus * kCpuPeriodUs);
-      Status s = WriteText(*dir + "/cpu.max",
-                           std::to_string(quota) + " " + std::to_string(kCpuPeriodUs));
+      Status s =
+          WriteText(*dir + "/cpu.max", std::to_string(quota) + " " + std::to_string(kCpuPeriodUs));
       if (!s.ok()) return fail(s);
     }
   } else {

@@ -44,8 +44,8 @@ std::string_view LimitMechanismName(LimitMechanism m);
 
 // Cumulative counters of one group since it was made.
 struct GroupCounters {
-  long long oom_kills = 0;       // processes the kernel OOM-killed in the group
-  long long pids_max_hits = 0;   // forks refused by pids.max
+  long long oom_kills = 0;                // processes the kernel OOM-killed in the group
+  long long pids_max_hits = 0;            // forks refused by pids.max
   std::optional<long long> cpu_usage_ns;  // CPU time of every process, when accounted
 };
 

@@ -5,12 +5,11 @@ namespace {
 
 DaemonMetrics* Build() {
   auto* r = new Registry();
-  Family<Counter>& tar = r->AddCounter("agentd_tar_bytes_total",
-                                       "Tar archive bytes received (in) and sent (out).",
-                                       {"direction"});
-  Family<Counter>& file = r->AddCounter("agentd_file_bytes_total",
-                                        "File bytes written (in) and read (out) by the file routes.",
-                                        {"direction"});
+  Family<Counter>& tar = r->AddCounter(
+      "agentd_tar_bytes_total", "Tar archive bytes received (in) and sent (out).", {"direction"});
+  Family<Counter>& file =
+      r->AddCounter("agentd_file_bytes_total",
+                    "File bytes written (in) and read (out) by the file routes.", {"direction"});
   return new DaemonMetrics{
       *r,
       r->AddCounter("agentd_execs_started_total", "Execs started (kind exec or run).", {"kind"}),
@@ -18,8 +17,8 @@ DaemonMetrics* Build() {
                     {"outcome"}),
       r->AddCounter("agentd_exec_forced_terminations_total",
                     "Execs the daemon ended, by the limit or request that ended them.", {"limit"}),
-      r->AddHistogram("agentd_exec_duration_seconds",
-                      "Time from spawn to the leader's exit.", {}, LatencyBuckets())
+      r->AddHistogram("agentd_exec_duration_seconds", "Time from spawn to the leader's exit.", {},
+                      LatencyBuckets())
           .With({}),
       r->AddHistogram("agentd_exec_spawn_seconds",
                       "Time to start a process: cgroup set-up and spawn.", {}, LatencyBuckets())

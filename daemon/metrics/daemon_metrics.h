@@ -12,15 +12,15 @@ namespace agentd::metrics {
 
 struct DaemonMetrics {
   Registry& registry;
-  Family<Counter>& execs_started;         // {kind="exec"|"run"}
-  Family<Counter>& execs_exited;          // {outcome}
-  Family<Counter>& forced_terminations;   // {limit}
-  Histogram& exec_duration;               // leader start to exit, seconds
-  Histogram& spawn_latency;               // group setup + spawn, seconds
-  Family<Counter>& output_bytes;          // {stream}
-  Family<Counter>& http_requests;         // {method, route, status}
-  Family<Histogram>& http_duration;       // {route}
-  Family<Histogram>& run_phase;           // {phase="scan_before"|"execution"|"scan_after"}
+  Family<Counter>& execs_started;        // {kind="exec"|"run"}
+  Family<Counter>& execs_exited;         // {outcome}
+  Family<Counter>& forced_terminations;  // {limit}
+  Histogram& exec_duration;              // leader start to exit, seconds
+  Histogram& spawn_latency;              // group setup + spawn, seconds
+  Family<Counter>& output_bytes;         // {stream}
+  Family<Counter>& http_requests;        // {method, route, status}
+  Family<Histogram>& http_duration;      // {route}
+  Family<Histogram>& run_phase;          // {phase="scan_before"|"execution"|"scan_after"}
   Counter& tar_bytes_in;
   Counter& tar_bytes_out;
   Counter& file_bytes_in;

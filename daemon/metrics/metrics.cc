@@ -65,8 +65,8 @@ Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
   e->name = std::move(name);
   e->help = std::move(help);
   e->kind = Kind::kGauge;
-  e->gauges = std::make_unique<Family<Gauge>>(std::move(labels),
-                                              [] { return std::make_unique<Gauge>(); });
+  e->gauges =
+      std::make_unique<Family<Gauge>>(std::move(labels), [] { return std::make_unique<Gauge>(); });
   std::lock_guard<std::mutex> lock(mu_);
   entries_.push_back(std::move(e));
   return *entries_.back()->gauges;
@@ -86,8 +86,7 @@ Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
   return *entries_.back()->histograms;
 }
 
-void Registry::AddCallbackGauge(std::string name, std::string help,
-                                std::function<double()> value) {
+void Registry::AddCallbackGauge(std::string name, std::string help, std::function<double()> value) {
   auto e = std::make_unique<Entry>();
   e->name = std::move(name);
   e->help = std::move(help);
@@ -132,8 +131,8 @@ std::string Registry::Render() const {
                    std::to_string(cumulative) + "\n";
           }
           out += e->name + "_sum" + Labels(names, values) + " " + FormatNumber(h.sum()) + "\n";
-          out += e->name + "_count" + Labels(names, values) + " " + std::to_string(h.count()) +
-                 "\n";
+          out +=
+              e->name + "_count" + Labels(names, values) + " " + std::to_string(h.count()) + "\n";
         });
         break;
     }

@@ -96,8 +96,7 @@ class Registry {
  public:
   Family<Counter>& AddCounter(std::string name, std::string help,
                               std::vector<std::string> labels = {});
-  Family<Gauge>& AddGauge(std::string name, std::string help,
-                          std::vector<std::string> labels = {});
+  Family<Gauge>& AddGauge(std::string name, std::string help, std::vector<std::string> labels = {});
   Family<Histogram>& AddHistogram(std::string name, std::string help,
                                   std::vector<std::string> labels, std::vector<double> bounds);
   // A gauge whose value is computed at render time.

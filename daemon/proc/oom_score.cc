@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "sys/read_file.h"
 #include "sys/posix_error.h"
+#include "sys/read_file.h"
 #include "sys/unique_fd.h"
 
 #include <fcntl.h>

@@ -108,8 +108,8 @@ int ChildMain(void* arg) {
     if (::write(a->cgroup_fds[i], "0", 1) != 1) Fail(a, Step::kCgroup, errno);
   }
   if (a->set_oom_score_adj) {
-    int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj",
-                                        O_WRONLY | O_CLOEXEC));
+    int fd = static_cast<int>(
+        ::syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
     if (fd >= 0) {  // best effort: an image without /proc keeps the daemon's value
       (void)!::write(fd, a->oom_score_adj, a->oom_score_adj_len);
       ::close(fd);

@@ -21,8 +21,7 @@ std::string FindInPath(const std::string& program, const std::string& path_list)
   size_t start = 0;
   for (;;) {
     size_t end = path_list.find(':', start);
-    std::string dir =
-        path_list.substr(start, end == std::string::npos ? end : end - start);
+    std::string dir = path_list.substr(start, end == std::string::npos ? end : end - start);
     if (dir.empty()) dir = ".";
     std::string candidate = dir + "/" + program;
     struct stat st;

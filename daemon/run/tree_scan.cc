@@ -154,8 +154,7 @@ class Scanner {
       out_->complete_dirs.insert(path);
       return;
     }
-    UniqueFd child(
-        ::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (child) queue_.push_back({path, std::move(child)});
   }
 
@@ -259,8 +258,8 @@ TreeDiff DiffTrees(const TreeSnapshot& before, const TreeSnapshot& after, size_t
   diff.bound = before.bound ? before.bound : after.bound;
   if (all.size() > max_changes) {
     all.resize(max_changes);
-    if (!diff.bound) diff.bound = LimitHit{"answer_entries", static_cast<int64_t>(max_changes),
-                                           "entries"};
+    if (!diff.bound)
+      diff.bound = LimitHit{"answer_entries", static_cast<int64_t>(max_changes), "entries"};
   }
   diff.truncated = diff.bound.has_value();
   diff.changes = std::move(all);

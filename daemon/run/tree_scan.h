@@ -60,9 +60,9 @@ struct ScanOptions {
 
 struct TreeSnapshot {
   std::unordered_map<std::string, ScanEntry> entries;  // by path relative to the root
-  std::unordered_set<std::string> complete_dirs;        // read whole ("" is the root)
-  std::optional<LimitHit> bound;                        // the bound that stopped the scan
-  int64_t started_ns = 0;                               // CLOCK_REALTIME at the start
+  std::unordered_set<std::string> complete_dirs;       // read whole ("" is the root)
+  std::optional<LimitHit> bound;                       // the bound that stopped the scan
+  int64_t started_ns = 0;                              // CLOCK_REALTIME at the start
   uint64_t hashed_bytes = 0;
 };
 

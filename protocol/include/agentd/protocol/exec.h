@@ -46,8 +46,8 @@ struct ExecStartRequest {
   std::optional<std::string> command;  // ... or shell mode ...
   std::optional<Runtime> runtime;      // ... or code mode (runtime and code), exactly one
   std::optional<std::string> code;
-  std::optional<std::string> shell;    // shell mode only; default kDefaultShell
-  EnvOverlay env;                      // a nullopt value unsets the variable
+  std::optional<std::string> shell;  // shell mode only; default kDefaultShell
+  EnvOverlay env;                    // a nullopt value unsets the variable
   std::optional<std::string> cwd;
   std::optional<std::string> user;
   std::optional<std::string> group;
