@@ -23,4 +23,7 @@ int CmdKill(Context& ctx);
 int CmdPs(Context& ctx);
 int CmdStdin(Context& ctx);
 
+// cmd_run.cc
+int CmdRun(Context& ctx);
+
 }  // namespace agentd::cli

@@ -89,17 +89,17 @@ TEST_CASE("the exec object carries the limit and the limits in force", "[limits]
 }
 
 TEST_CASE("code mode: runtime and code go together, one mode only", "[limits][run]") {
-  auto ok = DecodeExecStartRequest(Doc(R"({"runtime":"python","code":"print(1)"})"));
+  auto ok = DecodeExecStartRequest(Doc(R"j({"runtime":"python","code":"print(1)"})j"));
   REQUIRE(ok.ok());
-CHECK(ok->EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
-CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"python"})")).status().code() ==
-      ErrorCode::kInvalidRequest);
-CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"perl","code":"1"})")).status().code() ==
-      ErrorCode::kInvalidRequest);
-CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"shell","code":"1","command":"x"})"))
-          .status()
-          .code() == ErrorCode::kInvalidRequest);
-auto ts = DecodeExecStartRequest(Doc(R"({"runtime":"ts","code":"1"})"));
-REQUIRE(ts.ok());
-CHECK(ts->EffectiveArgv() == std::vector<std::string>{"bun", "-e", "1"});
+  CHECK(ok->EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
+  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"python"})")).status().code() ==
+        ErrorCode::kInvalidRequest);
+  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"perl","code":"1"})")).status().code() ==
+        ErrorCode::kInvalidRequest);
+  CHECK(DecodeExecStartRequest(Doc(R"({"runtime":"shell","code":"1","command":"x"})"))
+            .status()
+            .code() == ErrorCode::kInvalidRequest);
+  auto ts = DecodeExecStartRequest(Doc(R"({"runtime":"ts","code":"1"})"));
+  REQUIRE(ts.ok());
+  CHECK(ts->EffectiveArgv() == std::vector<std::string>{"bun", "-e", "1"});
 }

@@ -27,13 +27,13 @@ TEST_CASE("run request: runtime and code are required, unknown members refused",
 }
 
 TEST_CASE("a run becomes the runtime's one argv with its limits", "[run]") {
-  auto r = DecodeRunRequest(Doc(R"({"runtime":"python","code":"print(1)","memory_mb":64})"));
+  auto r = DecodeRunRequest(Doc(R"j({"runtime":"python","code":"print(1)","memory_mb":64})j"));
   REQUIRE(r.ok());
-ExecStartRequest e = RunToExecRequest(*r, "/w", 300);
-CHECK(e.EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
-CHECK(e.cwd == "/w");
-CHECK(e.timeout_sec == 300);
-CHECK(e.limits.memory_mb == 64);
+  ExecStartRequest e = RunToExecRequest(*r, "/w", 300);
+  CHECK(e.EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
+  CHECK(e.cwd == "/w");
+  CHECK(e.timeout_sec == 300);
+  CHECK(e.limits.memory_mb == 64);
 }
 
 TEST_CASE("summary of a clean exit counts the changed files", "[run]") {

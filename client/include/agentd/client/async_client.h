@@ -22,6 +22,7 @@
 #include "agentd/client/options.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/run.h"
 #include "agentd/protocol/status.h"
 
 namespace agentd::client {
@@ -97,6 +98,10 @@ class AsyncClient {
                                            StreamCallbacks callbacks);
   // Start, stream, wait, ack: the blocking convenience of harnesses.
   asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
+  // POST /v1/run (docs/PROTOCOL.md, "Run code"): one code action to
+  // completion. Never retried (it runs code); the per-attempt deadline
+  // grows by the run's timeout (300 s when unset) plus 30 s for the scans.
+  asio::awaitable<Result<RunResponse>> RunCode(RunRequest request);
 
   // Uploads the contents of local directory `local` into guest directory
   // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
@@ -155,6 +160,10 @@ class AsyncClient {
                    Token&& token) {
     return detail::Launch(executor_, Stream(std::move(id), cursors, std::move(callbacks)),
                           std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRunCode(RunRequest request, Token&& token) {
+    return detail::Launch(executor_, RunCode(std::move(request)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {

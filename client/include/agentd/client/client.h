@@ -52,6 +52,9 @@ class Client {
   Result<ExecInfo> Stream(std::string id, StreamCursors cursors, StreamCallbacks callbacks) {
     return Wait(async_.Stream(std::move(id), cursors, std::move(callbacks)));
   }
+  Result<RunResponse> RunCode(RunRequest request) {
+    return Wait(async_.RunCode(std::move(request)));
+  }
   Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
     return Wait(async_.Run(std::move(request), std::move(options)));
   }
