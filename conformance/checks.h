@@ -11,5 +11,6 @@ namespace agentd::conformance {
 void AddFrontDoorChecks(std::vector<Check>& checks);
 void AddExecChecks(std::vector<Check>& checks);
 void AddStreamChecks(std::vector<Check>& checks);
+void AddRunChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

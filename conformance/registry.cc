@@ -8,6 +8,7 @@ const std::vector<Check>& AllChecks() {
     AddFrontDoorChecks(all);
     AddExecChecks(all);
     AddStreamChecks(all);
+    AddRunChecks(all);
     return all;
   }();
   return checks;
