@@ -126,6 +126,16 @@ class CgroupLimitsTest(DaemonTestCase):
         self.assertEqual((r["exit_code"], r["killed_by"]), (0, None))
         self.assertLess(float(r["stdout"]), 0.8)  # 20% of one core over 1.5 s, with slack
 
+    def test_a_start_with_a_cgroup_answers_the_started_process(self):
+        self.need_cgroups()
+        status, obj = start(self.daemon, "grp-start", {"argv": ["sleep", "0.2"], "pids": 8})
+        self.assertEqual(status, 201)
+        self.assertGreater(obj["pid"], 0)
+        status, again = start(self.daemon, "grp-start", {"argv": ["sleep", "0.2"], "pids": 8})
+        self.assertEqual((status, again["pid"]), (200, obj["pid"]))
+        status, bad = start(self.daemon, "grp-fail", {"argv": ["/no/such"], "pids": 8})
+        self.assertEqual((bad["state"], bad["exit_code"]), ("exited", 127))
+
     def test_limits_apply_to_detached_execs(self):
         obj, _, _ = run_exec(self.daemon, "cpu-exec", {
             "argv": ["python3", "-c", "while True: pass"], "cpu_sec": 1, "timeout_sec": 60})
