@@ -114,6 +114,12 @@ class CgroupLimitsTest(DaemonTestCase):
         self.assertEqual(obj["killed_by"], "output")
         self.assertEqual(obj["limit"], {"name": "output", "value": 65536, "unit": "bytes"})
 
+    def test_output_limit_kill_in_a_run_names_its_value(self):
+        r = run(self.daemon, {"runtime": "shell", "code": "while :; do echo yes; done",
+                              "output_bytes": 65536, "kill_on_output": True, "timeout_sec": 60})
+        self.assertEqual(r["killed_by"], "output", r)
+        self.assertEqual(r["summary"], "killed: output limit 65536 bytes exceeded")
+
     def test_cpus_throttles_without_killing(self):
         if "cpus" not in self.supported:
             self.skipTest("no cgroup cpu controller here")

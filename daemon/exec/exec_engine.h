@@ -125,7 +125,7 @@ class ExecEngine {
                          int exit_code);
   void ReleaseGroup(const SharedRecord& rec);
   void ArmSweep();
-  void CountExit(const ExecRecord& rec);
+  void CountExit(const ExecRecord& rec, bool spawn_failed);
 
   asio::io_context& io_;
   asio::thread_pool& blocking_;

@@ -128,7 +128,7 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   rec->stdin_closed = true;
   rec->launching = false;
   ReleaseGroup(rec);
-  CountExit(*rec);
+  CountExit(*rec, /*spawn_failed=*/true);
 }
 
 void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
@@ -291,7 +291,7 @@ void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
   rec->phase = ExecRecord::Phase::kDraining;
   --running_;
   rec->timeout_timer.cancel();
-  CountExit(*rec);
+  CountExit(*rec, /*spawn_failed=*/false);
   Log(LogLevel::kInfo, "exec leader exited",
       json::Object()
           .Set("id", rec->id)
