@@ -127,13 +127,12 @@ void ExecEngine::ArmSweep() {
 
 void ExecEngine::CountExit(const ExecRecord& rec, bool spawn_failed) {
   metrics::DaemonMetrics& m = metrics::Daemon();
-  std::string_view outcome = metrics::ExitOutcomeLabel(
-      spawn_failed, rec.killed_by.has_value(), rec.signal.has_value(),
-      static_cast<int>(rec.exit_code.value_or(-1)));
+  std::string_view outcome =
+      metrics::ExitOutcomeLabel(spawn_failed, rec.killed_by.has_value(), rec.signal.has_value(),
+                                static_cast<int>(rec.exit_code.value_or(-1)));
   m.execs_exited.With({std::string(outcome)}).Inc();
   // Limit kills were counted when the limit was reached (HitLimit).
-  if (rec.killed_by == "timeout" || rec.killed_by == "kill" ||
-      rec.killed_by == "daemon_shutdown") {
+  if (rec.killed_by == "timeout" || rec.killed_by == "kill" || rec.killed_by == "daemon_shutdown") {
     m.forced_terminations.With({*rec.killed_by}).Inc();
   }
   if (!spawn_failed) m.exec_duration.Observe(static_cast<double>(rec.duration_ms) / 1000.0);
