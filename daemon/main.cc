@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/api_context.h"
+#include "api/fs_service.h"
 #include "api/routes.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
@@ -30,6 +31,12 @@ int Serve(DaemonConfig& config) {
     bootstrap.SetToken(std::move(*token));
   }
 
+  Result<std::unique_ptr<FsService>> fs = FsService::Create(config);
+  if (!fs.ok()) {
+    std::fprintf(stderr, "agentd: %s\n", fs.status().message().c_str());
+    return 1;
+  }
+
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
@@ -40,6 +47,9 @@ int Serve(DaemonConfig& config) {
   });
   RegisterBootstrapRoutes(router, ctx);
   RegisterHealthRoutes(router, ctx);
+  RegisterFsFileRoutes(router, ctx, **fs);
+  RegisterFsMetaRoutes(router, ctx, **fs);
+  RegisterFsTarRoutes(router, ctx, **fs);
 
   HttpServer server(io, config.limits,
                     [&router](Request& req, Response& res) { return router.Dispatch(req, res); });
@@ -63,6 +73,7 @@ int Serve(DaemonConfig& config) {
           .Set("version", std::string(DaemonVersion()))
           .Set("bootstrapped", bootstrap.bootstrapped()));
   io.run();
+  (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   Log(LogLevel::kInfo, "stopped");
   return 0;

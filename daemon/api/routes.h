@@ -6,7 +6,13 @@
 
 namespace agentd {
 
+class FsService;
+
 void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
+// docs/PROTOCOL.md, "Files" (api/fs_*_routes.cc).
+void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
 
 }  // namespace agentd

@@ -1,0 +1,37 @@
+#include "api/fs_route_util.h"
+
+namespace agentd {
+
+asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
+  uint64_t drained = 0;
+  while (drained <= limit) {
+    Result<std::string_view> chunk = co_await req.ReadBody();
+    if (!chunk.ok()) co_return false;
+    if (chunk->empty()) co_return true;
+    drained += chunk->size();
+  }
+  res.CloseAfter();
+  co_return true;
+}
+
+asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error) {
+  if (!co_await DiscardBody(req, res, kRefusalDrainBytes)) co_return;  // nobody to answer
+  co_await res.SendError(error);
+}
+
+asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
+  for (;;) {
+    Result<std::string_view> chunk = co_await req.ReadBody();
+    if (!chunk.ok()) {
+      channel.Close();
+      co_return chunk.status();
+    }
+    if (chunk->empty()) {
+      channel.Finish();
+      co_return Status::Ok();
+    }
+    if (!co_await channel.AsyncPush(*chunk)) co_return Status::Ok();
+  }
+}
+
+}  // namespace agentd
