@@ -41,13 +41,14 @@ asio::awaitable<void> StreamToEnd(Route r, std::shared_ptr<ReadableFile> file,
   AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Begin(200, kOctetStream, unknown_length));
   auto buf = std::make_shared<std::string>(kStreamBlockBytes, '\0');
   for (;;) {
-    Result<size_t> n = co_await RunBlocking(r.ctx.blocking, [file, buf]() -> Result<size_t> {
+    auto read_block = [file, buf]() -> Result<size_t> {
       for (;;) {
         ssize_t got = ::read(file->fd.get(), buf->data(), buf->size());
         if (got >= 0) return static_cast<size_t>(got);
         if (errno != EINTR) return PosixError(errno, "cannot read");
       }
-    });
+    };
+    Result<size_t> n = co_await RunBlocking(r.ctx.blocking, read_block);
     if (!n.ok() || *n == 0) break;  // a read error cuts the stream short
     std::string_view block(buf->data(), *n);
     if (scanner) block = scanner->Feed(block);
@@ -87,8 +88,8 @@ asio::awaitable<void> ReadFile(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  Result<ReadableFile> opened = co_await RunBlocking(
-      r.ctx.blocking, [&]() -> Result<ReadableFile> { return OpenForRead(r.fs.root(), *rel); });
+  auto open = [&]() -> Result<ReadableFile> { return OpenForRead(r.fs.root(), *rel); };
+  Result<ReadableFile> opened = co_await RunBlocking(r.ctx.blocking, std::move(open));
   if (!opened.ok()) {
     co_await res.SendError(opened.status());
     co_return;
@@ -100,9 +101,12 @@ asio::awaitable<void> ReadFile(Route r, Request& req, Response& res) {
   }
   uint64_t size = static_cast<uint64_t>(file->st.st_size);
   if (lines) {
-    auto span = co_await RunBlocking(r.fs.jobs(), [file, size, range = *lines, rel = *rel]() {
-      return LocateLines(file->fd.get(), size, range, rel.display);
-    });
+    LineRange range = *lines;
+    std::string display = rel->display;
+    auto locate = [file, size, range, display]() {
+      return LocateLines(file->fd.get(), size, range, display);
+    };
+    auto span = co_await RunBlocking(r.fs.jobs(), std::move(locate));
     if (!span.ok()) {
       co_await res.SendError(span.status());
       co_return;
@@ -162,30 +166,30 @@ asio::awaitable<void> WriteFile(Route r, Request& req, Response& res) {
   opts.expected_size = req.content_length();
   // Checks and the temporary file come first: a refusal is answered
   // before the body is read (Expect: 100-continue is then never sent).
-  Result<AtomicFile> created = co_await RunBlocking(
-      r.ctx.blocking, [&]() { return AtomicFile::Create(r.fs.root(), *rel, opts); });
+  auto create = [&]() { return AtomicFile::Create(r.fs.root(), *rel, opts); };
+  Result<AtomicFile> created = co_await RunBlocking(r.ctx.blocking, std::move(create));
   if (!created.ok()) {
     co_await res.SendError(created.status());
     co_return;
   }
   auto io = co_await asio::this_coro::executor;
   std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
-  auto job = PoolJob<Result<FileStat>>::Start(
-      r.fs.jobs(), io, [file = std::move(*created), channel]() mutable -> Result<FileStat> {
-        for (;;) {
-          std::optional<std::string> chunk = channel->Pop();
-          if (!chunk) break;
-          Status w = file.Write(*chunk);
-          if (!w.ok()) {
-            channel->Close();
-            return w;
-          }
-        }
-        if (channel->closed()) {
-          return Status::Error(ErrorCode::kTransport, "the upload ended early");
-        }
-        return file.Commit();
-      });
+  auto write = [file = std::move(*created), channel]() mutable -> Result<FileStat> {
+    for (;;) {
+      std::optional<std::string> chunk = channel->Pop();
+      if (!chunk) break;
+      Status w = file.Write(*chunk);
+      if (!w.ok()) {
+        channel->Close();
+        return w;
+      }
+    }
+    if (channel->closed()) {
+      return Status::Error(ErrorCode::kTransport, "the upload ended early");
+    }
+    return file.Commit();
+  };
+  auto job = PoolJob<Result<FileStat>>::Start(r.fs.jobs(), io, std::move(write));
   Status body = co_await PumpBody(req, *channel);
   Result<FileStat> written = co_await job.Wait();
   if (!body.ok()) co_return;  // the client is gone; the temporary was removed

@@ -26,11 +26,12 @@ asio::awaitable<void> Stat(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     Result<FileStat> st = StatPath(r.fs.root(), *rel, follow);
     if (!st.ok()) return st.status();
     return EncodeFileStat(*st);
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 asio::awaitable<void> List(Route r, Request& req, Response& res) {
@@ -42,11 +43,12 @@ asio::awaitable<void> List(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     Result<std::vector<FileStat>> entries = ListDir(r.fs.root(), *rel);
     if (!entries.ok()) return entries.status();
     return EncodeListResponse(ListResponse{std::move(*entries)});
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 asio::awaitable<void> Mkdir(Route r, Request& req, Response& res) {
@@ -58,11 +60,12 @@ asio::awaitable<void> Mkdir(Route r, Request& req, Response& res) {
     co_await res.SendError(owner.status());
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     Result<FileStat> st = MakeDir(r.fs.root(), *rel, mk->mode, mk->parents, *owner);
     if (!st.ok()) return st.status();
     return EncodeFileStat(*st);
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 asio::awaitable<void> Rename(Route r, Request& req, Response& res) {
@@ -74,12 +77,13 @@ asio::awaitable<void> Rename(Route r, Request& req, Response& res) {
     co_await res.SendError(to.status());
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     AGENTD_RETURN_IF_ERROR(RenamePath(r.fs.root(), *from, *to, mv->overwrite));
     Result<FileStat> st = StatPath(r.fs.root(), *to, /*follow=*/false);
     if (!st.ok()) return st.status();
     return EncodeFileStat(*st);
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 asio::awaitable<void> Delete(Route r, Request& req, Response& res) {
@@ -92,11 +96,12 @@ asio::awaitable<void> Delete(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     Result<uint64_t> removed = RemovePath(r.fs.root(), *rel, recursive);
     if (!removed.ok()) return removed.status();
     return EncodeDeleteResponse(DeleteResponse{rel->display, *removed});
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 asio::awaitable<void> Realpath(Route r, Request& req, Response& res) {
@@ -108,11 +113,12 @@ asio::awaitable<void> Realpath(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  co_await AnswerFromPool(r.ctx.blocking, res, [&]() -> Result<json::Value> {
+  auto work = [&]() -> Result<json::Value> {
     Result<RelPath> real = RealPath(r.fs.root(), *rel);
     if (!real.ok()) return real.status();
     return EncodeRealpathResponse(RealpathResponse{r.fs.policy().Display(*real)});
-  });
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ inline Result<RelPath> CheckPath(const FsService& fs, const std::string* path) {
 }
 
 // Runs `fn` (returning Result<json::Value>) on `pool` and answers 200 with
-// its value or the error.
+// its value or the error. Pass a named lambda (server/awaitable.h caveats).
 template <typename Fn>
 asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, Fn fn) {
   Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));

@@ -74,9 +74,8 @@ asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
   }
   opts.caps = {r.ctx.config.tar_max_entries, r.ctx.config.tar_max_entry_bytes,
                r.ctx.config.tar_max_total_bytes};
-  Result<UploadTarget> target = co_await RunBlocking(r.ctx.blocking, [&]() {
-    return PrepareUpload(r.fs.root(), *rel, parents, opts.stage.owner);
-  });
+  auto prepare = [&]() { return PrepareUpload(r.fs.root(), *rel, parents, opts.stage.owner); };
+  Result<UploadTarget> target = co_await RunBlocking(r.ctx.blocking, std::move(prepare));
   if (!target.ok()) {
     co_await res.SendError(target.status());
     co_return;
@@ -84,18 +83,18 @@ asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
   auto io = co_await asio::this_coro::executor;
   std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
   const ConfinedRoot& root = r.fs.root();
-  auto job = PoolJob<Result<TarUploadResponse>>::Start(
-      r.fs.jobs(), io,
-      [&root, channel, opts, display = rel->display,
-       t = std::move(*target)]() -> Result<TarUploadResponse> {
-        ByteChannel::Source source(channel);
-        Result<TarUploadResponse> out = ExtractTar(source, t.dir.get(), display, opts);
-        // The answer is known: stop the body pump (what follows the end of
-        // the archive, or of a refused one, is discarded by the route).
-        channel->Close();
-        if (!out.ok()) UndoCreated(root, t.created);
-        return out;
-      });
+  std::string display = rel->display;
+  auto extract = [&root, channel, opts, display,
+                  t = std::move(*target)]() -> Result<TarUploadResponse> {
+    ByteChannel::Source source(channel);
+    Result<TarUploadResponse> out = ExtractTar(source, t.dir.get(), display, opts);
+    // The answer is known: stop the body pump (what follows the end of
+    // the archive, or of a refused one, is discarded by the route).
+    channel->Close();
+    if (!out.ok()) UndoCreated(root, t.created);
+    return out;
+  };
+  auto job = PoolJob<Result<TarUploadResponse>>::Start(r.fs.jobs(), io, std::move(extract));
   Status body = co_await PumpBody(req, *channel);
   Result<TarUploadResponse> done = co_await job.Wait();
   if (!body.ok()) co_return;  // the client is gone; nothing was kept
@@ -130,8 +129,8 @@ asio::awaitable<void> Download(Route r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  Result<UniqueFd> dir = co_await RunBlocking(
-      r.ctx.blocking, [&]() { return r.fs.root().OpenAt(*rel, O_RDONLY | O_DIRECTORY); });
+  auto open = [&]() { return r.fs.root().OpenAt(*rel, O_RDONLY | O_DIRECTORY); };
+  Result<UniqueFd> dir = co_await RunBlocking(r.ctx.blocking, std::move(open));
   if (!dir.ok()) {
     co_await res.SendError(dir.status());
     co_return;
@@ -144,18 +143,18 @@ asio::awaitable<void> Download(Route r, Request& req, Response& res) {
   }
   auto io = co_await asio::this_coro::executor;
   std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
-  auto job = PoolJob<Status>::Start(
-      r.fs.jobs(), io,
-      [channel, compression, display = rel->display, fd = std::move(*dir)]() -> Status {
-        ByteChannel::Sink sink(channel);
-        Status st = CreateTar(fd.get(), display, compression, sink);
-        if (st.ok()) {
-          channel->Finish();
-        } else {
-          channel->Close();
-        }
-        return st;
-      });
+  std::string display = rel->display;
+  auto archive = [channel, compression, display, fd = std::move(*dir)]() -> Status {
+    ByteChannel::Sink sink(channel);
+    Status st = CreateTar(fd.get(), display, compression, sink);
+    if (st.ok()) {
+      channel->Finish();
+    } else {
+      channel->Close();
+    }
+    return st;
+  };
+  auto job = PoolJob<Status>::Start(r.fs.jobs(), io, std::move(archive));
   bool sent = true;
   for (;;) {
     std::optional<std::string> chunk = co_await channel->AsyncPop();
