@@ -12,9 +12,6 @@
 #include "sys/posix_error.h"
 
 namespace agentd {
-namespace {
-
-// File systems whose st_size does not describe the content.
 bool IsPseudoFileSystem(int fd) {
   struct statfs fs;
   if (::fstatfs(fd, &fs) != 0) return false;
@@ -31,8 +28,6 @@ bool IsPseudoFileSystem(int fd) {
       return false;
   }
 }
-
-}  // namespace
 
 Result<ReadableFile> OpenForRead(const ConfinedRoot& root, const RelPath& rel) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.

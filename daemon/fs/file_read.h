@@ -33,6 +33,10 @@ Result<ReadableFile> OpenForRead(const ConfinedRoot& root, const RelPath& rel);
 Result<std::pair<uint64_t, uint64_t>> LocateLines(int fd, uint64_t size, const LineRange& range,
                                                   const std::string& display);
 
+// True for procfs, sysfs and the like: their sizes do not describe their
+// content, and walking them is never what a tree transfer means.
+bool IsPseudoFileSystem(int fd);
+
 // The read buffer of LocateLines and of the streaming reads.
 inline constexpr size_t kReadBlockBytes = 1 << 20;
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "fs/dir_entries.h"
+#include "fs/file_read.h"
 #include "sys/posix_error.h"
 #include "sys/unique_fd.h"
 
@@ -65,6 +66,7 @@ class TreeArchiver {
     if (!sub) return PosixError(errno, "cannot open", path);
     if (::fstat(sub.get(), &st) != 0) return PosixError(errno, "cannot stat", path);
     AGENTD_RETURN_IF_ERROR(w_.AddDir(rel, st));
+    if (IsPseudoFileSystem(sub.get())) return Status::Ok();  // a /proc mount: not content
     return Walk(sub.get(), rel, depth + 1);
   }
 

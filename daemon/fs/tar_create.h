@@ -6,8 +6,10 @@
 // Archived: directories, regular files, symlinks, with modes (setuid,
 // setgid, sticky included), numeric owners, mtimes to the nanosecond, and
 // hard links among the archived files. Skipped: device nodes, FIFOs and
-// sockets (an upload would refuse them), and the daemon's own temporaries
-// (".agentd-tmp-*", ".agentd-stage-*") of writes in progress. Entries come
+// sockets (an upload would refuse them), the daemon's own temporaries
+// (".agentd-tmp-*", ".agentd-stage-*") of writes in progress, and the
+// contents of pseudo file systems mounted in the tree (procfs, sysfs, ...:
+// the mount point is archived as an empty directory). Entries come
 // in name order, each directory before its contents. Trees deeper than
 // kMaxTreeDepth are refused.
 //

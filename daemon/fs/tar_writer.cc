@@ -21,6 +21,7 @@ struct TarWriter::Archive {
 
 struct TarWriterAccess {
   static la_ssize_t Write(TarWriter* w, const void* data, size_t size) {
+    if (w->discard_) return static_cast<la_ssize_t>(size);
     w->chunk_.append(static_cast<const char*>(data), size);
     if (w->chunk_.size() >= kTarChunkBytes && !w->Flush().ok()) return -1;
     return static_cast<la_ssize_t>(size);
@@ -54,7 +55,12 @@ TarWriter::TarWriter(ByteSink& sink, TarCompression compression)
   chunk_.reserve(kTarChunkBytes + 16 * 1024);
 }
 
-TarWriter::~TarWriter() = default;
+TarWriter::~TarWriter() {
+  // archive_write_free() of an archive that was not closed still writes its
+  // end blocks through the callback: drop them, and before chunk_ is gone.
+  discard_ = true;
+  archive_.reset();
+}
 
 Status TarWriter::Failure(std::string_view during) {
   if (!sink_error_.ok()) return sink_error_;

@@ -51,6 +51,7 @@ class TarWriter {
   std::unique_ptr<Archive> archive_;
   std::string chunk_;
   Status sink_error_;
+  bool discard_ = false;  // set while tearing down: late output is dropped
 };
 
 }  // namespace agentd
