@@ -15,7 +15,8 @@ asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
 }
 
 asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error) {
-  if (!co_await DiscardBody(req, res, kRefusalDrainBytes)) co_return;  // nobody to answer
+  bool client_there = co_await DiscardBody(req, res, kRefusalDrainBytes);
+  if (!client_there) co_return;  // nobody to answer
   co_await res.SendError(error);
 }
 
@@ -30,7 +31,8 @@ asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
       channel.Finish();
       co_return Status::Ok();
     }
-    if (!co_await channel.AsyncPush(*chunk)) co_return Status::Ok();
+    bool taken = co_await channel.AsyncPush(*chunk);
+    if (!taken) co_return Status::Ok();
   }
 }
 

@@ -102,7 +102,8 @@ asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
     co_await RefuseMidBody(req, res, done.status());
     co_return;
   }
-  if (!co_await DiscardBody(req, res, kRefusalDrainBytes)) co_return;
+  bool client_there = co_await DiscardBody(req, res, kRefusalDrainBytes);
+  if (!client_there) co_return;
   co_await res.SendJson(200, EncodeTarUploadResponse(*done));
 }
 

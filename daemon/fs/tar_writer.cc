@@ -44,6 +44,10 @@ using EntryPtr = std::unique_ptr<archive_entry, EntryDeleter>;
 EntryPtr MakeEntry(const std::string& name, const struct stat& st) {
   EntryPtr e(archive_entry_new());
   archive_entry_copy_stat(e.get(), &st);
+  // Only mtime travels (pax "mtime" with nanoseconds when they are not
+  // zero): atime and ctime would add an extended header to every entry.
+  archive_entry_unset_atime(e.get());
+  archive_entry_unset_ctime(e.get());
   archive_entry_copy_pathname(e.get(), name.c_str());
   return e;
 }
@@ -79,7 +83,7 @@ Status TarWriter::Flush() {
 
 Status TarWriter::Open() {
   archive* a = archive_->a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
+  archive_write_set_format_pax(a);
   if (compression_ == TarCompression::kGzip) archive_write_add_filter_gzip(a);
   if (compression_ == TarCompression::kZstd) archive_write_add_filter_zstd(a);
   // Data arrives in whole records; pad only the last one to 512 bytes.

@@ -1,8 +1,9 @@
 // TarWriter: libarchive's writer behind a small interface (with
 // tar_reader.cc, the only place that includes archive.h).
 //
-// Writes POSIX pax ("restricted": plain ustar headers unless a name, size,
-// owner or sub-second mtime needs an extended header) with numeric owners
+// Writes POSIX pax (plain ustar headers, plus an extended header where a
+// long name, a large size or owner, or an mtime with nanoseconds needs one;
+// atime and ctime are not archived) with numeric owners
 // only (no user or group names: a static daemon resolves none), hard links
 // detected by device and inode (libarchive's link resolver: the first name
 // carries the data, later names are links to it), and optional gzip or zstd

@@ -7,8 +7,10 @@
 //   be destroyed twice, or copied bit by bit: a captured std::string or
 //   shared_ptr then corrupts the heap. Name the lambda or aggregate in a
 //   local variable first and pass that. (Verified with ASan on g++ 12.2.)
-// - "if (!(co_await f()).ok()) co_return;" can compile to an illegal
-//   instruction; put the awaited Status in a named variable first.
+// - "if (!(co_await f()).ok()) co_return;" and "if (!co_await g())
+//   co_return;" can compile to an illegal instruction (ud2) in a coroutine
+//   returning awaitable<void>; put the awaited value in a named variable
+//   first and test that.
 //
 // Shared coroutine vocabulary for the daemon: awaitable operations that
 // report errors as values (a tuple starting with the error_code) instead of

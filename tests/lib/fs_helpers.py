@@ -87,6 +87,7 @@ def make_rich_tree(root):
     write("odd/new\nline", b"x")
     write("odd/star*and?q", b"x")
     write("odd/" + "n" * 200, b"long component")
+    write("odd/not-utf8-\udcff\udcfe", b"raw bytes in the name")
     write("deep/" + "/".join("d%02d" % i for i in range(30)) + "/leaf", b"deep")
     os.makedirs(os.path.join(root, "empty-dir"))
     os.makedirs(os.path.join(root, "nested/empty/too"))
