@@ -83,7 +83,8 @@ Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& r
     if (!f.file_ && (errno != EEXIST || attempt == 8)) {
       int err = errno;
       f.temp_name_.clear();
-      return PosixError(err, "cannot create a temporary file beside", rel.display);
+      return WithSpaceNumbers(PosixError(err, "cannot create a temporary file beside", rel.display),
+                              f.dir_.get(), f.expected_);
     }
   }
   AGENTD_RETURN_IF_ERROR(ApplyOwnership(f.file_.get(), owner, rel.display));

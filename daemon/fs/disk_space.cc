@@ -28,4 +28,12 @@ Status NoSpaceWhileWriting(int fd, uint64_t needed, const std::string& display) 
   return InsufficientStorage(needed, available.ok() ? *available : 0, display);
 }
 
+Status WithSpaceNumbers(Status s, int fd, uint64_t needed) {
+  if (s.code() != ErrorCode::kInsufficientStorage || s.details().Find("needed")) return s;
+  Result<uint64_t> available = AvailableBytes(fd, "");
+  s.With("needed", needed);
+  s.With("available", available.ok() ? *available : 0);
+  return s;
+}
+
 }  // namespace agentd

@@ -19,4 +19,10 @@ Status InsufficientStorage(uint64_t needed, uint64_t available, const std::strin
 // the caller, `available` measured now on `fd`.
 Status NoSpaceWhileWriting(int fd, uint64_t needed, const std::string& display);
 
+// An insufficient_storage Status from a plain errno (ENOSPC on creating a
+// file: no inodes left) lacks the numbers the protocol promises; this adds
+// `needed` and `available` (measured now on `fd`) when they are missing.
+// Any other Status passes through.
+Status WithSpaceNumbers(Status s, int fd, uint64_t needed);
+
 }  // namespace agentd

@@ -48,15 +48,17 @@ Status WriteAt(int fd, uint64_t offset, std::string_view data, int space_fd, uin
 
 }  // namespace
 
-Result<TarUploadResponse> ExtractTar(ByteSource& source, int target, const std::string& display,
-                                     const ExtractOptions& opts) {
+namespace {
+
+Result<TarUploadResponse> Extract(ByteSource& source, int target, const std::string& display,
+                                  const ExtractOptions& opts, uint64_t* declared_out) {
+  uint64_t& declared = *declared_out;
   Result<uint64_t> available = AvailableBytes(target, display);
   if (!available.ok()) return available.status();
   Result<StageTree> stage = StageTree::Create(target, display, opts.stage);
   if (!stage.ok()) return stage.status();
   TarReader reader(source);
   TarUploadResponse out;
-  uint64_t declared = 0;
   TarMember m;
   for (;;) {
     Result<bool> more = reader.Next(&m);
@@ -113,6 +115,17 @@ Result<TarUploadResponse> ExtractTar(ByteSource& source, int target, const std::
   }
   AGENTD_RETURN_IF_ERROR(stage->Commit());
   return out;
+}
+
+}  // namespace
+
+Result<TarUploadResponse> ExtractTar(ByteSource& source, int target, const std::string& display,
+                                     const ExtractOptions& opts) {
+  uint64_t declared = 0;
+  Result<TarUploadResponse> out = Extract(source, target, display, opts, &declared);
+  if (out.ok()) return out;
+  // Out of inodes, or of blocks for metadata: report it with real numbers.
+  return WithSpaceNumbers(std::move(out).take_status(), target, declared);
 }
 
 }  // namespace agentd
