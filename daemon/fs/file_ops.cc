@@ -159,10 +159,13 @@ Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& 
           .With("reason", "is the root");
     }
   }
+  auto both = [&](Status s) {
+    return std::move(s.With("from", from.display).With("to", to.display));
+  };
   Result<UniqueFd> from_dir = root.OpenParent(from);
-  if (!from_dir.ok()) return from_dir.status();
+  if (!from_dir.ok()) return both(from_dir.status());
   Result<UniqueFd> to_dir = root.OpenParent(to);
-  if (!to_dir.ok()) return to_dir.status();
+  if (!to_dir.ok()) return both(to_dir.status());
   unsigned flags = overwrite ? 0 : RENAME_NOREPLACE;
   if (::renameat2(from_dir->get(), from.leaf().c_str(), to_dir->get(), to.leaf().c_str(), flags) ==
       0) {
