@@ -166,11 +166,13 @@ Status StageTree::AddDir(const RelPath& member, uint32_t mode, std::optional<tim
   Result<int> parent = ParentOf(member);
   if (!parent.ok()) return parent.status();
   bool exists = false;
-  AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/true, &exists));
+  int made = ::mkdirat(*parent, member.leaf().c_str(), 0700);
+  if (made != 0 && errno == EEXIST) {  // a directory stays; anything else is replaced
+    AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/true, &exists));
+    if (!exists) made = ::mkdirat(*parent, member.leaf().c_str(), 0700);
+  }
   if (!exists) {
-    if (::mkdirat(*parent, member.leaf().c_str(), 0700) != 0) {
-      return MemberError(errno, "cannot create directory", member);
-    }
+    if (made != 0) return MemberError(errno, "cannot create directory", member);
     if (opts_.owner.any()) {
       UniqueFd fd(::openat(*parent, member.leaf().c_str(),
                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -185,17 +187,21 @@ Status StageTree::AddDir(const RelPath& member, uint32_t mode, std::optional<tim
 Result<UniqueFd> StageTree::BeginFile(const RelPath& member) {
   Result<int> parent = ParentOf(member);
   if (!parent.ok()) return parent.status();
-  AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/false, nullptr));
-  UniqueFd fd(::openat(*parent, member.leaf().c_str(),
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const char* leaf = member.leaf().c_str();
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  UniqueFd fd(::openat(*parent, leaf, flags, 0600));
+  if (!fd && errno == EEXIST) {  // a duplicate member: the later one wins
+    AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/false, nullptr));
+    fd.reset(::openat(*parent, leaf, flags, 0600));
+  }
   if (!fd) return MemberError(errno, "cannot create", member);
   return fd;
 }
 
-Status StageTree::FinishFile(int fd, const RelPath& member, uint64_t size, uint32_t mode,
-                             std::optional<timespec> mtime) {
+Status StageTree::FinishFile(int fd, const RelPath& member, uint64_t size, uint64_t data_end,
+                             uint32_t mode, std::optional<timespec> mtime) {
   // A sparse member may end in a hole: the size comes from the header.
-  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+  if (data_end != size && ::ftruncate(fd, static_cast<off_t>(size)) != 0) {
     return MemberError(errno, "cannot size", member);
   }
   AGENTD_RETURN_IF_ERROR(ApplyOwnership(fd, opts_.owner, member.display));
@@ -213,11 +219,13 @@ Status StageTree::AddSymlink(const RelPath& member, const std::string& target,
   if (target.empty()) return Refuse(member, "is a symlink with an empty target");
   Result<int> parent = ParentOf(member);
   if (!parent.ok()) return parent.status();
-  AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/false, nullptr));
   const char* leaf = member.leaf().c_str();
-  if (::symlinkat(target.c_str(), *parent, leaf) != 0) {
-    return MemberError(errno, "cannot create symlink", member);
+  int made = ::symlinkat(target.c_str(), *parent, leaf);
+  if (made != 0 && errno == EEXIST) {  // a duplicate member: the later one wins
+    AGENTD_RETURN_IF_ERROR(ClearLeaf(*parent, member, /*keep_dir=*/false, nullptr));
+    made = ::symlinkat(target.c_str(), *parent, leaf);
   }
+  if (made != 0) return MemberError(errno, "cannot create symlink", member);
   if (opts_.owner.any() && ::fchownat(*parent, leaf, opts_.owner.uid_or_keep(),
                                       opts_.owner.gid_or_keep(), AT_SYMLINK_NOFOLLOW) != 0) {
     return MemberError(errno, "cannot change the owner of", member);

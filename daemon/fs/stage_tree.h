@@ -58,7 +58,9 @@ class StageTree {
   // Creates a regular file; write its data through the descriptor, then
   // FinishFile.
   Result<UniqueFd> BeginFile(const RelPath& member);
-  Status FinishFile(int fd, const RelPath& member, uint64_t size, uint32_t mode,
+  // `data_end`: one past the last byte written (the size unless the member
+  // ends in a hole).
+  Status FinishFile(int fd, const RelPath& member, uint64_t size, uint64_t data_end, uint32_t mode,
                     std::optional<timespec> mtime);
   Status AddSymlink(const RelPath& member, const std::string& target,
                     std::optional<timespec> mtime);

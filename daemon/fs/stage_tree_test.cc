@@ -36,7 +36,8 @@ struct Target {
     auto f = s.BeginFile(Member(name));
     REQUIRE(f.ok());
     REQUIRE(::write(f->get(), data.data(), data.size()) == static_cast<ssize_t>(data.size()));
-    REQUIRE(s.FinishFile(f->get(), Member(name), data.size(), mode, std::nullopt).ok());
+    REQUIRE(
+        s.FinishFile(f->get(), Member(name), data.size(), data.size(), mode, std::nullopt).ok());
   }
   // Entries of the target, so a test can tell that nothing was left.
   int Count() {

@@ -1,5 +1,6 @@
 #include "fs/tar_create.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,40 +35,58 @@ class TreeArchiver {
     if (!entries.ok()) return entries.status();
     for (const DirEntry& e : *entries) {
       if (depth == 0 && IsDaemonTemporary(e.name)) continue;
-      AGENTD_RETURN_IF_ERROR(
-          Add(dir, e.name, prefix.empty() ? e.name : prefix + "/" + e.name, depth));
+      AGENTD_RETURN_IF_ERROR(Add(dir, e, prefix.empty() ? e.name : prefix + "/" + e.name, depth));
     }
     return Status::Ok();
   }
 
  private:
-  Status Add(int dir, const std::string& name, const std::string& rel, int depth) {
+  // `e.type` (from getdents) saves the lstat for the common kinds; what is
+  // opened is always checked again with fstat, so a race can only make an
+  // entry be skipped or described as it is now.
+  Status Add(int dir, const DirEntry& e, const std::string& rel, int depth) {
+    const char* name = e.name.c_str();
     std::string path = display_ + "/" + rel;
     struct stat st;
-    if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (e.type == DT_REG || e.type == DT_DIR) {
+      int flags =
+          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (e.type == DT_DIR ? O_DIRECTORY : 0);
+      UniqueFd fd(::openat(dir, name, flags));
+      if (fd) {
+        if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat", path);
+        if (S_ISREG(st.st_mode)) return w_.AddFile(rel, st, fd.get());
+        if (S_ISDIR(st.st_mode)) return AddDir(fd.get(), rel, st, depth);
+        return Status::Ok();  // swapped for something we do not archive
+      }
       if (errno == ENOENT) return Status::Ok();  // removed while walking
+      if (errno != ELOOP && errno != ENOTDIR) return PosixError(errno, "cannot open", path);
+      // Replaced by a symlink (or a non-directory) since it was listed.
+    }
+    if (::fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return Status::Ok();
       return PosixError(errno, "cannot stat", path);
     }
     if (S_ISLNK(st.st_mode)) {
       char buf[4096];
-      ssize_t n = ::readlinkat(dir, name.c_str(), buf, sizeof(buf));
+      ssize_t n = ::readlinkat(dir, name, buf, sizeof(buf));
       if (n < 0) return PosixError(errno, "cannot read symlink", path);
       return w_.AddSymlink(rel, st, std::string(buf, static_cast<size_t>(n)));
     }
-    if (S_ISREG(st.st_mode)) {
-      UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-      if (!fd) return PosixError(errno, "cannot open", path);
-      if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat", path);
-      if (!S_ISREG(st.st_mode)) return Status::Ok();  // swapped meanwhile
-      return w_.AddFile(rel, st, fd.get());
-    }
-    if (!S_ISDIR(st.st_mode)) return Status::Ok();  // devices, FIFOs, sockets
-    UniqueFd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!sub) return PosixError(errno, "cannot open", path);
-    if (::fstat(sub.get(), &st) != 0) return PosixError(errno, "cannot stat", path);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) return Status::Ok();  // devices, FIFOs
+    int flags =
+        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (S_ISDIR(st.st_mode) ? O_DIRECTORY : 0);
+    UniqueFd fd(::openat(dir, name, flags));
+    if (!fd) return PosixError(errno, "cannot open", path);
+    if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat", path);
+    if (S_ISREG(st.st_mode)) return w_.AddFile(rel, st, fd.get());
+    if (S_ISDIR(st.st_mode)) return AddDir(fd.get(), rel, st, depth);
+    return Status::Ok();
+  }
+
+  Status AddDir(int fd, const std::string& rel, const struct stat& st, int depth) {
     AGENTD_RETURN_IF_ERROR(w_.AddDir(rel, st));
-    if (IsPseudoFileSystem(sub.get())) return Status::Ok();  // a /proc mount: not content
-    return Walk(sub.get(), rel, depth + 1);
+    if (IsPseudoFileSystem(fd)) return Status::Ok();  // a /proc mount: not content
+    return Walk(fd, rel, depth + 1);
   }
 
   TarWriter& w_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "fs/disk_space.h"
@@ -107,10 +108,12 @@ Result<TarUploadResponse> Extract(ByteSource& source, int target, const std::str
     }
     Result<UniqueFd> fd = stage->BeginFile(*rel);
     if (!fd.ok()) return fd.status();
+    uint64_t data_end = 0;
     AGENTD_RETURN_IF_ERROR(reader.ReadData([&](uint64_t offset, std::string_view data) {
+      data_end = std::max(data_end, offset + data.size());
       return WriteAt(fd->get(), offset, data, target, declared, m.name);
     }));
-    AGENTD_RETURN_IF_ERROR(stage->FinishFile(fd->get(), *rel, m.size, m.mode, m.mtime));
+    AGENTD_RETURN_IF_ERROR(stage->FinishFile(fd->get(), *rel, m.size, data_end, m.mode, m.mtime));
     out.bytes += m.size;
   }
   AGENTD_RETURN_IF_ERROR(stage->Commit());
