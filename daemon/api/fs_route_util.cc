@@ -21,18 +21,29 @@ asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& e
 }
 
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
+  // Body chunks (at most one socket read each) are gathered into blocks of
+  // kPumpBlockBytes, so the job wakes and writes once per block.
+  std::string block;
   for (;;) {
     Result<std::string_view> chunk = co_await req.ReadBody();
     if (!chunk.ok()) {
       channel.Close();
       co_return chunk.status();
     }
+    if (!chunk->empty()) {
+      if (block.capacity() < kPumpBlockBytes) block.reserve(kPumpBlockBytes);
+      block.append(*chunk);
+      if (block.size() < kPumpBlockBytes && !req.body_complete()) continue;
+    }
+    if (!block.empty()) {
+      bool taken = co_await channel.AsyncPush(std::move(block));
+      if (!taken) co_return Status::Ok();
+      block = std::string();
+    }
     if (chunk->empty()) {
       channel.Finish();
       co_return Status::Ok();
     }
-    bool taken = co_await channel.AsyncPush(*chunk);
-    if (!taken) co_return Status::Ok();
   }
 }
 

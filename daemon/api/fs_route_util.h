@@ -52,8 +52,11 @@ asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit);
 // Sends `error`, first draining the unread body (see kRefusalDrainBytes).
 asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error);
 
-// Runs `body` (a coroutine) with every chunk of the request body pushed
-// into `channel`; Finish() at the end, Close() if the body breaks. Returns
+// Bytes of request body gathered before they are handed to a job.
+inline constexpr size_t kPumpBlockBytes = 256 * 1024;
+
+// Pushes every byte of the request body into `channel`, in blocks of up to
+// kPumpBlockBytes; Finish() at the end, Close() if the body breaks. Returns
 // the body's status (not ok: the client is gone). Stops early, leaving the
 // rest unread, when the channel's consumer closes it.
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel);

@@ -21,14 +21,19 @@ asio::awaitable<void> ByteChannel::WaitIo() {
 }
 
 asio::awaitable<bool> ByteChannel::AsyncPush(std::string_view bytes) {
+  std::string copy(bytes);
+  co_return co_await AsyncPush(std::move(copy));
+}
+
+asio::awaitable<bool> ByteChannel::AsyncPush(std::string&& bytes) {
   if (bytes.empty()) co_return !closed();  // an empty chunk would read as the end
   for (;;) {
     {
       std::lock_guard lock(mu_);
       if (closed_) co_return false;
       if (queued_bytes_ < capacity_) {
-        queue_.emplace_back(bytes);
         queued_bytes_ += bytes.size();
+        queue_.push_back(std::move(bytes));
         cv_.notify_all();
         co_return true;
       }

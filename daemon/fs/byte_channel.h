@@ -31,8 +31,10 @@ class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
  public:
   ByteChannel(asio::any_io_executor io, size_t capacity);
 
-  // io side. AsyncPush: false once the channel is closed.
+  // io side. AsyncPush: false once the channel is closed. The string
+  // overload moves its buffer into the queue (no copy).
   asio::awaitable<bool> AsyncPush(std::string_view bytes);
+  asio::awaitable<bool> AsyncPush(std::string&& bytes);
   // nullopt at the end (finished, or closed: ask closed()).
   asio::awaitable<std::optional<std::string>> AsyncPop();
 
