@@ -14,6 +14,8 @@ from lib.fs_helpers import listing, url
 
 
 class ConfinementTest(unittest.TestCase):
+    daemon_env = None  # the environment of the daemon (None: inherit)
+
     @classmethod
     def setUpClass(cls):
         cls.base = tempfile.mkdtemp(prefix="agentd-confine-")
@@ -36,7 +38,7 @@ class ConfinementTest(unittest.TestCase):
             cls.proc_mounted = subprocess.run(
                 ["mount", "-t", "proc", "proc", os.path.join(cls.root, "proc")],
                 stderr=subprocess.DEVNULL).returncode == 0
-        cls.daemon = Daemon("--fs-root", cls.root)
+        cls.daemon = Daemon("--fs-root", cls.root, env=cls.daemon_env)
 
     @classmethod
     def tearDownClass(cls):
@@ -157,6 +159,16 @@ class ConfinementTest(unittest.TestCase):
                                                          path=self.r("proc", "self", "status")))
         self.assertEqual(status, 200)
         self.assertIn(b"Name:", body)
+
+
+class ConfinementWalkTest(ConfinementTest):
+    """The same attacks against the component walk that replaces openat2 on
+    kernels without it (forced by the daemon's test seam)."""
+
+    daemon_env = dict(os.environ, AGENTD_TEST_RESOLVE_WALK="1")
+
+    def test_the_daemon_uses_the_walk(self):
+        self.assertTrue(any("component walk" in line for line in self.daemon.logs()))
 
 
 class UnconfinedTest(unittest.TestCase):

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 
+#include "log/log.h"
 #include "sys/posix_error.h"
 
 namespace agentd {
@@ -19,6 +21,14 @@ Result<std::unique_ptr<FsService>> FsService::Create(const DaemonConfig& config)
       config.fs_root.empty() ? ConfinedRoot::Mode::kInRoot : ConfinedRoot::Mode::kBeneath;
   Result<ConfinedRoot> root = ConfinedRoot::Open(dir, mode);
   if (!root.ok()) return root.status();
+  // Test seam: run the resolution walk that stands in for openat2 on older
+  // kernels, so the integration tests can cover it on this one.
+  if (const char* walk = std::getenv("AGENTD_TEST_RESOLVE_WALK"); walk && *walk == '1') {
+    root->set_use_openat2(false);
+  }
+  if (!root->uses_openat2()) {
+    Log(LogLevel::kWarn, "openat2 unavailable: paths are resolved by a component walk");
+  }
   return std::unique_ptr<FsService>(new FsService(PathPolicy(dir), std::move(*root)));
 }
 
