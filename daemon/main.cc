@@ -9,6 +9,7 @@
 #include "api/routes.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
+#include "exec/exec_engine.h"
 #include "log/log.h"
 #include "server/http_server.h"
 #include "server/router.h"
@@ -40,6 +41,11 @@ int Serve(DaemonConfig& config) {
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
+  ExecEngine exec(io, blocking, config, bootstrap);
+  if (Status s = exec.Open(); !s.ok()) {
+    std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
+    return 1;
+  }
 
   Router router;
   router.SetAuthorizer([&bootstrap](const Request& req) {
@@ -47,6 +53,7 @@ int Serve(DaemonConfig& config) {
   });
   RegisterBootstrapRoutes(router, ctx);
   RegisterHealthRoutes(router, ctx);
+  RegisterExecRoutes(router, ctx, exec);
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
@@ -65,7 +72,11 @@ int Serve(DaemonConfig& config) {
   signals.async_wait([&](const asio::error_code& ec, int signo) {
     if (ec) return;
     Log(LogLevel::kInfo, "shutting down", json::Object().Set("signal", signo));
-    server.Shutdown(config.shutdown_grace, [&io] { io.stop(); });
+    exec.Shutdown();
+    // Connections drain while the killed execs end, so their exits are
+    // recorded before the daemon stops.
+    server.Shutdown(config.shutdown_grace,
+                    [&] { exec.WhenFinished(config.shutdown_grace, [&io] { io.stop(); }); });
   });
 
   Log(LogLevel::kInfo, "ready",

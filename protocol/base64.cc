@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 namespace agentd {
 namespace {
@@ -16,6 +17,18 @@ constexpr std::array<int8_t, 256> MakeDecodeTable() {
 }
 constexpr std::array<int8_t, 256> kDecode = MakeDecodeTable();
 
+// Every 12-bit group as its two output characters: an encoder step is two
+// table loads per 3 input bytes (output streams through SSE at full speed).
+struct CharPair {
+  char c[2];
+};
+constexpr std::array<CharPair, 4096> MakePairTable() {
+  std::array<CharPair, 4096> t{};
+  for (int i = 0; i < 4096; ++i) t[i] = CharPair{{kAlphabet[i >> 6], kAlphabet[i & 63]}};
+  return t;
+}
+constexpr std::array<CharPair, 4096> kPairs = MakePairTable();
+
 }  // namespace
 
 void AppendBase64(std::string& out, std::string_view in) {
@@ -26,10 +39,9 @@ void AppendBase64(std::string& out, std::string_view in) {
   size_t i = 0;
   for (; i + 3 <= in.size(); i += 3) {
     uint32_t v = (uint32_t{s[i]} << 16) | (uint32_t{s[i + 1]} << 8) | s[i + 2];
-    *p++ = kAlphabet[v >> 18];
-    *p++ = kAlphabet[(v >> 12) & 63];
-    *p++ = kAlphabet[(v >> 6) & 63];
-    *p++ = kAlphabet[v & 63];
+    std::memcpy(p, kPairs[v >> 12].c, 2);
+    std::memcpy(p + 2, kPairs[v & 0xFFF].c, 2);
+    p += 4;
   }
   if (size_t rest = in.size() - i; rest > 0) {
     uint32_t v = uint32_t{s[i]} << 16;

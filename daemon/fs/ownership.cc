@@ -4,35 +4,26 @@
 
 #include <cerrno>
 
-#include "sys/passwd.h"
 #include "sys/posix_error.h"
 
 namespace agentd {
 
 Result<Ownership> ResolveOwnership(const std::optional<std::string>& user,
-                                   const std::optional<std::string>& group,
-                                   const std::string& passwd_path, const std::string& group_path) {
+                                   const std::optional<std::string>& group, const UserDb& db) {
+  Result<std::optional<Credentials>> creds = ResolveCredentials(user, group, db);
+  if (!creds.ok()) return creds.status();
   Ownership out;
-  if (user) {
-    std::optional<PasswdEntry> entry = LookupUser(*user, passwd_path);
-    if (!entry) {
-      return Status::Error(ErrorCode::kUnknownUser, "no user \"" + *user + "\" in " + passwd_path)
-          .With("field", "user")
-          .With("user", *user);
-    }
-    out.uid = entry->uid;
-    if (entry->gid != static_cast<gid_t>(-1)) out.gid = entry->gid;
-  }
-  if (group) {
-    std::optional<GroupEntry> entry = LookupGroup(*group, group_path);
-    if (!entry) {
-      return Status::Error(ErrorCode::kUnknownGroup, "no group \"" + *group + "\" in " + group_path)
-          .With("field", "group")
-          .With("group", *group);
-    }
-    out.gid = entry->gid;
+  if (*creds) {
+    out.uid = (*creds)->uid;
+    out.gid = (*creds)->gid;
   }
   return out;
+}
+
+Result<Ownership> ResolveOwnership(const std::optional<std::string>& user,
+                                   const std::optional<std::string>& group) {
+  if (!user && !group) return Ownership{};
+  return ResolveOwnership(user, group, LoadUserDb());
 }
 
 Status ApplyOwnership(int fd, const Ownership& owner, const std::string& display) {

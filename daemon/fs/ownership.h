@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
+#include "proc/user_db.h"
 
 namespace agentd {
 
@@ -21,14 +22,17 @@ struct Ownership {
   gid_t gid_or_keep() const { return gid.value_or(static_cast<gid_t>(-1)); }
 };
 
-// Resolves names (or numbers) against the guest's /etc/passwd and
-// /etc/group. With `user` and no `group`, the group is the user's primary
-// group when the user has a passwd entry. Unknown names: 400 unknown_user
-// or unknown_group naming the field.
+// Resolves names or numbers with the exec engine's reading of the guest's
+// /etc/passwd and /etc/group (proc/user_db.h), so a file and a process
+// asked to belong to "agent" agree: `user` without `group` also sets the
+// group to the user's primary group (a number with no passwd entry: the same
+// number); `group` alone changes only the group. Unknown names: 400
+// unknown_user / unknown_group naming the field.
 Result<Ownership> ResolveOwnership(const std::optional<std::string>& user,
-                                   const std::optional<std::string>& group,
-                                   const std::string& passwd_path = "/etc/passwd",
-                                   const std::string& group_path = "/etc/group");
+                                   const std::optional<std::string>& group, const UserDb& db);
+// The same against the guest's own files (read only when a name was given).
+Result<Ownership> ResolveOwnership(const std::optional<std::string>& user,
+                                   const std::optional<std::string>& group);
 
 // fchown(fd) when anything was asked; errors name `display`.
 Status ApplyOwnership(int fd, const Ownership& owner, const std::string& display);

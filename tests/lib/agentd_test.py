@@ -206,7 +206,10 @@ def parse_raw_responses(data):
 
 
 def error_code(body):
-    return body["error"]["code"] if isinstance(body, dict) and "error" in body else None
+    # (An exec object has an "error" member too: null or a sentence.)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("code")
+    return None
 
 
 def b64(data):

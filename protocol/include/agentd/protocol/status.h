@@ -81,6 +81,9 @@ Status StatusFromErrorBody(int http_status, std::string_view body);
 template <typename T>
 class [[nodiscard]] Result {
  public:
+  // A default Result is an internal error; it exists so results can be
+  // declared before they are assigned (and Asio can build one on failure).
+  Result() : v_(Status::Error(ErrorCode::kInternal, "result was never set")) {}
   Result(T value) : v_(std::move(value)) {}
   Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }
 

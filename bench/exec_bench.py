@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Exec engine benchmarks (docs/BENCHMARKS.md, "Exec engine").
+
+Every measurement runs beside its baseline in the same run, on the same
+machine, interleaved in rounds so load from other work hits both alike, and
+is reported as a ratio:
+
+  round trip  start /bin/true, wait for its exit and read its output (one
+              long poll) over HTTP on loopback; vs a C fork+exec+wait loop.
+              With the state directory on tmpfs (as /run usually is) and on
+              the disk file system of /tmp.
+  throughput  one exec printing 1 GiB, read over the raw route (follow=1)
+              and over SSE; vs `head -c 1G /dev/zero | cat > /dev/null`.
+  memory      daemon RSS idle, with 1,000 running execs, after a 2 GiB print.
+
+Usage: bench/exec_bench.py [--agentd build/daemon/agentd] [--quick]
+Writes bench/results/exec.json and prints a Markdown table.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TOKEN = "bench-token"
+GIB = 1 << 30
+
+
+class Daemon:
+    def __init__(self, binary, *flags, state_parent=None):
+        self.tmp = tempfile.mkdtemp(prefix="agentd-bench-", dir=state_parent)
+        token = os.path.join(self.tmp, "token")
+        with open(token, "w") as f:
+            f.write(TOKEN)
+        os.chmod(token, 0o600)
+        self.proc = subprocess.Popen(
+            [binary, "--listen", "127.0.0.1:0", "--state-dir", os.path.join(self.tmp, "state"),
+             "--log-level", "warn", "--token-file", token] + list(flags),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.port = self._find_port()
+
+    def _find_port(self):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                if "pid=%d," % self.proc.pid in line:
+                    return int(line.split()[3].rsplit(":", 1)[1])
+            time.sleep(0.05)
+        raise RuntimeError("daemon did not listen")
+
+    def conn(self, timeout=600):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def call(self, conn, method, path, body=None):
+        conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                     headers={"Authorization": "Bearer " + TOKEN})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, json.loads(data) if data else None
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+
+    def close(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(60)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def build_baseline():
+    tmp = tempfile.mkdtemp()
+    exe = os.path.join(tmp, "fork_exec_baseline")
+    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "fork_exec_baseline.c")],
+                   check=True)
+    return exe
+
+
+def fork_exec_round(exe, n):
+    out = subprocess.run([exe, str(n)], capture_output=True, text=True, check=True).stdout
+    return [float(x) for x in out.split()]
+
+
+def exec_round(d, conn, first, n):
+    latencies = []
+    for i in range(first, first + n):
+        t0 = time.perf_counter()
+        s, _ = d.call(conn, "PUT", "/v1/execs/rt-%d" % i, {"argv": ["/bin/true"]})
+        assert s == 201, s
+        s, obj = d.call(conn, "GET",
+                        "/v1/execs/rt-%d?stdout_from=0&stderr_from=0&wait_ms=10000" % i)
+        assert obj["state"] == "exited" and obj["exit_code"] == 0, obj
+        latencies.append((time.perf_counter() - t0) * 1e6)
+        d.call(conn, "POST", "/v1/execs/rt-%d/ack" % i)  # keeps the table small
+    return latencies
+
+
+def round_trip(binary, exe, n, rounds, state_parent):
+    d = Daemon(binary, "--ack-ttl-sec", "0", state_parent=state_parent)
+    try:
+        conn = d.conn()
+        exec_round(d, conn, 10**6, 20)  # warm up
+        base, ours = [], []
+        for r in range(rounds):
+            base += fork_exec_round(exe, n // rounds)
+            ours += exec_round(d, conn, r * n, n // rounds)
+        conn.close()
+    finally:
+        d.close()
+    return {"n": len(ours), "state_parent": state_parent,
+            "agentd_p50_us": pct(ours, 50), "agentd_p99_us": pct(ours, 99),
+            "baseline_p50_us": pct(base, 50), "baseline_p99_us": pct(base, 99)}
+
+
+def baseline_pipe(size):
+    t0 = time.perf_counter()
+    subprocess.run("head -c %d /dev/zero | cat > /dev/null" % size, shell=True, check=True)
+    return size / (time.perf_counter() - t0)
+
+
+def stream_exec(d, exec_id, path, size):
+    """Starts an exec printing `size` bytes, reads `path` (Connection: close)
+    to EOF; returns (bytes per second of output, wire bytes, last bytes)."""
+    conn = d.conn()
+    t0 = time.perf_counter()
+    s, _ = d.call(conn, "PUT", "/v1/execs/" + exec_id,
+                  {"argv": ["head", "-c", str(size), "/dev/zero"]})
+    assert s == 201, s
+    conn.close()
+    sock = socket.create_connection(("127.0.0.1", d.port))
+    sock.sendall(("GET /v1/execs/%s/%s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                  "Connection: close\r\n\r\n" % (exec_id, path, TOKEN)).encode())
+    buf = bytearray(4 << 20)
+    view = memoryview(buf)
+    total, tail = 0, b""
+    while True:
+        n = sock.recv_into(view)
+        if n == 0:
+            break
+        total += n
+        tail = (tail + bytes(view[max(0, n - 64):n]))[-64:]
+    seconds = time.perf_counter() - t0
+    sock.close()
+    return size / seconds, total, tail
+
+
+def throughput(binary, size, rounds, state_parent):
+    # Retention above the size: no byte is released while it is read.
+    d = Daemon(binary, "--retention-stream-bytes", str(4 * GIB), "--retention-total-bytes",
+               str(8 * GIB), "--ack-ttl-sec", "0", state_parent=state_parent)
+    pipe, raw, sse = [], [], []
+    try:
+        conn = d.conn()
+        for r in range(rounds):
+            pipe.append(baseline_pipe(size))
+            rate, wire, tail = stream_exec(d, "raw-%d" % r, "stdout?follow=1", size)
+            assert tail.endswith(b"0\r\n\r\n") and wire >= size, (wire, tail)
+            raw.append(rate)
+            rate, wire, tail = stream_exec(d, "sse-%d" % r, "events", size)
+            assert b"id: %d:0" % size in tail, tail
+            sse.append(rate)
+            for exec_id in ("raw-%d" % r, "sse-%d" % r):
+                d.call(conn, "POST", "/v1/execs/%s/ack" % exec_id)
+        conn.close()
+    finally:
+        d.close()
+    med = statistics.median
+    return {"size": size, "rounds": rounds, "state_parent": state_parent,
+            "pipe_bytes_per_s": med(pipe), "raw_bytes_per_s": med(raw),
+            "sse_bytes_per_s": med(sse),
+            "raw_ratio": med(r / p for r, p in zip(raw, pipe)),
+            "sse_ratio": med(s / p for s, p in zip(sse, pipe))}
+
+
+def wait_all_exited(d, conn):
+    deadline = time.monotonic() + 300
+    while any(e["state"] != "exited" for e in d.call(conn, "GET", "/v1/execs")[1]["execs"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def memory(binary, running, print_size):
+    d = Daemon(binary, "--max-execs", str(running + 10))  # default retention: 256 MiB/stream
+    try:
+        conn = d.conn()
+        d.call(conn, "GET", "/v1/execs")
+        idle = d.rss_kib()
+        for i in range(running):
+            s, _ = d.call(conn, "PUT", "/v1/execs/m-%d" % i, {"argv": ["sleep", "600"]})
+            assert s == 201, s
+        with_running = d.rss_kib()
+        for i in range(running):
+            d.call(conn, "POST", "/v1/execs/m-%d/kill" % i, {"signal": "KILL"})
+        wait_all_exited(d, conn)
+        for i in range(running):
+            d.call(conn, "POST", "/v1/execs/m-%d/ack" % i)
+        before_print = d.rss_kib()
+        d.call(conn, "PUT", "/v1/execs/big", {"argv": ["head", "-c", str(print_size), "/dev/zero"]})
+        while d.call(conn, "GET", "/v1/execs/big?wait_ms=10000")[1]["state"] != "exited":
+            pass
+        after_print = d.rss_kib()
+        conn.close()
+        return {"idle_kib": idle, "running_execs": running, "with_running_kib": with_running,
+                "before_print_kib": before_print, "print_bytes": print_size,
+                "after_print_kib": after_print}
+    finally:
+        d.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
+    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    args = ap.parse_args()
+    n, rounds = (100, 2) if args.quick else (1000, 5)
+    size = (64 << 20) if args.quick else GIB
+    running = 100 if args.quick else 1000
+    print_size = (256 << 20) if args.quick else 2 * GIB
+    tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+    exe = build_baseline()
+    results = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release,
+                           "loadavg_at_start": os.getloadavg()}}
+    results["round_trip"] = [round_trip(args.agentd, exe, n, rounds, parent)
+                             for parent in (tmpfs, "/tmp") if parent]
+    results["throughput"] = [throughput(args.agentd, size, 3, parent)
+                             for parent in (tmpfs, "/tmp") if parent]
+    results["memory"] = memory(args.agentd, running, print_size)
+    results["machine"]["loadavg_at_end"] = os.getloadavg()
+    shutil.rmtree(os.path.dirname(exe))
+
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "exec.json"), "w") as f:
+        json.dump(results, f, indent=2)
+
+    mib = lambda x: "%.0f MiB/s" % (x / (1 << 20))
+    print("| measurement | agentd | baseline | ratio |")
+    print("|---|---|---|---|")
+    for r in results["round_trip"]:
+        for p in ("p50", "p99"):
+            a, b = r["agentd_%s_us" % p], r["baseline_%s_us" % p]
+            print("| round trip %s, state on %s | %.2f ms | %.2f ms | %.2fx |" % (
+                p, r["state_parent"], a / 1000, b / 1000, a / b))
+    for t in results["throughput"]:
+        for kind in ("raw", "sse"):
+            print("| %d MiB output, %s, spool on %s | %s | %s | %.2f |" % (
+                t["size"] >> 20, kind, t["state_parent"], mib(t["%s_bytes_per_s" % kind]),
+                mib(t["pipe_bytes_per_s"]), t["%s_ratio" % kind]))
+    m = results["memory"]
+    print("| RSS idle | %.1f MiB | | |" % (m["idle_kib"] / 1024))
+    print("| RSS with %d running execs | %.1f MiB | idle | +%.1f MiB |" % (
+        m["running_execs"], m["with_running_kib"] / 1024,
+        (m["with_running_kib"] - m["idle_kib"]) / 1024))
+    print("| RSS after a %d MiB print | %.1f MiB | just before it | +%.1f MiB |" % (
+        m["print_bytes"] >> 20, m["after_print_kib"] / 1024,
+        (m["after_print_kib"] - m["before_print_kib"]) / 1024))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+// health, bootstrap, version, manifest.
+#include <string>
+
+#include "commands.h"
+#include "exit_codes.h"
+
+namespace agentd::cli {
+
+int CmdHealth(Context& ctx) {
+  Result<HealthResponse> h = ctx.client().Health();
+  if (!h.ok()) return ctx.out().Fail(h.status());
+  std::string runtimes;
+  for (const std::string& r : h->runtimes) runtimes += (runtimes.empty() ? "" : ", ") + r;
+  std::string human = Output::Table({
+      {"status", h->status},
+      {"version", h->version},
+      {"bootstrapped", h->bootstrapped ? "yes" : "no"},
+      {"busy", h->busy ? "yes" : "no"},
+      {"execs", std::to_string(h->execs)},
+      {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
+      {"runtimes", runtimes.empty() ? "-" : runtimes},
+  });
+  return ctx.out().Succeed(EncodeHealthResponse(*h), human);
+}
+
+int CmdBootstrap(Context& ctx) {
+  BootstrapRequest req;
+  req.token = ctx.globals().token;
+  if (req.token.empty()) {
+    return ctx.out().UsageError(
+        "bootstrap needs the token to set (--token, --token-file or AGENTD_TOKEN)");
+  }
+  for (const std::string& kv : ctx.args().All("env")) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return ctx.out().UsageError("--env expects K=V, got '" + kv + "'");
+    }
+    req.env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  Result<BootstrapResponse> r = ctx.client().Bootstrap(req);
+  if (!r.ok()) return ctx.out().Fail(r.status());
+  return ctx.out().Succeed(
+      EncodeBootstrapResponse(*r),
+      r->replayed ? "already bootstrapped with this token (replayed)" : "bootstrapped");
+}
+
+int CmdVersion(Context& ctx) {
+  json::Object result;
+  result.Set("agentctl", AGENTD_VERSION);
+  result.Set("protocol", 1);
+  std::string human = "agentctl " + std::string(AGENTD_VERSION) + " (protocol 1)";
+  Result<HealthResponse> h = ctx.client().Health();
+  if (h.ok()) {
+    result.Set("daemon", h->version);
+    human += "\nagentd   " + h->version + " at " + ctx.globals().url;
+  } else {
+    result.Set("daemon", nullptr);
+    human += "\nagentd   unreachable at " + ctx.globals().url;
+  }
+  return ctx.out().Succeed(result, human);
+}
+
+int CmdManifest(Context& ctx) {
+  auto flags_json = [](const std::vector<FlagSpec>& flags) {
+    json::Array out;
+    for (const FlagSpec& f : flags) {
+      json::Object o;
+      o.Set("name", "--" + std::string(f.name));
+      o.Set("value", f.metavar.empty() ? json::Value() : json::Value(std::string(f.metavar)));
+      o.Set("help", std::string(f.help));
+      o.Set("repeatable", f.repeatable);
+      out.push_back(std::move(o));
+    }
+    return out;
+  };
+  json::Array commands;
+  for (const Command& c : Commands()) {
+    json::Object o;
+    o.Set("name", std::string(c.name));
+    o.Set("args", std::string(c.args));
+    o.Set("summary", std::string(c.summary));
+    o.Set("flags", flags_json(c.flags));
+    commands.push_back(std::move(o));
+  }
+  json::Array exit_codes;
+  for (const ExitCodeInfo& e : ExitCodeTable()) {
+    json::Object o;
+    o.Set("code", e.code);
+    o.Set("name", std::string(e.name));
+    o.Set("meaning", std::string(e.meaning));
+    exit_codes.push_back(std::move(o));
+  }
+  json::Array error_codes;
+  for (ErrorCode code : AllErrorCodes()) {
+    json::Object o;
+    o.Set("code", std::string(ErrorCodeName(code)));
+    o.Set("http_status", HttpStatusFor(code));
+    o.Set("exit_code", ExitCodeFor(Status::Error(code, "")));
+    error_codes.push_back(std::move(o));
+  }
+  json::Object manifest;
+  manifest.Set("tool", "agentctl");
+  manifest.Set("version", AGENTD_VERSION);
+  manifest.Set("protocol", 1);
+  manifest.Set("global_flags", flags_json(GlobalFlags()));
+  manifest.Set("commands", std::move(commands));
+  manifest.Set("exit_codes", std::move(exit_codes));
+  manifest.Set("remote_exit",
+               "exec, run and wait exit with the remote process's code: 0-255, 124 for a "
+               "timeout, 128+n for signal n");
+  manifest.Set("error_codes", std::move(error_codes));
+  // The manifest is machine-readable in both modes.
+  std::string text = json::Serialize(manifest);
+  if (ctx.out().json()) return ctx.out().Succeed(manifest, "");
+  return ctx.out().Succeed(manifest, text);
+}
+
+}  // namespace agentd::cli

@@ -1,0 +1,73 @@
+// The command table.
+#include "commands.h"
+
+namespace agentd::cli {
+
+namespace {
+
+// Flags shared by exec and start.
+std::vector<FlagSpec> StartFlags(bool attached) {
+  std::vector<FlagSpec> flags = {
+      {"env", "K=V", "set a variable for the command", true},
+      {"unset", "K", "remove a variable from the command's environment", true},
+      {"user", "USER", "run as this user (name or uid); HOME, USER, LOGNAME follow"},
+      {"group", "GROUP", "run with this group (name or gid)"},
+      {"cwd", "DIR", "working directory"},
+      {"timeout", "SECONDS", "remote timeout: TERM, grace, KILL; exit 124"},
+      {"kill-grace", "SECONDS", "grace between TERM and KILL (default 5)"},
+      {"shell", "CMD", "run CMD with /bin/sh -c instead of -- CMD ARGS"},
+      {"id", "ID", "exec id to use (default: a fresh one)"},
+  };
+  flags.push_back({"stdin", "FILE|-",
+                   attached ? "stream FILE (or - for this stdin) to the command"
+                            : "send FILE (or - for this stdin) as the command's input"});
+  if (!attached)
+    flags.push_back({"stdin-stream", "", "accept stdin later through 'agentctl stdin'"});
+  return flags;
+}
+
+}  // namespace
+
+const std::vector<Command>& Commands() {
+  // clang-format off
+  static const std::vector<Command> commands = {
+      {"health", "", "show the daemon's health (no token needed)", {}, 0, 0, &CmdHealth},
+      {"bootstrap", "", "set the bearer token (--token) and launch environment of a fresh daemon",
+       {{"env", "K=V", "launch environment variable", true}}, 0, 0, &CmdBootstrap},
+      {"exec", "-- CMD [ARGS...]",
+       "run a command to completion, streaming its output; exits with its exit code",
+       StartFlags(true), 0, SIZE_MAX, &CmdExec},
+      {"start", "-- CMD [ARGS...]", "start a command detached and print its exec id",
+       StartFlags(false), 0, SIZE_MAX, &CmdStart},
+      {"poll", "ID", "show an exec and, with cursors, its output (read-only)",
+       {{"stdout-from", "N", "stdout byte cursor"},
+        {"stderr-from", "N", "stderr byte cursor"},
+        {"max-bytes", "N", "bytes per stream"},
+        {"wait-ms", "MS", "long poll: wait for new output or an exit"}},
+       1, 1, &CmdPoll},
+      {"logs", "ID", "print an exec's retained output; --follow streams until it exits",
+       {{"follow", "", "stream until the exec exits, resuming after lost connections"},
+        {"stdout-from", "N", "start stdout at this byte"},
+        {"stderr-from", "N", "start stderr at this byte"}},
+       1, 1, &CmdLogs},
+      {"wait", "ID", "wait for an exec to exit; exits with its exit code",
+       {{"for", "SECONDS", "give up after this long (default a day)"}}, 1, 1, &CmdWait},
+      {"ack", "ID", "mark an exited exec as read (released after the TTL)", {}, 1, 1, &CmdAck},
+      {"kill", "ID", "signal an exec's process group; KILL follows after the grace",
+       {{"signal", "SIG", "signal name (default TERM)"},
+        {"grace", "SECONDS", "seconds before KILL (default 5)"}},
+       1, 1, &CmdKill},
+      {"ps", "", "list exec records", {}, 0, 0, &CmdPs},
+      {"stdin", "ID [FILE|-]", "send bytes to a streamed-stdin exec at an offset",
+       {{"offset", "N", "stdin offset of the first byte (default 0)"},
+        {"eof", "", "close the exec's stdin after these bytes"}},
+       1, 2, &CmdStdin},
+      {"manifest", "", "list every command, flag, exit code and error code as JSON", {}, 0, 0,
+       &CmdManifest},
+      {"version", "", "show agentctl's version and the daemon's", {}, 0, 0, &CmdVersion},
+  };
+  // clang-format on
+  return commands;
+}
+
+}  // namespace agentd::cli

@@ -1,0 +1,26 @@
+// Command implementations, one group per file (cmd_*.cc).
+#pragma once
+
+#include "command.h"
+
+namespace agentd::cli {
+
+// cmd_basic.cc
+int CmdHealth(Context& ctx);
+int CmdBootstrap(Context& ctx);
+int CmdVersion(Context& ctx);
+int CmdManifest(Context& ctx);
+
+// cmd_exec.cc
+int CmdExec(Context& ctx);
+int CmdStart(Context& ctx);
+// cmd_exec_ops.cc
+int CmdPoll(Context& ctx);
+int CmdLogs(Context& ctx);
+int CmdWait(Context& ctx);
+int CmdAck(Context& ctx);
+int CmdKill(Context& ctx);
+int CmdPs(Context& ctx);
+int CmdStdin(Context& ctx);
+
+}  // namespace agentd::cli

@@ -1,0 +1,185 @@
+// AsyncClient: the agentd client library's asynchronous face.
+//
+// Every call exists in two forms:
+//  - a coroutine, `asio::awaitable<Result<T>> Health()`, for code that is
+//    already a coroutine on the client's executor;
+//  - a completion-token form, `AsyncHealth(token)`, that works with any Asio
+//    token: a callback `void(Result<T>)`, `asio::use_awaitable`,
+//    `asio::use_future` (a std::future<Result<T>>), `asio::deferred`, ...
+// So one thread can drive hundreds of guests, one AsyncClient each.
+//
+// Thread-safety: an AsyncClient is used from its executor only (one strand);
+// calls may overlap (each takes its own pooled connection). It must outlive
+// the calls it started. Callbacks run on the executor.
+#pragma once
+
+#include <asio.hpp>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "agentd/client/exec.h"
+#include "agentd/client/options.h"
+#include "agentd/client/trees.h"
+#include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/status.h"
+
+namespace agentd::client {
+
+class Transport;
+
+namespace detail {
+
+// Runs a coroutine on `ex` and completes `token` with its Result.
+template <typename T, typename Token>
+auto Launch(asio::any_io_executor ex, asio::awaitable<Result<T>> work, Token&& token) {
+  return asio::async_initiate<Token, void(Result<T>)>(
+      [ex](auto handler, asio::awaitable<Result<T>> w) mutable {
+        asio::co_spawn(ex, std::move(w),
+                       [h = std::move(handler)](std::exception_ptr e, Result<T> r) mutable {
+                         if (e) {
+                           try {
+                             std::rethrow_exception(e);
+                           } catch (const std::exception& x) {
+                             r = Status::Internal(std::string("client failure: ") + x.what());
+                           } catch (...) {
+                             r = Status::Internal("client failure");
+                           }
+                         }
+                         std::move(h)(std::move(r));
+                       });
+      },
+      token, std::move(work));
+}
+
+}  // namespace detail
+
+class AsyncClient {
+ public:
+  AsyncClient(asio::any_io_executor executor, ClientOptions options);
+  ~AsyncClient();
+  AsyncClient(const AsyncClient&) = delete;
+  AsyncClient& operator=(const AsyncClient&) = delete;
+
+  asio::any_io_executor executor() const { return executor_; }
+  const ClientOptions& options() const;
+  // Replaces the bearer token for later calls (a re-minted token).
+  void SetToken(std::string token);
+
+  // GET /v1/health (no auth needed).
+  asio::awaitable<Result<HealthResponse>> Health();
+  // POST /v1/bootstrap. Retried safely: a replay with the same token is
+  // answered "replayed". On success the client uses the token from then on.
+  asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
+
+  // --- Exec (docs/CLIENT.md, "Exec") ---
+  // PUT /v1/execs/{id}: starts `request` under the caller-minted `id`
+  // (MintExecId). Retried safely: the same id and request answer the same
+  // exec, never a second process.
+  asio::awaitable<Result<ExecInfo>> StartExec(std::string id, ExecStartRequest request);
+  // GET /v1/execs/{id}: read-only; with options.wait a long poll.
+  asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id, PollOptions options = {});
+  // Long-polls until the exec has exited or `timeout` passes (deadline_exceeded).
+  asio::awaitable<Result<ExecInfo>> WaitExec(std::string id, std::chrono::milliseconds timeout);
+  asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request = {});
+  asio::awaitable<Result<ExecInfo>> AckExec(std::string id);
+  asio::awaitable<Result<std::vector<ExecInfo>>> ListExecs();
+  // Writes stdin bytes starting at stdin offset `offset`; answers the
+  // daemon's next offset. Retried safely (bytes already taken are skipped).
+  asio::awaitable<Result<uint64_t>> WriteStdin(std::string id, uint64_t offset, std::string bytes,
+                                               bool eof = false);
+  // Streams output from `cursors` until the exec's exit event, reconnecting
+  // with Last-Event-ID after a lost connection (bounded, jittered backoff):
+  // every byte is delivered exactly once, in order. Answers the final exec
+  // object. A fresh client given only the id and saved cursors resumes
+  // exactly where an earlier one stopped.
+  asio::awaitable<Result<ExecInfo>> Stream(std::string id, StreamCursors cursors,
+                                           StreamCallbacks callbacks);
+  // Start, stream, wait, ack: the blocking convenience of harnesses.
+  asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
+
+  // Uploads the contents of local directory `local` into guest directory
+  // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
+  // links, empty directories. Streams; memory stays flat for any tree.
+  asio::awaitable<Result<TreeStats>> UploadDir(std::string local, std::string remote,
+                                               TarCompression compression = TarCompression::kNone);
+  // Downloads guest directory `remote` into `local` (GET /v1/fs/tar), with
+  // the daemon's own confinement rules: whatever the daemon sends, nothing
+  // is written outside `local`, and a refused archive changes nothing.
+  asio::awaitable<Result<TreeStats>> DownloadDir(
+      std::string remote, std::string local, TarCompression compression = TarCompression::kNone);
+
+  template <typename Token>
+  auto AsyncHealth(Token&& token) {
+    return detail::Launch(executor_, Health(), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncBootstrap(BootstrapRequest request, Token&& token) {
+    return detail::Launch(executor_, Bootstrap(std::move(request)), std::forward<Token>(token));
+  }
+
+  template <typename Token>
+  auto AsyncStartExec(std::string id, ExecStartRequest request, Token&& token) {
+    return detail::Launch(executor_, StartExec(std::move(id), std::move(request)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncPollExec(std::string id, PollOptions options, Token&& token) {
+    return detail::Launch(executor_, PollExec(std::move(id), options), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWaitExec(std::string id, std::chrono::milliseconds timeout, Token&& token) {
+    return detail::Launch(executor_, WaitExec(std::move(id), timeout), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncKillExec(std::string id, KillRequest request, Token&& token) {
+    return detail::Launch(executor_, KillExec(std::move(id), std::move(request)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncAckExec(std::string id, Token&& token) {
+    return detail::Launch(executor_, AckExec(std::move(id)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncListExecs(Token&& token) {
+    return detail::Launch(executor_, ListExecs(), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWriteStdin(std::string id, uint64_t offset, std::string bytes, bool eof,
+                       Token&& token) {
+    return detail::Launch(executor_, WriteStdin(std::move(id), offset, std::move(bytes), eof),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncStream(std::string id, StreamCursors cursors, StreamCallbacks callbacks,
+                   Token&& token) {
+    return detail::Launch(executor_, Stream(std::move(id), cursors, std::move(callbacks)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {
+    return detail::Launch(executor_, Run(std::move(request), std::move(options)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncUploadDir(std::string local, std::string remote, TarCompression compression,
+                      Token&& token) {
+    return detail::Launch(executor_, UploadDir(std::move(local), std::move(remote), compression),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncDownloadDir(std::string remote, std::string local, TarCompression compression,
+                        Token&& token) {
+    return detail::Launch(executor_, DownloadDir(std::move(remote), std::move(local), compression),
+                          std::forward<Token>(token));
+  }
+
+  // The transport, for the library's own extensions (exec, files, trees).
+  Transport& transport() { return *transport_; }
+
+ private:
+  asio::any_io_executor executor_;
+  std::unique_ptr<Transport> transport_;
+};
+
+}  // namespace agentd::client

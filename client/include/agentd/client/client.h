@@ -1,0 +1,85 @@
+// Client: the agentd client library's blocking face.
+//
+// Each call runs to completion on the calling thread (it drives a private
+// io_context) and returns Result<T>: a value, or a Status carrying the
+// daemon's stable error code, HTTP status, message and details; failures
+// that never got an answer are transport_error or deadline_exceeded.
+// Idempotent calls are retried (see ClientOptions and docs/CLIENT.md).
+//
+// Thread-safety: one call at a time per Client (use one Client per thread,
+// or AsyncClient to multiplex many guests on one thread).
+#pragma once
+
+#include <asio.hpp>
+#include <optional>
+
+#include "agentd/client/async_client.h"
+
+namespace agentd::client {
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+
+  const ClientOptions& options() const { return async_.options(); }
+  void SetToken(std::string token) { async_.SetToken(std::move(token)); }
+
+  Result<HealthResponse> Health() { return Wait(async_.Health()); }
+  Result<BootstrapResponse> Bootstrap(BootstrapRequest request) {
+    return Wait(async_.Bootstrap(std::move(request)));
+  }
+
+  Result<ExecInfo> StartExec(std::string id, ExecStartRequest request) {
+    return Wait(async_.StartExec(std::move(id), std::move(request)));
+  }
+  Result<ExecPollResponse> PollExec(std::string id, PollOptions options = {}) {
+    return Wait(async_.PollExec(std::move(id), options));
+  }
+  Result<ExecInfo> WaitExec(std::string id, std::chrono::milliseconds timeout) {
+    return Wait(async_.WaitExec(std::move(id), timeout));
+  }
+  Result<ExecInfo> KillExec(std::string id, KillRequest request = {}) {
+    return Wait(async_.KillExec(std::move(id), std::move(request)));
+  }
+  Result<ExecInfo> AckExec(std::string id) { return Wait(async_.AckExec(std::move(id))); }
+  Result<std::vector<ExecInfo>> ListExecs() { return Wait(async_.ListExecs()); }
+  Result<uint64_t> WriteStdin(std::string id, uint64_t offset, std::string bytes,
+                              bool eof = false) {
+    return Wait(async_.WriteStdin(std::move(id), offset, std::move(bytes), eof));
+  }
+  // Callbacks run on the calling thread.
+  Result<ExecInfo> Stream(std::string id, StreamCursors cursors, StreamCallbacks callbacks) {
+    return Wait(async_.Stream(std::move(id), cursors, std::move(callbacks)));
+  }
+  Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
+    return Wait(async_.Run(std::move(request), std::move(options)));
+  }
+
+  Result<TreeStats> UploadDir(std::string local, std::string remote,
+                              TarCompression compression = TarCompression::kNone) {
+    return Wait(async_.UploadDir(std::move(local), std::move(remote), compression));
+  }
+  Result<TreeStats> DownloadDir(std::string remote, std::string local,
+                                TarCompression compression = TarCompression::kNone) {
+    return Wait(async_.DownloadDir(std::move(remote), std::move(local), compression));
+  }
+
+  AsyncClient& async() { return async_; }
+
+ private:
+  template <typename T>
+  Result<T> Wait(asio::awaitable<Result<T>> work) {
+    std::optional<Result<T>> out;
+    detail::Launch(io_.get_executor(), std::move(work),
+                   [&out](Result<T> r) { out.emplace(std::move(r)); });
+    io_.restart();
+    io_.run();
+    return out ? std::move(*out) : Result<T>(Status::Internal("call did not complete"));
+  }
+
+  asio::io_context io_;
+  AsyncClient async_;
+};
+
+}  // namespace agentd::client

@@ -1,0 +1,71 @@
+// Exec types of the client library (docs/CLIENT.md, "Exec"). The wire
+// types (ExecStartRequest, ExecInfo, ExecPollResponse, ...) come from
+// agentd/protocol/exec.h.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agentd/protocol/exec.h"
+
+namespace agentd::client {
+
+// A fresh exec id: `prefix` (default "x") plus time and 64 random bits, so
+// ids from many hosts never collide and sort roughly by start time.
+std::string MintExecId(std::string_view prefix = "x");
+
+// Where a reader is in an exec's two output streams: the next byte offset
+// of each. Persist these (with the exec id) to reattach after a restart.
+struct StreamCursors {
+  uint64_t stdout_next = 0;
+  uint64_t stderr_next = 0;
+};
+
+struct PollOptions {
+  std::optional<uint64_t> stdout_from;  // absent: no stdout bytes
+  std::optional<uint64_t> stderr_from;
+  std::optional<uint64_t> max_bytes;  // per stream
+  std::chrono::milliseconds wait{0};  // long poll
+};
+
+// Callbacks of Stream(). Each is optional. They run on the client's
+// executor (the calling thread for the blocking Client).
+struct StreamCallbacks {
+  // Bytes of a stream at absolute `offset`; every byte exactly once, in order.
+  std::function<void(uint64_t offset, std::string_view bytes)> on_stdout;
+  std::function<void(uint64_t offset, std::string_view bytes)> on_stderr;
+  // Bytes [from, to) of `stream` are no longer retained by the daemon.
+  std::function<void(std::string_view stream, uint64_t from, uint64_t to)> on_gap;
+  // After every delivered event: the cursors to persist for a reattach.
+  std::function<void(const StreamCursors&)> on_cursors;
+  // Each reconnect after a lost connection (attempt counts from 1).
+  std::function<void(int attempt, const Status& why)> on_reconnect;
+};
+
+struct RunOptions {
+  std::string id;  // empty: minted
+  // Output kept in the result, per stream; the rest is counted, not kept.
+  size_t max_stdout_bytes = 64u << 20;
+  size_t max_stderr_bytes = 64u << 20;
+  bool ack = true;  // ack the exec once its output was read
+};
+
+struct RunResult {
+  std::string id;
+  int64_t exit_code = -1;  // 128+n for a signal, 124 for a timeout
+  std::optional<std::string> signal;
+  bool timed_out = false;
+  std::optional<std::string> killed_by;
+  int64_t duration_ms = 0;
+  std::string stdout_data;
+  std::string stderr_data;
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  ExecInfo exec;  // the final exec object
+};
+
+}  // namespace agentd::client

@@ -1,0 +1,301 @@
+#include "exec_calls.h"
+
+#include <asio/experimental/as_tuple.hpp>
+#include <chrono>
+#include <random>
+
+#include "agentd/protocol/base64.h"
+#include "agentd/protocol/sse.h"
+#include "url_encode.h"
+
+namespace agentd::client {
+namespace {
+
+constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+// The daemon sends a keepalive at least every 15 s; a stream silent for
+// much longer than that is dead even if the socket does not say so.
+constexpr std::chrono::seconds kStreamSilenceLimit{45};
+// One long-poll round of WaitExec.
+constexpr std::chrono::milliseconds kWaitRound{30000};
+
+template <typename T>
+Result<T> Decode(const Result<HttpResponse>& r, Result<T> (*decode)(const json::Value&)) {
+  if (!r.ok()) return r.status();
+  Result<json::Value> doc = json::Parse(r->body);
+  if (!doc.ok()) {
+    return Status::Error(ErrorCode::kProtocolError,
+                         "the daemon's answer is not JSON: " + doc.status().message());
+  }
+  return decode(*doc);
+}
+
+std::string ExecPath(const std::string& id) { return "/v1/execs/" + EncodeQueryValue(id); }
+
+HttpRequest JsonRequest(std::string method, std::string target, const json::Value& body) {
+  HttpRequest req;
+  req.method = std::move(method);
+  req.target = std::move(target);
+  req.body = json::Serialize(body);
+  req.content_type = "application/json";
+  return req;
+}
+
+bool RetryableStreamFailure(const Status& s) {
+  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
+         IsRetryableStatus(s.http_status());
+}
+
+Result<uint64_t> U64(const json::Value& doc, std::string_view key) {
+  const json::Value* v = doc.Find(key);
+  if (!v || !v->is_int() || v->as_int() < 0) {
+    return Status::Error(ErrorCode::kProtocolError,
+                         "event lacks a valid \"" + std::string(key) + "\"");
+  }
+  return static_cast<uint64_t>(v->as_int());
+}
+
+}  // namespace
+
+std::string MintExecId(std::string_view prefix) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "-%011llx-%016llx", static_cast<unsigned long long>(ms),
+                static_cast<unsigned long long>(rng()));
+  std::string id(prefix.substr(0, kMaxExecIdBytes - 30));
+  return id + buf;
+}
+
+asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,
+                                                ExecStartRequest request) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req = JsonRequest("PUT", ExecPath(id), EncodeExecStartRequest(request));
+  // Safe to retry: the same id and body answer the same exec, never a second one.
+  req.idempotent = true;
+  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+}
+
+asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string id,
+                                                       PollOptions options) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req;
+  req.target = ExecPath(id);
+  char sep = '?';
+  auto add = [&](std::string_view name, uint64_t value) {
+    req.target += sep;
+    req.target += name;
+    req.target += '=';
+    req.target += std::to_string(value);
+    sep = '&';
+  };
+  if (options.stdout_from) add("stdout_from", *options.stdout_from);
+  if (options.stderr_from) add("stderr_from", *options.stderr_from);
+  if (options.max_bytes) add("max_bytes", *options.max_bytes);
+  if (options.wait.count() > 0) add("wait_ms", static_cast<uint64_t>(options.wait.count()));
+  req.idempotent = true;  // polling never changes state
+  req.extra_wait = options.wait;
+  co_return Decode<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
+}
+
+asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
+                                               std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    PollOptions o;
+    o.wait = std::clamp(left, std::chrono::milliseconds(0), kWaitRound);
+    Result<ExecPollResponse> r = co_await PollExecCall(t, id, o);
+    if (!r.ok()) co_return r.status();
+    if (!r->exec.running) co_return r->exec;
+    if (Clock::now() >= deadline) {
+      co_return Status::Error(
+          ErrorCode::kDeadlineExceeded,
+          "exec " + id + " still running after " + std::to_string(timeout.count()) + " ms")
+          .With("id", id);
+    }
+  }
+}
+
+asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req = JsonRequest("POST", ExecPath(id) + "/kill", EncodeKillRequest(request));
+  req.idempotent = true;
+  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+}
+
+asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req = JsonRequest("POST", ExecPath(id) + "/ack", json::Object());
+  req.idempotent = true;
+  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+}
+
+asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t) {
+  HttpRequest req;
+  req.target = "/v1/execs";
+  req.idempotent = true;
+  co_return Decode<std::vector<ExecInfo>>(co_await t.Call(req), &DecodeExecList);
+}
+
+asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, uint64_t offset,
+                                                 std::string bytes, bool eof) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req;
+  req.method = "POST";
+  req.target = ExecPath(id) + "/stdin?offset=" + std::to_string(offset) + (eof ? "&eof=1" : "");
+  req.body = std::move(bytes);
+  req.content_type = "application/octet-stream";
+  // Safe to retry: bytes before the daemon's offset are skipped.
+  req.idempotent = true;
+  Result<StdinResponse> r = Decode<StdinResponse>(co_await t.Call(req), &DecodeStdinResponse);
+  if (!r.ok()) co_return r.status();
+  co_return r->next;
+}
+
+asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
+                                                 StreamCursors cursors, StreamCallbacks cb) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  int quiet_failures = 0;  // reconnects in a row that delivered nothing
+  for (int attempt = 0;; ++attempt) {
+    HttpRequest req;
+    req.target = ExecPath(id) + "/events";
+    req.headers.emplace_back("Accept", "text/event-stream");
+    req.headers.emplace_back("Last-Event-ID",
+                             FormatExecEventId(cursors.stdout_next, cursors.stderr_next));
+    req.idempotent = true;
+    Status failure;
+    bool delivered = false;
+    std::optional<ExecInfo> exit_info;
+    Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
+    if (!stream.ok()) {
+      failure = stream.status();
+      if (!RetryableStreamFailure(failure)) co_return failure;
+    } else {
+      Status event_error;
+      SseDecoder decoder([&](SseEvent&& ev) {
+        if (!event_error.ok() || exit_info) return;
+        Result<json::Value> doc = json::Parse(ev.data);
+        if (!doc.ok()) {
+          event_error = Status::Error(ErrorCode::kProtocolError, "bad event data");
+          return;
+        }
+        if (ev.event == "stdout" || ev.event == "stderr") {
+          bool is_out = ev.event == "stdout";
+          Result<uint64_t> offset = U64(*doc, "offset");
+          const json::Value* data = doc->Find("data_b64");
+          std::optional<std::string> bytes =
+              data && data->is_string() ? Base64Decode(data->as_string()) : std::nullopt;
+          if (!offset.ok() || !bytes) {
+            event_error = Status::Error(ErrorCode::kProtocolError, "bad output event");
+            return;
+          }
+          uint64_t& next = is_out ? cursors.stdout_next : cursors.stderr_next;
+          // Deliver only bytes past the cursor: exactly once, whatever the daemon repeats.
+          uint64_t end = *offset + bytes->size();
+          if (end > next && *offset <= next) {
+            std::string_view fresh = std::string_view(*bytes).substr(next - *offset);
+            auto& sink = is_out ? cb.on_stdout : cb.on_stderr;
+            if (sink) sink(next, fresh);
+            next = end;
+          }
+        } else if (ev.event == "gap") {
+          const json::Value* s = doc->Find("stream");
+          Result<uint64_t> from = U64(*doc, "from");
+          Result<uint64_t> to = U64(*doc, "to");
+          if (!s || !s->is_string() || !from.ok() || !to.ok()) {
+            event_error = Status::Error(ErrorCode::kProtocolError, "bad gap event");
+            return;
+          }
+          uint64_t& next = s->as_string() == "stderr" ? cursors.stderr_next : cursors.stdout_next;
+          if (*to > next) {
+            if (cb.on_gap) cb.on_gap(s->as_string(), std::max(next, *from), *to);
+            next = *to;
+          }
+        } else if (ev.event == "exit") {
+          Result<ExecInfo> info = DecodeExecInfo(*doc);
+          if (!info.ok()) {
+            event_error = info.status();
+            return;
+          }
+          exit_info = std::move(*info);
+        }
+        // The id is the authoritative position after the event.
+        if (auto pos = ParseExecEventId(ev.id)) {
+          cursors.stdout_next = std::max(cursors.stdout_next, pos->first);
+          cursors.stderr_next = std::max(cursors.stderr_next, pos->second);
+        }
+        delivered = true;
+        if (cb.on_cursors) cb.on_cursors(cursors);
+      });
+      for (;;) {
+        Result<std::string_view> chunk =
+            co_await (*stream)->Read(Clock::now() + kStreamSilenceLimit);
+        if (!chunk.ok()) {
+          failure = chunk.status();
+          break;
+        }
+        if (chunk->empty()) {
+          failure =
+              Status::Error(ErrorCode::kTransport, "event stream ended before the exit event");
+          break;
+        }
+        if (!decoder.Feed(*chunk)) {
+          co_return Status::Error(ErrorCode::kProtocolError, "event stream line too long");
+        }
+        if (!event_error.ok()) co_return event_error;
+        if (exit_info) {
+          (*stream)->connection().Close();  // the daemon closes it too; do not reuse
+          co_return std::move(*exit_info);
+        }
+      }
+    }
+    quiet_failures = delivered ? 0 : quiet_failures + 1;
+    if (quiet_failures > t.options().max_stream_reconnects) {
+      co_return failure.With("reconnects", quiet_failures - 1);
+    }
+    if (cb.on_reconnect) cb.on_reconnect(attempt + 1, failure);
+    asio::steady_timer pause(t.executor(), t.Backoff(std::max(quiet_failures, 1)));
+    co_await pause.async_wait(kNothrow);
+  }
+}
+
+asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest request,
+                                           RunOptions options) {
+  RunResult result;
+  result.id = options.id.empty() ? MintExecId("run") : options.id;
+  Result<ExecInfo> started = co_await StartExecCall(t, result.id, std::move(request));
+  if (!started.ok()) co_return started.status();
+  StreamCallbacks cb;
+  auto keep = [](std::string& into, bool& truncated, size_t limit, std::string_view bytes) {
+    size_t room = limit > into.size() ? limit - into.size() : 0;
+    if (bytes.size() > room) truncated = true;
+    into.append(bytes.substr(0, room));
+  };
+  cb.on_stdout = [&](uint64_t, std::string_view b) {
+    keep(result.stdout_data, result.stdout_truncated, options.max_stdout_bytes, b);
+  };
+  cb.on_stderr = [&](uint64_t, std::string_view b) {
+    keep(result.stderr_data, result.stderr_truncated, options.max_stderr_bytes, b);
+  };
+  cb.on_gap = [&](std::string_view stream, uint64_t, uint64_t) {
+    (stream == "stderr" ? result.stderr_truncated : result.stdout_truncated) = true;
+  };
+  Result<ExecInfo> exited = co_await StreamExecCall(t, result.id, StreamCursors{}, cb);
+  if (!exited.ok()) co_return exited.status();
+  result.exec = std::move(*exited);
+  result.exit_code = result.exec.exit_code.value_or(-1);
+  result.signal = result.exec.signal;
+  result.timed_out = result.exec.timed_out;
+  result.killed_by = result.exec.killed_by;
+  result.duration_ms = result.exec.duration_ms;
+  if (options.ack) {
+    Result<ExecInfo> acked = co_await AckExecCall(t, result.id);
+    if (!acked.ok()) co_return acked.status();
+    result.exec.acked = true;
+  }
+  co_return result;
+}
+
+}  // namespace agentd::client

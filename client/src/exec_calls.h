@@ -1,0 +1,29 @@
+// The exec calls of AsyncClient, as free coroutines over the transport.
+#pragma once
+
+#include <asio.hpp>
+#include <string>
+#include <vector>
+
+#include "agentd/client/exec.h"
+#include "transport.h"
+
+namespace agentd::client {
+
+asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,
+                                                ExecStartRequest request);
+asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string id,
+                                                       PollOptions options);
+asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
+                                               std::chrono::milliseconds timeout);
+asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request);
+asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id);
+asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t);
+asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, uint64_t offset,
+                                                 std::string bytes, bool eof);
+asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
+                                                 StreamCursors cursors, StreamCallbacks callbacks);
+asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest request,
+                                           RunOptions options);
+
+}  // namespace agentd::client

@@ -1,0 +1,245 @@
+#include "http_connection.h"
+
+#include <linux/vm_sockets.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <cstring>
+
+namespace agentd::client {
+namespace {
+
+using namespace asio::experimental::awaitable_operators;
+constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+constexpr size_t kBufferBytes = 64 * 1024;
+
+Status Timeout(std::string_view during) {
+  return Status::Error(ErrorCode::kDeadlineExceeded,
+                       "deadline passed while " + std::string(during));
+}
+
+Status Lost(const asio::error_code& ec, std::string_view during) {
+  return Status::Error(ErrorCode::kTransport, "connection to the daemon failed while " +
+                                                  std::string(during) + ": " + ec.message());
+}
+
+}  // namespace
+
+HttpConnection::HttpConnection(asio::any_io_executor executor)
+    : socket_(executor), timer_(executor), buf_(kBufferBytes) {}
+
+asio::awaitable<Status> HttpConnection::Connect(const Endpoint& endpoint, Deadline deadline) {
+  using Proto = asio::generic::stream_protocol;
+  std::vector<Proto::endpoint> candidates;
+  switch (endpoint.kind) {
+    case Endpoint::Kind::kTcp: {
+      asio::ip::tcp::resolver resolver(socket_.get_executor());
+      timer_.expires_at(deadline);
+      auto r = co_await (
+          resolver.async_resolve(endpoint.host, std::to_string(endpoint.port), kNothrow) ||
+          timer_.async_wait(kNothrow));
+      if (r.index() == 1) co_return Timeout("resolving " + endpoint.host);
+      auto [ec, results] = std::get<0>(r);
+      if (ec) co_return Lost(ec, "resolving " + endpoint.host);
+      for (const auto& entry : results) candidates.emplace_back(entry.endpoint());
+      break;
+    }
+    case Endpoint::Kind::kUnix: {
+      sockaddr_un sa{};
+      sa.sun_family = AF_UNIX;
+      std::memcpy(sa.sun_path, endpoint.path.data(), endpoint.path.size());
+      candidates.emplace_back(&sa, offsetof(sockaddr_un, sun_path) + endpoint.path.size() + 1, 0);
+      break;
+    }
+    case Endpoint::Kind::kVsock: {
+      sockaddr_vm sa{};
+      sa.svm_family = AF_VSOCK;
+      sa.svm_cid = endpoint.cid;
+      sa.svm_port = endpoint.vsock_port;
+      candidates.emplace_back(&sa, sizeof(sa), 0);
+      break;
+    }
+  }
+  asio::error_code last;
+  for (const Proto::endpoint& candidate : candidates) {
+    asio::error_code ec;
+    socket_.close(ec);
+    socket_.open(candidate.protocol(), ec);
+    if (ec) {
+      last = ec;
+      continue;
+    }
+    timer_.expires_at(deadline);
+    auto r = co_await (socket_.async_connect(candidate, kNothrow) || timer_.async_wait(kNothrow));
+    if (r.index() == 1) co_return Timeout("connecting to " + endpoint.url);
+    auto [cec] = std::get<0>(r);
+    if (!cec) {
+      if (endpoint.kind == Endpoint::Kind::kTcp) {
+        int one = 1;
+        ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      }
+      open_ = true;
+      co_return Status::Ok();
+    }
+    last = cec;
+  }
+  co_return Lost(last, "connecting to " + endpoint.url);
+}
+
+asio::awaitable<Status> HttpConnection::Write(std::vector<asio::const_buffer> buffers,
+                                              Deadline deadline) {
+  timer_.expires_at(deadline);
+  auto r = co_await (asio::async_write(socket_, buffers, kNothrow) || timer_.async_wait(kNothrow));
+  if (r.index() == 1) {
+    Close();
+    co_return Timeout("sending the request");
+  }
+  auto [ec, n] = std::get<0>(r);
+  if (ec) {
+    Close();
+    co_return Lost(ec, "sending the request");
+  }
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> HttpConnection::Write(std::string_view bytes, Deadline deadline) {
+  std::vector<asio::const_buffer> buffers(1, asio::buffer(bytes));
+  co_return co_await Write(std::move(buffers), deadline);
+}
+
+asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline) {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (begin_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  timer_.expires_at(deadline);
+  auto r = co_await (
+      socket_.async_read_some(asio::buffer(buf_.data() + end_, buf_.size() - end_), kNothrow) ||
+      timer_.async_wait(kNothrow));
+  if (r.index() == 1) {
+    Close();
+    co_return Timeout("waiting for the daemon's answer");
+  }
+  auto [ec, n] = std::get<0>(r);
+  if (ec == asio::error::eof) co_return size_t{0};
+  if (ec) {
+    Close();
+    co_return Lost(ec, "reading the answer");
+  }
+  end_ += n;
+  co_return n;
+}
+
+Status HttpConnection::FeedParser() {
+  Result<ResponseParser::Progress> p =
+      parser_.Feed(std::string_view(buf_.data() + begin_, end_ - begin_));
+  if (!p.ok()) {
+    Close();
+    return p.status();
+  }
+  begin_ += p->consumed;
+  for (std::string_view span : p->body) body_.push_back(span);
+  if (p->head_complete) head_done_ = true;
+  if (p->message_complete) message_done_ = true;
+  if (p->upgraded) upgraded_ = true;
+  return Status::Ok();
+}
+
+asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request,
+                                                               Deadline deadline) {
+  parser_.Reset(head_request);
+  body_.clear();
+  body_next_ = 0;
+  head_done_ = message_done_ = upgraded_ = false;
+  while (!head_done_) {
+    if (begin_ < end_) {
+      Status s = FeedParser();
+      if (!s.ok()) co_return s;
+      if (head_done_) break;
+    }
+    Result<size_t> n = co_await ReadSome(deadline);
+    if (!n.ok()) co_return n.status();
+    if (*n == 0) {
+      Close();
+      co_return Status::Error(ErrorCode::kTransport,
+                              "the daemon closed the connection before answering");
+    }
+  }
+  keep_alive_ = parser_.head().keep_alive;
+  co_return parser_.head();
+}
+
+asio::awaitable<Result<std::string_view>> HttpConnection::ReadBody(Deadline deadline) {
+  for (;;) {
+    if (body_next_ < body_.size()) co_return body_[body_next_++];
+    body_.clear();
+    body_next_ = 0;
+    if (message_done_) co_return std::string_view();
+    if (begin_ < end_) {
+      Status s = FeedParser();
+      if (!s.ok()) co_return s;
+      if (!body_.empty() || message_done_) continue;
+    }
+    Result<size_t> n = co_await ReadSome(deadline);
+    if (!n.ok()) co_return n.status();
+    if (*n == 0) {
+      Result<ResponseParser::Progress> fin = parser_.Finish();
+      keep_alive_ = false;
+      if (!fin.ok() || (!fin->message_complete && !message_done_)) {
+        Close();
+        co_return Status::Error(ErrorCode::kTransport,
+                                "the daemon closed the connection mid-response");
+      }
+      message_done_ = true;
+      continue;
+    }
+    Status s = FeedParser();
+    if (!s.ok()) co_return s;
+  }
+}
+
+asio::awaitable<Result<std::string>> HttpConnection::ReadBodyAll(size_t limit, Deadline deadline) {
+  std::string out;
+  for (;;) {
+    Result<std::string_view> chunk = co_await ReadBody(deadline);
+    if (!chunk.ok()) co_return chunk.status();
+    if (chunk->empty()) co_return out;
+    if (out.size() + chunk->size() > limit) {
+      Close();
+      co_return Status::Error(ErrorCode::kProtocolError,
+                              "the daemon's answer exceeds " + std::to_string(limit) + " bytes")
+          .With("limit", limit);
+    }
+    out.append(*chunk);
+  }
+}
+
+std::string HttpConnection::TakeUpgradeBytes() {
+  std::string rest(buf_.data() + begin_, end_ - begin_);
+  begin_ = end_ = 0;
+  return rest;
+}
+
+bool HttpConnection::PeerClosed() {
+  if (!open_) return true;
+  char c;
+  ssize_t n = ::recv(socket_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;
+  if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  return true;  // unsolicited bytes: the connection is out of step
+}
+
+void HttpConnection::Close() {
+  open_ = false;
+  asio::error_code ec;
+  socket_.close(ec);
+}
+
+}  // namespace agentd::client

@@ -1,0 +1,69 @@
+// HttpConnection: one HTTP/1.1 connection to the daemon (TCP, Unix socket
+// or vsock), used for one request at a time.
+//
+// Every operation takes an absolute deadline; when it passes, the pending
+// socket operation is cancelled and the call answers deadline_exceeded.
+// Failures of the byte stream are transport_error. After a response was
+// read to its end on a keep-alive connection, reusable() is true and the
+// pool may hand the connection to the next request. Not thread-safe; used
+// on one executor.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agentd/client/options.h"
+#include "http_response_parser.h"
+
+namespace agentd::client {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+class HttpConnection {
+ public:
+  explicit HttpConnection(asio::any_io_executor executor);
+
+  asio::awaitable<Status> Connect(const Endpoint& endpoint, Deadline deadline);
+  // Writes bytes (a request head, a body, a chunk).
+  asio::awaitable<Status> Write(std::vector<asio::const_buffer> buffers, Deadline deadline);
+  asio::awaitable<Status> Write(std::string_view bytes, Deadline deadline);
+
+  // Reads the response head. `head_request` tells the parser there is no body.
+  asio::awaitable<Result<ResponseHead>> ReadHead(bool head_request, Deadline deadline);
+  // The next body chunk; empty at the end of the body. Valid until the next call.
+  asio::awaitable<Result<std::string_view>> ReadBody(Deadline deadline);
+  // The rest of the body, refused beyond `limit` bytes.
+  asio::awaitable<Result<std::string>> ReadBodyAll(size_t limit, Deadline deadline);
+
+  // Bytes received past an upgrade (101) response, then raw socket access.
+  std::string TakeUpgradeBytes();
+  asio::generic::stream_protocol::socket& socket() { return socket_; }
+
+  bool reusable() const { return open_ && message_done_ && keep_alive_; }
+  // True when the idle connection was closed by the daemon (checked before reuse).
+  bool PeerClosed();
+  void Close();
+
+ private:
+  asio::awaitable<Result<size_t>> ReadSome(Deadline deadline);
+  Status FeedParser();
+
+  asio::generic::stream_protocol::socket socket_;
+  asio::steady_timer timer_;
+  ResponseParser parser_;
+  std::vector<char> buf_;
+  size_t begin_ = 0, end_ = 0;
+  std::vector<std::string_view> body_;
+  size_t body_next_ = 0;
+  bool head_done_ = false;
+  bool message_done_ = false;
+  bool upgraded_ = false;
+  bool keep_alive_ = false;
+  bool open_ = false;
+};
+
+}  // namespace agentd::client

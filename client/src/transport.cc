@@ -1,0 +1,199 @@
+#include "transport.h"
+
+#include <asio/experimental/as_tuple.hpp>
+#include <charconv>
+
+namespace agentd::client {
+namespace {
+
+constexpr size_t kMaxErrorBody = 1 << 20;
+
+asio::awaitable<void> Sleep(asio::any_io_executor ex, std::chrono::milliseconds d) {
+  asio::steady_timer t(ex, d);
+  auto [ec] = co_await t.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
+  (void)ec;
+}
+
+}  // namespace
+
+bool IsRetryableStatus(int s) { return s == 500 || s == 502 || s == 503 || s == 504; }
+
+const std::string* HttpResponse::Header(std::string_view lower_name) const {
+  for (const auto& [name, value] : headers) {
+    if (name == lower_name) return &value;
+  }
+  return nullptr;
+}
+
+ResponseStream::ResponseStream(Transport& transport, std::unique_ptr<HttpConnection> conn,
+                               ResponseHead head)
+    : transport_(transport), conn_(std::move(conn)), head_(std::move(head)) {}
+
+ResponseStream::~ResponseStream() {
+  if (done_ && conn_) transport_.Recycle(std::move(conn_));
+}
+
+asio::awaitable<Result<std::string_view>> ResponseStream::Read(Deadline deadline) {
+  Result<std::string_view> chunk = co_await conn_->ReadBody(deadline);
+  if (chunk.ok() && chunk->empty()) done_ = true;
+  co_return chunk;
+}
+
+Transport::Transport(asio::any_io_executor executor, ClientOptions options)
+    : executor_(std::move(executor)), options_(std::move(options)) {
+  Result<Endpoint> e = ParseUrl(options_.url);
+  if (e.ok()) {
+    endpoint_ = std::move(*e);
+  } else {
+    endpoint_status_ = e.status();
+  }
+}
+
+std::chrono::milliseconds Transport::Backoff(int attempt) {
+  auto base = options_.backoff_initial.count();
+  for (int i = 1; i < attempt && base < options_.backoff_max.count(); ++i) base *= 2;
+  base = std::min<long long>(base, options_.backoff_max.count());
+  // Full jitter in [base/2, base]: spreads a fleet's retries apart.
+  std::uniform_int_distribution<long long> jitter(base / 2, std::max<long long>(base, 1));
+  return std::chrono::milliseconds(jitter(rng_));
+}
+
+void Transport::Recycle(std::unique_ptr<HttpConnection> conn) {
+  if (conn && conn->reusable() && idle_.size() < options_.max_idle_connections) {
+    idle_.push_back(std::move(conn));
+  }
+}
+
+asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Deadline deadline) {
+  while (!idle_.empty()) {
+    std::unique_ptr<HttpConnection> conn = std::move(idle_.back());
+    idle_.pop_back();
+    if (!conn->PeerClosed()) co_return conn;
+  }
+  auto conn = std::make_unique<HttpConnection>(executor_);
+  Status s = co_await conn->Connect(endpoint_,
+                                    std::min(deadline, Clock::now() + options_.connect_timeout));
+  if (!s.ok()) co_return s;
+  co_return conn;
+}
+
+std::string Transport::RequestHead(const HttpRequest& request) const {
+  std::string head = request.method + " " + request.target +
+                     " HTTP/1.1\r\nHost: " + endpoint_.HostHeader() +
+                     "\r\nUser-Agent: agentd-client/1\r\n";
+  if (!options_.token.empty()) head += "Authorization: Bearer " + options_.token + "\r\n";
+  if (!request.content_type.empty()) head += "Content-Type: " + request.content_type + "\r\n";
+  if (request.source) {
+    head += "Transfer-Encoding: chunked\r\n";
+  } else if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
+    head += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
+  }
+  for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
+  head += "\r\n";
+  return head;
+}
+
+asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpRequest& request,
+                                                                Deadline deadline, bool* sent) {
+  *sent = false;
+  Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline);
+  if (!conn.ok()) co_return conn.status();
+  HttpConnection& c = **conn;
+  std::string head = RequestHead(request);
+  *sent = true;
+  if (!request.source) {
+    std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(request.body)};
+    Status s = co_await c.Write(std::move(buffers), deadline);
+    if (!s.ok()) co_return s;
+  } else {
+    Status s = co_await c.Write(head, deadline);
+    if (!s.ok()) co_return s;
+    for (;;) {
+      Result<std::string_view> chunk = co_await request.source();
+      if (!chunk.ok()) {
+        c.Close();
+        co_return chunk.status();
+      }
+      char size_line[24];
+      auto [end, ec] = std::to_chars(size_line, size_line + 16, chunk->size(), 16);
+      *end++ = '\r';
+      *end++ = '\n';
+      std::vector<asio::const_buffer> buffers{
+          asio::buffer(size_line, static_cast<size_t>(end - size_line)), asio::buffer(*chunk),
+          asio::buffer("\r\n", 2)};
+      if (chunk->empty()) buffers.pop_back();  // "0\r\n" + final CRLF below
+      s = co_await c.Write(std::move(buffers), deadline);
+      if (!s.ok()) co_return s;
+      if (chunk->empty()) {
+        s = co_await c.Write(std::string_view("\r\n"), deadline);
+        if (!s.ok()) co_return s;
+        break;
+      }
+    }
+  }
+  Result<ResponseHead> response = co_await c.ReadHead(request.method == "HEAD", deadline);
+  if (!response.ok()) co_return response.status();
+  co_return Attempt{std::move(*conn), std::move(*response)};
+}
+
+asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::Open(
+    const HttpRequest& request) {
+  if (!endpoint_status_.ok()) co_return endpoint_status_;
+  Status last;
+  for (int attempt = 1;; ++attempt) {
+    if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
+    Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
+    bool sent = false;
+    Result<Attempt> a = co_await Exchange(request, deadline, &sent);
+    bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
+    if (!a.ok()) {
+      last = a.status();
+      if (may_retry && (!sent || request.idempotent)) continue;
+      co_return last;
+    }
+    int status = a->head.status;
+    if (status >= 200 && status < 300) {
+      co_return std::make_unique<ResponseStream>(*this, std::move(a->conn), std::move(a->head));
+    }
+    // An error answer: read its (bounded) JSON body into a Status.
+    Result<std::string> body = co_await a->conn->ReadBodyAll(kMaxErrorBody, deadline);
+    Recycle(std::move(a->conn));
+    last = StatusFromErrorBody(status, body.ok() ? *body : std::string());
+    if (may_retry && request.idempotent && IsRetryableStatus(status)) continue;
+    co_return last;
+  }
+}
+
+asio::awaitable<Result<HttpResponse>> Transport::Call(const HttpRequest& request, size_t max_body) {
+  if (!endpoint_status_.ok()) co_return endpoint_status_;
+  Status last;
+  for (int attempt = 1;; ++attempt) {
+    if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
+    Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
+    bool sent = false;
+    Result<Attempt> a = co_await Exchange(request, deadline, &sent);
+    bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
+    if (!a.ok()) {
+      last = a.status();
+      if (may_retry && (!sent || request.idempotent)) continue;
+      co_return last;
+    }
+    int status = a->head.status;
+    bool success = status >= 200 && status < 300;
+    Result<std::string> body =
+        co_await a->conn->ReadBodyAll(success ? max_body : kMaxErrorBody, deadline);
+    if (!body.ok()) {
+      last = body.status();
+      if (may_retry && request.idempotent) continue;
+      co_return last;
+    }
+    HttpResponse response{status, a->head.headers, std::move(*body)};
+    Recycle(std::move(a->conn));
+    if (success) co_return response;
+    last = StatusFromErrorBody(status, response.body);
+    if (may_retry && request.idempotent && IsRetryableStatus(status)) continue;
+    co_return last;
+  }
+}
+
+}  // namespace agentd::client

@@ -1,0 +1,110 @@
+// Transport: requests over a pool of keep-alive connections, with the
+// retry policy of the client library.
+//
+// Retry policy (docs/CLIENT.md): a request whose connection could not be
+// made is retried whatever it is (nothing was sent). After bytes were sent,
+// only an idempotent request is retried, on a lost connection, a deadline,
+// or a 500/502/503/504 answer, with the same method, target and body, up to
+// ClientOptions::max_attempts with jittered exponential backoff. Non-2xx
+// answers become the daemon's Status (code, message, details, HTTP status).
+// Used on one executor; not thread-safe.
+#pragma once
+
+#include <asio.hpp>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "agentd/client/options.h"
+#include "http_connection.h"
+
+namespace agentd::client {
+
+// A streamed request body: returns the next chunk, empty at the end.
+using BodySource = std::function<asio::awaitable<Result<std::string_view>>()>;
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string target;
+  Headers headers;
+  std::string body;   // used when `source` is empty
+  BodySource source;  // streamed with chunked encoding; never retried once started
+  std::string content_type;
+  bool idempotent = false;
+  // Added to the per-attempt deadline (a long poll's wait).
+  std::chrono::milliseconds extra_wait{0};
+};
+
+struct HttpResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+  const std::string* Header(std::string_view lower_name) const;
+};
+
+class Transport;
+
+// An answer whose body is read by the caller as it arrives (raw output,
+// event streams, downloads). Returns its connection to the pool when the
+// body was read to the end.
+class ResponseStream {
+ public:
+  ResponseStream(Transport& transport, std::unique_ptr<HttpConnection> conn, ResponseHead head);
+  ~ResponseStream();
+  const ResponseHead& head() const { return head_; }
+  // The next chunk, empty at the end; `deadline` bounds the wait for it.
+  asio::awaitable<Result<std::string_view>> Read(Deadline deadline);
+  HttpConnection& connection() { return *conn_; }
+
+ private:
+  Transport& transport_;
+  std::unique_ptr<HttpConnection> conn_;
+  ResponseHead head_;
+  bool done_ = false;
+};
+
+class Transport {
+ public:
+  Transport(asio::any_io_executor executor, ClientOptions options);
+
+  const ClientOptions& options() const { return options_; }
+  asio::any_io_executor executor() const { return executor_; }
+  void set_token(std::string token) { options_.token = std::move(token); }
+
+  // The whole exchange; the body is bounded by `max_body` bytes.
+  asio::awaitable<Result<HttpResponse>> Call(const HttpRequest& request,
+                                             size_t max_body = 64u << 20);
+  // Sends the request and reads the head; a 2xx answer is returned as a
+  // stream, anything else as the daemon's Status. Retried like Call until
+  // the head arrives.
+  asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Open(const HttpRequest& request);
+
+  // The delay before attempt `attempt` (1-based retries), jittered.
+  std::chrono::milliseconds Backoff(int attempt);
+  void Recycle(std::unique_ptr<HttpConnection> conn);
+
+ private:
+  struct Attempt {
+    std::unique_ptr<HttpConnection> conn;
+    ResponseHead head;
+  };
+  // One attempt: connection, request, response head. `sent` reports whether
+  // any byte of the request reached the socket.
+  asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,
+                                            bool* sent);
+  asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline);
+  std::string RequestHead(const HttpRequest& request) const;
+
+  asio::any_io_executor executor_;
+  ClientOptions options_;
+  Endpoint endpoint_;
+  Status endpoint_status_;
+  std::vector<std::unique_ptr<HttpConnection>> idle_;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+bool IsRetryableStatus(int http_status);
+
+}  // namespace agentd::client

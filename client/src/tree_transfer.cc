@@ -1,0 +1,177 @@
+#include "tree_transfer.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/concurrent_channel.hpp>
+#include <cstring>
+#include <thread>
+
+#include "agentd/protocol/json.h"
+#include "tree_archive.h"
+#include "url_encode.h"
+
+namespace agentd::client {
+namespace {
+
+constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+using ResultChannel =
+    asio::experimental::concurrent_channel<void(asio::error_code, Result<TreeStats>)>;
+
+std::string_view CompressionName(TarCompression c) {
+  switch (c) {
+    case TarCompression::kGzip:
+      return "gzip";
+    case TarCompression::kZstd:
+      return "zstd";
+    case TarCompression::kNone:
+      return "none";
+  }
+  return "none";
+}
+
+// A worker thread running `work(fd)`; its result arrives on a channel so a
+// coroutine can await it without blocking the executor.
+class Worker {
+ public:
+  template <typename Work>
+  Worker(asio::any_io_executor ex, int fd, Work work) : channel_(ex, 1) {
+    thread_ = std::thread([this, fd, work = std::move(work)]() mutable {
+      // A closed pipe must be an EPIPE error here, not a process-killing
+      // SIGPIPE; a signal left pending on this thread dies with it.
+      sigset_t pipe_only;
+      sigemptyset(&pipe_only);
+      sigaddset(&pipe_only, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
+      Result<TreeStats> r = work(fd);
+      ::close(fd);
+      channel_.try_send(asio::error_code(), std::move(r));
+    });
+  }
+  ~Worker() {
+    if (thread_.joinable()) thread_.join();
+  }
+  asio::awaitable<Result<TreeStats>> Wait() {
+    auto [ec, r] = co_await channel_.async_receive(kNothrow);
+    if (thread_.joinable()) thread_.join();
+    if (ec) co_return Status::Internal("tree worker lost: " + ec.message());
+    co_return std::move(r);
+  }
+
+ private:
+  ResultChannel channel_;
+  std::thread thread_;
+};
+
+Status PipeError() {
+  return Status::Error(ErrorCode::kIoError,
+                       std::string("cannot create a pipe: ") + strerror(errno));
+}
+
+asio::awaitable<Result<TreeStats>> UploadOnce(Transport& transport, const std::string& local,
+                                              const std::string& remote,
+                                              TarCompression compression) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) co_return PipeError();
+  asio::posix::stream_descriptor reader(transport.executor(), fds[0]);
+  Worker worker(transport.executor(), fds[1],
+                [local, compression](int fd) { return WriteTreeTar(local, fd, compression); });
+  std::vector<char> buf(256 * 1024);
+  bool worker_done = false;
+  Result<TreeStats> local_result;
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = "/v1/fs/tar?path=" + EncodeQueryValue(remote);
+  req.content_type = "application/x-tar";
+  req.source = [&]() -> asio::awaitable<Result<std::string_view>> {
+    auto [ec, n] = co_await reader.async_read_some(asio::buffer(buf), kNothrow);
+    if (!ec) co_return std::string_view(buf.data(), n);
+    // End of the archive: send the final chunk only if it was built whole,
+    // so a local failure can never commit a partial tree remotely.
+    local_result = co_await worker.Wait();
+    worker_done = true;
+    if (!local_result.ok()) co_return local_result.status();
+    co_return std::string_view();
+  };
+  Result<HttpResponse> response = co_await transport.Call(req);
+  asio::error_code ignored;
+  reader.close(ignored);  // unblocks a worker still writing
+  if (!worker_done) local_result = co_await worker.Wait();
+  if (!local_result.ok()) co_return local_result.status();
+  if (!response.ok()) co_return response.status();
+  Result<json::Value> doc = json::Parse(response->body);
+  if (!doc.ok())
+    co_return Status::Error(ErrorCode::kProtocolError, "tar upload answer is not JSON");
+  TreeStats stats = *local_result;
+  if (const json::Value* e = doc->Find("entries"); e && e->is_int()) {
+    stats.entries = static_cast<uint64_t>(e->as_int());
+  }
+  co_return stats;
+}
+
+asio::awaitable<Result<TreeStats>> DownloadOnce(Transport& transport, const std::string& remote,
+                                                const std::string& local,
+                                                TarCompression compression) {
+  HttpRequest req;
+  req.target = "/v1/fs/tar?path=" + EncodeQueryValue(remote) +
+               "&compress=" + std::string(CompressionName(compression));
+  req.idempotent = true;
+  Result<std::unique_ptr<ResponseStream>> stream = co_await transport.Open(req);
+  if (!stream.ok()) co_return stream.status();
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) co_return PipeError();
+  asio::posix::stream_descriptor writer(transport.executor(), fds[1]);
+  Worker worker(transport.executor(), fds[0],
+                [local](int fd) { return ExtractTreeTar(fd, local); });
+  Status transfer;
+  for (;;) {
+    Result<std::string_view> chunk =
+        co_await (*stream)->Read(Clock::now() + transport.options().request_timeout);
+    if (!chunk.ok()) {
+      transfer = chunk.status();
+      break;
+    }
+    if (chunk->empty()) break;
+    auto [ec, n] = co_await asio::async_write(writer, asio::buffer(*chunk), kNothrow);
+    if (ec) break;  // the extractor stopped early; its result says why
+  }
+  asio::error_code ignored;
+  writer.close(ignored);
+  Result<TreeStats> extracted = co_await worker.Wait();
+  if (!transfer.ok()) co_return transfer;
+  co_return extracted;
+}
+
+bool Retryable(const Status& s) {
+  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
+         IsRetryableStatus(s.http_status());
+}
+
+}  // namespace
+
+asio::awaitable<Result<TreeStats>> UploadTree(Transport& transport, std::string local,
+                                              std::string remote, TarCompression compression) {
+  for (int attempt = 1;; ++attempt) {
+    Result<TreeStats> r = co_await UploadOnce(transport, local, remote, compression);
+    if (r.ok() || attempt >= transport.options().max_attempts || !Retryable(r.status()))
+      co_return r;
+    asio::steady_timer t(transport.executor(), transport.Backoff(attempt));
+    co_await t.async_wait(kNothrow);
+  }
+}
+
+asio::awaitable<Result<TreeStats>> DownloadTree(Transport& transport, std::string remote,
+                                                std::string local, TarCompression compression) {
+  for (int attempt = 1;; ++attempt) {
+    Result<TreeStats> r = co_await DownloadOnce(transport, remote, local, compression);
+    if (r.ok() || attempt >= transport.options().max_attempts || !Retryable(r.status()))
+      co_return r;
+    asio::steady_timer t(transport.executor(), transport.Backoff(attempt));
+    co_await t.async_wait(kNothrow);
+  }
+}
+
+}  // namespace agentd::client

@@ -1,0 +1,106 @@
+// DownloadDir against a daemon that serves hostile archives: the client
+// must refuse them and write nothing, inside or outside the destination.
+#include <archive.h>
+#include <archive_entry.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "agentd/client/client.h"
+#include "fake_daemon.h"
+
+using namespace agentd;
+using namespace agentd::client;
+using agentd::testing::FakeDaemon;
+using agentd::testing::TarResponse;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string TarOf(const std::vector<std::pair<std::string, std::string>>& files,
+                  const std::string& symlink_name = "", const std::string& symlink_target = "") {
+  std::string out;
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  archive_write_open(
+      a, &out, nullptr,
+      [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
+        static_cast<std::string*>(data)->append(static_cast<const char*>(buf), n);
+        return static_cast<la_ssize_t>(n);
+      },
+      nullptr);
+  if (!symlink_name.empty()) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, symlink_name.c_str());
+    archive_entry_set_filetype(e, AE_IFLNK);
+    archive_entry_set_symlink(e, symlink_target.c_str());
+    archive_write_header(a, e);
+    archive_entry_free(e);
+  }
+  for (const auto& [name, content] : files) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, name.c_str());
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
+    archive_write_header(a, e);
+    archive_write_data(a, content.data(), content.size());
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+  return out;
+}
+
+ClientOptions Fast(const std::string& url) {
+  ClientOptions o;
+  o.url = url;
+  o.token = "t";
+  o.max_attempts = 1;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("DownloadDir refuses a daemon's archive that escapes with ..",
+          "[client][trees][security]") {
+  std::string parent = fs::temp_directory_path() / "agentd-dl-dotdot";
+  fs::remove_all(parent);
+  fs::create_directories(parent + "/dest");
+  FakeDaemon daemon(TarResponse(TarOf({{"fine.txt", "ok"}, {"../escaped.txt", "evil"}})));
+  Client c(Fast(daemon.url()));
+  auto r = c.DownloadDir("/work", parent + "/dest");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kUnsafePath);
+  CHECK(fs::is_empty(parent + "/dest"));
+  CHECK_FALSE(fs::exists(parent + "/escaped.txt"));
+}
+
+TEST_CASE("DownloadDir refuses a daemon's archive that writes through a symlink",
+          "[client][trees][security]") {
+  std::string parent = fs::temp_directory_path() / "agentd-dl-symlink";
+  fs::remove_all(parent);
+  fs::create_directories(parent + "/dest");
+  fs::create_directories(parent + "/outside");
+  FakeDaemon daemon(TarResponse(TarOf({{"out/planted.txt", "evil"}}, "out", parent + "/outside")));
+  Client c(Fast(daemon.url()));
+  auto r = c.DownloadDir("/work", parent + "/dest");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kUnsafePath);
+  CHECK(fs::is_empty(parent + "/outside"));
+  CHECK(fs::is_empty(parent + "/dest"));
+}
+
+TEST_CASE("DownloadDir extracts a well-formed archive", "[client][trees]") {
+  std::string dest = fs::temp_directory_path() / "agentd-dl-good";
+  fs::remove_all(dest);
+  FakeDaemon daemon(TarResponse(TarOf({{"dir/a.txt", "alpha"}, {"b.txt", "beta"}})));
+  Client c(Fast(daemon.url()));
+  auto r = c.DownloadDir("/work", dest);
+  REQUIRE(r.ok());
+  CHECK(r->entries == 2);
+  std::ifstream in(dest + "/dir/a.txt");
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  CHECK(content == "alpha");
+}

@@ -1,0 +1,146 @@
+// The client's transport against a real daemon: keep-alive, error mapping,
+// deadlines, and the retry policy through a proxy that cuts connections.
+#include <catch2/catch.hpp>
+
+#include <asio.hpp>
+
+#include "agentd/client/client.h"
+#include "cutting_proxy.h"
+#include "daemon_process.h"
+#include "transport.h"
+
+using namespace agentd;
+using namespace agentd::client;
+using agentd::testing::CuttingProxy;
+using agentd::testing::DaemonProcess;
+
+namespace {
+
+ClientOptions OptionsFor(const std::string& url, const std::string& token) {
+  ClientOptions o;
+  o.url = url;
+  o.token = token;
+  o.backoff_initial = std::chrono::milliseconds(5);
+  o.backoff_max = std::chrono::milliseconds(20);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("client reads health and bootstraps a fresh daemon", "[client]") {
+  DaemonProcess d({}, /*bootstrap=*/false);
+  Client c(OptionsFor(d.url(), ""));
+  auto h = c.Health();
+  REQUIRE(h.ok());
+  CHECK_FALSE(h->bootstrapped);
+  auto b = c.Bootstrap({"fresh-token", {{"LANG", "C.UTF-8"}}});
+  REQUIRE(b.ok());
+  CHECK_FALSE(b->replayed);
+  auto again = c.Bootstrap({"fresh-token", {}});
+  REQUIRE(again.ok());
+  CHECK(again->replayed);
+  auto other = c.Bootstrap({"other-token", {}});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().code() == ErrorCode::kAlreadyBootstrapped);
+  CHECK(other.status().http_status() == 409);
+}
+
+TEST_CASE("client reuses one keep-alive connection for sequential calls", "[client]") {
+  DaemonProcess d;
+  CuttingProxy proxy(d.port(), [](int) { return UINT64_MAX; });
+  Client c(OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
+  for (int i = 0; i < 50; ++i) REQUIRE(c.Health().ok());
+  CHECK(proxy.connections() == 1);
+}
+
+TEST_CASE("client maps daemon errors to their stable codes", "[client]") {
+  DaemonProcess d;
+  asio::io_context io;
+  Transport t(io.get_executor(), OptionsFor(d.url(), d.token()));
+  HttpRequest req;
+  req.target = "/v1/no-such-route";
+  Result<HttpResponse> r;
+  asio::co_spawn(
+      io, [&]() -> asio::awaitable<void> { r = co_await t.Call(req); }, asio::detached);
+  io.run();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kRouteNotFound);
+  CHECK(r.status().http_status() == 404);
+  CHECK(r.status().details().Find("path")->as_string() == "/v1/no-such-route");
+}
+
+TEST_CASE("client retries an idempotent call whose connection is cut", "[client][retry]") {
+  DaemonProcess d;
+  // The first three connections are cut after 10 bytes of the answer.
+  CuttingProxy proxy(d.port(), [](int n) { return n < 3 ? uint64_t{10} : UINT64_MAX; });
+  Client c(OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
+  auto h = c.Health();
+  REQUIRE(h.ok());
+  CHECK(proxy.cuts() == 3);
+  CHECK(proxy.connections() == 4);
+}
+
+TEST_CASE("client gives up after max_attempts with transport_error", "[client][retry]") {
+  DaemonProcess d;
+  CuttingProxy proxy(d.port(), [](int) { return uint64_t{0}; });
+  ClientOptions o = OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token());
+  o.max_attempts = 3;
+  Client c(o);
+  auto h = c.Health();
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.status().code() == ErrorCode::kTransport);
+  CHECK(proxy.connections() == 3);
+}
+
+TEST_CASE("client reports deadline_exceeded when the daemon never answers", "[client]") {
+  asio::io_context server_io;
+  asio::ip::tcp::acceptor silent(server_io, {asio::ip::make_address("127.0.0.1"), 0});
+  ClientOptions o =
+      OptionsFor("http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
+  o.request_timeout = std::chrono::milliseconds(200);
+  o.max_attempts = 1;
+  Client c(o);
+  auto start = std::chrono::steady_clock::now();
+  auto h = c.Health();
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.status().code() == ErrorCode::kDeadlineExceeded);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("client reports transport_error when nothing listens", "[client]") {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+  int port = a.local_endpoint().port();
+  a.close();
+  ClientOptions o = OptionsFor("http://127.0.0.1:" + std::to_string(port), "t");
+  o.max_attempts = 2;
+  Client c(o);
+  auto h = c.Health();
+  REQUIRE_FALSE(h.ok());
+  CHECK(h.status().code() == ErrorCode::kTransport);
+}
+
+TEST_CASE("client speaks over a unix socket", "[client]") {
+  DaemonProcess d({"--listen", "unix:/tmp/agentd-client-test.sock"});
+  Client c(OptionsFor("unix:/tmp/agentd-client-test.sock", d.token()));
+  auto h = c.Health();
+  REQUIRE(h.ok());
+  CHECK(h->bootstrapped);
+}
+
+TEST_CASE("async client completes with callbacks and futures on one thread", "[client][async]") {
+  DaemonProcess d;
+  asio::io_context io;
+  AsyncClient c(io.get_executor(), OptionsFor(d.url(), d.token()));
+  int callbacks = 0;
+  for (int i = 0; i < 20; ++i) {
+    c.AsyncHealth([&](Result<HealthResponse> h) {
+      REQUIRE(h.ok());
+      ++callbacks;
+    });
+  }
+  std::future<Result<HealthResponse>> f = c.AsyncHealth(asio::use_future);
+  io.run();
+  CHECK(callbacks == 20);
+  REQUIRE(f.get().ok());
+}

@@ -1,0 +1,15 @@
+// Registration of the check groups, one file each (checks_*.cc).
+#pragma once
+
+#include <cstdlib>
+#include <vector>
+
+#include "check.h"
+
+namespace agentd::conformance {
+
+void AddFrontDoorChecks(std::vector<Check>& checks);
+void AddExecChecks(std::vector<Check>& checks);
+void AddStreamChecks(std::vector<Check>& checks);
+
+}  // namespace agentd::conformance

@@ -1,0 +1,16 @@
+#include "checks.h"
+
+namespace agentd::conformance {
+
+const std::vector<Check>& AllChecks() {
+  static const std::vector<Check> checks = [] {
+    std::vector<Check> all;
+    AddFrontDoorChecks(all);
+    AddExecChecks(all);
+    AddStreamChecks(all);
+    return all;
+  }();
+  return checks;
+}
+
+}  // namespace agentd::conformance

@@ -1,0 +1,120 @@
+#include "suite.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+namespace agentd::conformance {
+namespace {
+
+std::string XmlEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+          out += ' ';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Suite::Suite(SuiteOptions options) : options_(std::move(options)) {
+  std::mt19937_64 rng{std::random_device{}()};
+  char tag[17];
+  std::snprintf(tag, sizeof(tag), "%016llx", static_cast<unsigned long long>(rng()));
+  run_tag_ = std::string(tag, 8);
+  scratch_dir_ = options_.scratch_root + "/agentd-conformance-" + run_tag_;
+}
+
+int Suite::Run() {
+  client::Client client(options_.client);
+  std::vector<CheckResult> results;
+  int passed = 0, failed = 0, skipped = 0, number = 0;
+  for (const Check& check : AllChecks()) {
+    std::string full = check.area + ": " + check.name;
+    if (!options_.filter.empty() && full.find(options_.filter) == std::string::npos) continue;
+    ++number;
+    CheckContext ctx(*this, client);
+    ctx.set_scratch_dir(scratch_dir_ + "/" + std::to_string(number));
+    CheckResult r;
+    r.area = check.area;
+    r.name = check.name;
+    auto start = std::chrono::steady_clock::now();
+    bool skip = false;
+    try {
+      check.run(ctx);
+      r.passed = true;
+    } catch (const CheckFailure& f) {
+      r.reason = f.reason;
+    } catch (const CheckSkipped& s) {
+      r.reason = s.reason;
+      skip = true;
+    } catch (const std::exception& e) {
+      r.reason = std::string("exception: ") + e.what();
+    }
+    r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    const char* verdict = skip ? "SKIP" : (r.passed ? "PASS" : "FAIL");
+    std::printf("%s  %s (%lld ms)%s%s\n", verdict, full.c_str(),
+                static_cast<long long>(r.duration.count()), r.reason.empty() ? "" : ": ",
+                r.reason.c_str());
+    std::fflush(stdout);
+    if (skip) {
+      ++skipped;
+    } else if (r.passed) {
+      ++passed;
+    } else {
+      ++failed;
+    }
+    if (!skip) results.push_back(std::move(r));
+  }
+  std::printf("%d passed, %d failed", passed, failed);
+  if (skipped) std::printf(", %d skipped", skipped);
+  std::printf("\n");
+  if (!options_.junit_path.empty()) WriteJunit(results);
+  return failed == 0 && passed > 0 ? 0 : 1;
+}
+
+void Suite::WriteJunit(const std::vector<CheckResult>& results) const {
+  std::ofstream out(options_.junit_path);
+  int failures = 0;
+  double total = 0;
+  for (const CheckResult& r : results) {
+    failures += r.passed ? 0 : 1;
+    total += static_cast<double>(r.duration.count()) / 1000.0;
+  }
+  out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<testsuite name=\"agentd-conformance\" tests=\"" << results.size() << "\" failures=\""
+      << failures << "\" time=\"" << total << "\">\n";
+  for (const CheckResult& r : results) {
+    out << "  <testcase classname=\"" << XmlEscape(r.area) << "\" name=\"" << XmlEscape(r.name)
+        << "\" time=\"" << static_cast<double>(r.duration.count()) / 1000.0 << "\"";
+    if (r.passed) {
+      out << "/>\n";
+    } else {
+      out << ">\n    <failure message=\"" << XmlEscape(r.reason) << "\"/>\n  </testcase>\n";
+    }
+  }
+  out << "</testsuite>\n";
+}
+
+}  // namespace agentd::conformance

@@ -1,0 +1,46 @@
+// Suite: runs checks against one live daemon and reports them, one line
+// per check and a closing "N passed, M failed" line, optionally as JUnit
+// XML for CI systems.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "check.h"
+
+namespace agentd::conformance {
+
+struct SuiteOptions {
+  client::ClientOptions client;
+  std::string filter;      // substring of "area: name"; empty runs all
+  std::string junit_path;  // empty: no JUnit file
+  std::string scratch_root = "/tmp";
+};
+
+struct CheckResult {
+  std::string area;
+  std::string name;
+  bool passed = false;
+  std::string reason;
+  std::chrono::milliseconds duration{0};
+};
+
+class Suite {
+ public:
+  explicit Suite(SuiteOptions options);
+  // Runs the selected checks; returns the process exit status (0 when all passed).
+  int Run();
+  const SuiteOptions& options() const { return options_; }
+  const std::string& run_tag() const { return run_tag_; }
+  const std::string& scratch_dir() const { return scratch_dir_; }
+
+ private:
+  void WriteJunit(const std::vector<CheckResult>& results) const;
+
+  SuiteOptions options_;
+  std::string run_tag_;
+  std::string scratch_dir_;
+};
+
+}  // namespace agentd::conformance

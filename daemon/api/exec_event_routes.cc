@@ -1,0 +1,127 @@
+// GET /v1/execs/{id}/events (docs/PROTOCOL.md, "Stream"): Server-Sent
+// Events with both cursors in every id, explicit gaps, the exit event, and
+// keep-alive comments.
+#include "agentd/protocol/exec.h"
+#include "agentd/protocol/sse.h"
+#include "api/exec_api.h"
+
+namespace agentd {
+namespace {
+
+using Clock = ChangeSignal::Clock;
+
+Result<std::pair<uint64_t, uint64_t>> StartCursors(const Request& req) {
+  if (const std::string* last = req.Header("last-event-id")) {
+    std::optional<std::pair<uint64_t, uint64_t>> ids = ParseExecEventId(*last);
+    if (!ids) {
+      return Status::InvalidRequest("Last-Event-ID must be \"<stdout_next>:<stderr_next>\"")
+          .With("field", "Last-Event-ID");
+    }
+    return *ids;
+  }
+  Result<std::optional<uint64_t>> out = QueryNumber(req, "stdout_from", 0, INT64_MAX);
+  if (!out.ok()) return out.status();
+  Result<std::optional<uint64_t>> err = QueryNumber(req, "stderr_from", 0, INT64_MAX);
+  if (!err.ok()) return err.status();
+  return std::pair<uint64_t, uint64_t>(out->value_or(0), err->value_or(0));
+}
+
+class EventWriter {
+ public:
+  EventWriter(ExecRecord& rec, uint64_t out, uint64_t err) : rec_(rec), cursor_{out, err} {}
+
+  // Appends the next gap or data event of each stream; false when there
+  // was nothing to send.
+  Result<bool> Collect() {
+    bool any = false;
+    for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+      OutputLog& log = rec_.log(s);
+      uint64_t& cursor = cursor_[static_cast<int>(s)];
+      if (cursor < log.retained_from()) {
+        std::string data = GapEventData(StreamName(s), cursor, log.retained_from());
+        cursor = log.retained_from();
+        AppendSseEvent(buf_, "gap", data, Id());
+        any = true;
+      }
+      if (cursor < log.next()) {
+        AGENTD_RETURN_IF_ERROR(log.Read(cursor, kMaxEventBytes, &bytes_));
+        data_.clear();
+        AppendOutputEventData(data_, cursor, bytes_);
+        cursor += bytes_.size();
+        AppendSseEvent(buf_, StreamName(s), data_, Id());
+        any = true;
+      }
+    }
+    return any;
+  }
+  void Exit() { AppendSseEvent(buf_, "exit", json::Serialize(EncodeExecInfo(rec_.Info())), Id()); }
+  void Keepalive() { AppendSseComment(buf_, "keepalive"); }
+  std::string& buffer() { return buf_; }
+
+ private:
+  std::string Id() const { return FormatExecEventId(cursor_[0], cursor_[1]); }
+
+  ExecRecord& rec_;
+  uint64_t cursor_[2];
+  std::string buf_, bytes_, data_;
+};
+
+asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, Response& res) {
+  auto last_write = Clock::now();
+  for (;;) {
+    Result<bool> collected = w.Collect();
+    if (!collected.ok()) co_return;  // cut: the client resumes from its last id
+    bool done = !*collected && (rec.finished() || rec.released);
+    if (done) w.Exit();
+    if (!*collected && !done && Clock::now() - last_write >= kKeepaliveInterval) w.Keepalive();
+    if (!w.buffer().empty()) {
+      if (!(co_await res.Write(w.buffer())).ok()) co_return;
+      w.buffer().clear();
+      last_write = Clock::now();
+    }
+    if (done) {
+      co_await res.End();
+      co_return;
+    }
+    if (*collected) continue;
+    if (PeerClosed(req)) co_return;
+    co_await rec.changed.Wait(last_write + kKeepaliveInterval);
+  }
+}
+
+asio::awaitable<void> Events(ExecEngine& engine, Request& req, Response& res) {
+  Result<std::pair<uint64_t, uint64_t>> cursors = StartCursors(req);
+  if (!cursors.ok()) {
+    co_await res.SendError(cursors.status());
+    co_return;
+  }
+  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
+  if (!found.ok()) {
+    co_await res.SendError(found.status());
+    co_return;
+  }
+  std::shared_ptr<ExecRecord> rec = *found;
+  Status ok = CheckCursor("stdout_from", cursors->first, rec->log(Stream::kStdout));
+  if (ok.ok()) ok = CheckCursor("stderr_from", cursors->second, rec->log(Stream::kStderr));
+  if (!ok.ok()) {
+    co_await res.SendError(ok);
+    co_return;
+  }
+  Headers headers{{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  if (!(co_await res.Begin(200, "text/event-stream", std::nullopt, headers)).ok()) co_return;
+  if (req.method() == "HEAD") {
+    co_await res.End();
+    co_return;
+  }
+  EventWriter writer(*rec, cursors->first, cursors->second);
+  co_await RunStream(*rec, writer, req, res);
+}
+
+}  // namespace
+
+void RegisterExecEventRoutes(Router& router, ExecEngine& engine) {
+  router.Add("GET", "/v1/execs/{id}/events",
+             [&engine](Request& req, Response& res) { return Events(engine, req, res); });
+}
+
+}  // namespace agentd

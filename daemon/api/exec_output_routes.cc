@@ -1,0 +1,97 @@
+// GET /v1/execs/{id}/stdout and .../stderr (docs/PROTOCOL.md, "Raw
+// bytes"): the spool file straight to the socket with sendfile.
+#include "api/exec_api.h"
+
+namespace agentd {
+namespace {
+
+// One sendfile call's worth; the pin moves between calls.
+constexpr uint64_t kSendBytes = 4 << 20;
+
+// Streams [cursor, next) and waits for more until the exec finished.
+// When retention releases bytes this follower has not received, the
+// response ends without its final chunk (the client sees a cut stream; a
+// reconnect from its offset reports the loss in Agentd-From).
+asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, Request& req,
+                             Response& res) {
+  OutputLog::Pin pin(log, cursor);
+  auto last_check = ChangeSignal::Clock::now();
+  for (;;) {
+    if (cursor < log.retained_from()) co_return;  // lost: cut the stream
+    if (cursor < log.next()) {
+      uint64_t len = std::min(log.next() - cursor, kSendBytes);
+      pin.Move(cursor);
+      if (!(co_await res.WriteFromFile(log.fd(), cursor, len)).ok()) co_return;
+      cursor += len;
+      continue;
+    }
+    if (rec.finished() || rec.released) {
+      co_await res.End();
+      co_return;
+    }
+    auto now = ChangeSignal::Clock::now();
+    if (now - last_check >= kKeepaliveInterval) {
+      if (PeerClosed(req)) co_return;
+      last_check = now;
+    }
+    co_await rec.changed.Wait(now + kKeepaliveInterval);
+  }
+}
+
+asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Response& res) {
+  Result<std::optional<uint64_t>> from = QueryNumber(req, "from", 0, INT64_MAX);
+  Result<bool> follow = QueryFlag(req, "follow");
+  for (const Status* s : {&from.status(), &follow.status()}) {
+    if (!s->ok()) {
+      co_await res.SendError(*s);
+      co_return;
+    }
+  }
+  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
+  if (!found.ok()) {
+    co_await res.SendError(found.status());
+    co_return;
+  }
+  std::shared_ptr<ExecRecord> rec = *found;
+  OutputLog& log = rec->log(stream);
+  uint64_t cursor = from->value_or(0);
+  if (Status ok = CheckCursor("from", cursor, log); !ok.ok()) {
+    co_await res.SendError(ok);
+    co_return;
+  }
+  cursor = std::max(cursor, log.retained_from());
+  Headers headers{{"Agentd-From", std::to_string(cursor)}};
+  if (!*follow) {
+    uint64_t next = log.next();
+    headers.emplace_back("Agentd-Next", std::to_string(next));
+    OutputLog::Pin pin(log, cursor);
+    if (!(co_await res.Begin(200, "application/octet-stream", next - cursor, headers)).ok()) {
+      co_return;
+    }
+    if (!(co_await res.WriteFromFile(log.fd(), cursor, next - cursor)).ok()) co_return;
+    co_await res.End();
+    co_return;
+  }
+  headers.emplace_back("Cache-Control", "no-cache");
+  if (!(co_await res.Begin(200, "application/octet-stream", std::nullopt, headers)).ok()) {
+    co_return;
+  }
+  if (req.method() == "HEAD") {
+    co_await res.End();
+    co_return;
+  }
+  co_await Follow(*rec, log, cursor, req, res);
+}
+
+}  // namespace
+
+void RegisterExecOutputRoutes(Router& router, ExecEngine& engine) {
+  router.Add("GET", "/v1/execs/{id}/stdout", [&engine](Request& req, Response& res) {
+    return Output(engine, Stream::kStdout, req, res);
+  });
+  router.Add("GET", "/v1/execs/{id}/stderr", [&engine](Request& req, Response& res) {
+    return Output(engine, Stream::kStderr, req, res);
+  });
+}
+
+}  // namespace agentd

@@ -1,0 +1,43 @@
+// PUT /v1/execs/{id} (docs/PROTOCOL.md, "Start").
+#include "agentd/protocol/exec.h"
+#include "api/exec_api.h"
+
+namespace agentd {
+namespace {
+
+asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res) {
+  std::string id(req.Param("id"));
+  Status valid = ValidateExecId(id);
+  if (!valid.ok()) {
+    co_await res.SendError(valid);
+    co_return;
+  }
+  Result<json::Value> doc = co_await req.ReadJson();
+  if (!doc.ok()) {
+    co_await res.SendError(doc.status());
+    co_return;
+  }
+  Result<ExecStartRequest> request = DecodeExecStartRequest(*doc);
+  if (!request.ok()) {
+    co_await res.SendError(request.status());
+    co_return;
+  }
+  // No await between here and the answer's encoding: the lookup and the
+  // insert of Start() are one step on the io thread.
+  Result<ExecEngine::Started> started = engine.Start(id, std::move(*request));
+  if (!started.ok()) {
+    co_await res.SendError(started.status());
+    co_return;
+  }
+  json::Value body = EncodeExecInfo(started->record->Info());
+  co_await res.SendJson(started->created ? 201 : 200, body);
+}
+
+}  // namespace
+
+void RegisterExecStartRoutes(Router& router, ExecEngine& engine) {
+  router.Add("PUT", "/v1/execs/{id}",
+             [&engine](Request& req, Response& res) { return StartExec(engine, req, res); });
+}
+
+}  // namespace agentd

@@ -1,0 +1,266 @@
+// The exec table: start, lookup, ack, kill, release, persistence, recovery.
+// The life of a running process is in exec_process.cc.
+#include "exec/exec_engine.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "log/log.h"
+#include "proc/signals.h"
+#include "server/awaitable.h"
+
+namespace agentd {
+namespace {
+
+using SystemClock = std::chrono::system_clock;
+
+int64_t UnixMs(SystemClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+// Raises the soft descriptor limit to the hard one (each running exec holds
+// a few descriptors) and returns the original, which children get back.
+std::optional<struct rlimit> RaiseNofile() {
+  struct rlimit original;
+  if (::getrlimit(RLIMIT_NOFILE, &original) != 0) return std::nullopt;
+  if (original.rlim_cur >= original.rlim_max) return std::nullopt;
+  struct rlimit raised = original;
+  raised.rlim_cur = original.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) return std::nullopt;
+  return original;
+}
+
+}  // namespace
+
+ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking,
+                       const DaemonConfig& config, const BootstrapState& bootstrap)
+    : io_(io),
+      blocking_(blocking),
+      config_(config),
+      bootstrap_(bootstrap),
+      budget_(config.retention_stream_bytes, config.retention_total_bytes),
+      reaper_(io) {}
+
+ExecEngine::~ExecEngine() {
+  // Records may outlive the engine inside coroutine frames destroyed later;
+  // detach their logs from the budget first.
+  for (auto& [id, rec] : table_) {
+    for (auto& log : rec->logs) {
+      if (log) log->set_budget(nullptr);
+    }
+  }
+}
+
+Status ExecEngine::Open() {
+  Result<std::string> dir = PrepareStateDir(config_.state_dir);
+  if (!dir.ok()) return dir.status();
+  state_dir_ = std::move(*dir);
+  store_ = std::make_unique<ExecStore>(state_dir_ + "/execs");
+  AGENTD_RETURN_IF_ERROR(store_->Open());
+  AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
+  child_nofile_ = RaiseNofile();
+  AGENTD_RETURN_IF_ERROR(reaper_.Start());
+  RecoverAll();
+  Log(LogLevel::kInfo, "exec engine ready",
+      json::Object()
+          .Set("state_dir", state_dir_)
+          .Set("recovered", table_.size())
+          .Set("released_ids", tombstones_.size()));
+  return Status::Ok();
+}
+
+void ExecEngine::Shutdown() {
+  // The reaper and the output pumps keep running while connections drain,
+  // so the killed execs still end normally (exit events, final metadata).
+  for (auto& [id, rec] : table_) {
+    rec->timeout_timer.cancel();
+    rec->release_timer.cancel();
+    if (rec->finished()) continue;
+    if (rec->running() && !rec->killed_by) rec->killed_by = "daemon_shutdown";
+    SignalGroup(*rec, SIGKILL);
+    Log(LogLevel::kInfo, "killed on shutdown", json::Object().Set("id", id).Set("pid", rec->pid));
+  }
+}
+
+void ExecEngine::WhenFinished(std::chrono::milliseconds limit, std::function<void()> done) {
+  asio::co_spawn(io_, WaitFinished(limit, std::move(done)), asio::detached);
+}
+
+asio::awaitable<void> ExecEngine::WaitFinished(std::chrono::milliseconds limit,
+                                               std::function<void()> done) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  asio::steady_timer poll(io_);
+  auto all_finished = [this] {
+    return std::all_of(table_.begin(), table_.end(),
+                       [](const auto& kv) { return kv.second->finished(); });
+  };
+  while (!all_finished() && std::chrono::steady_clock::now() < deadline) {
+    poll.expires_after(std::chrono::milliseconds(20));
+    co_await poll.async_wait(kUseNothrow);
+  }
+  done();
+}
+
+Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRequest& request) {
+  if (!request.user && !request.group) return std::optional<Credentials>();
+  // Read on every start that names a user: an image may add users at any time.
+  return ResolveCredentials(request.user, request.group, LoadUserDb());
+}
+
+Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRequest request) {
+  AGENTD_RETURN_IF_ERROR(ValidateExecId(id));
+  std::string fingerprint = ExecFingerprint(request);
+  if (auto it = table_.find(id); it != table_.end()) {
+    if (it->second->fingerprint == fingerprint) return Started{it->second, false};
+    return Status::Error(ErrorCode::kExecIdConflict,
+                         "exec \"" + id + "\" exists with a different start request")
+        .With("id", id);
+  }
+  if (tombstones_.Contains(id, SystemClock::now())) {
+    return Status::Error(ErrorCode::kExecReleased, "exec \"" + id + "\" was released")
+        .With("id", id);
+  }
+  if (static_cast<int64_t>(table_.size()) >= config_.max_execs) {
+    return Status::Error(ErrorCode::kTooManyExecs, "the daemon holds " +
+                                                       std::to_string(table_.size()) +
+                                                       " exec records; ack some to release them")
+        .With("limit", config_.max_execs);
+  }
+  Result<std::optional<Credentials>> identity = ResolveIdentity(request);
+  if (!identity.ok()) return identity.status();
+
+  auto rec = std::make_shared<ExecRecord>(io_.get_executor());
+  rec->id = id;
+  rec->fingerprint = std::move(fingerprint);
+  rec->seq = next_seq_++;
+  rec->dir = store_->DirFor(id);
+  rec->kill_grace_sec = request.kill_grace_sec.value_or(kDefaultKillGraceSec);
+  AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    Result<std::unique_ptr<OutputLog>> log =
+        OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
+    if (!log.ok()) {
+      ExecStore::RemoveDir(rec->dir);
+      return log.status();
+    }
+    rec->logs[static_cast<int>(s)] = std::move(*log);
+    rec->log(s).set_budget(&budget_);
+  }
+  table_.emplace(id, rec);
+  Launch(rec, request, *identity);
+  Persist(*rec);
+  return Started{rec, true};
+}
+
+Result<std::shared_ptr<ExecRecord>> ExecEngine::Find(std::string_view id) {
+  AGENTD_RETURN_IF_ERROR(ValidateExecId(id));
+  if (auto it = table_.find(std::string(id)); it != table_.end()) return it->second;
+  if (tombstones_.Contains(id, SystemClock::now())) {
+    return Status::Error(ErrorCode::kExecReleased,
+                         "exec \"" + std::string(id) + "\" was acked and released")
+        .With("id", std::string(id));
+  }
+  return Status::Error(ErrorCode::kExecNotFound, "no exec \"" + std::string(id) + "\"")
+      .With("id", std::string(id));
+}
+
+Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
+  Result<SharedRecord> found = Find(id);
+  if (!found.ok()) return found.status();
+  SharedRecord rec = *found;
+  if (!rec->finished()) {
+    return Status::Error(ErrorCode::kExecRunning,
+                         "exec \"" + rec->id + "\" is still running; ack it after it exited")
+        .With("id", rec->id);
+  }
+  if (!rec->acked) {
+    rec->acked = true;
+    rec->acked_at = SystemClock::now();
+    Persist(*rec);
+    ScheduleRelease(rec, std::chrono::seconds(config_.ack_ttl_sec));
+    rec->changed.Notify();
+  }
+  return rec->Info();
+}
+
+Result<ExecInfo> ExecEngine::Kill(std::string_view id, const KillRequest& request) {
+  int signo = SIGTERM;
+  if (request.signal) {
+    std::optional<int> parsed = SignalFromName(*request.signal);
+    if (!parsed) {
+      return Status::InvalidRequest("unknown signal \"" + *request.signal + "\"")
+          .With("field", "signal")
+          .With("signal", *request.signal);
+    }
+    signo = *parsed;
+  }
+  Result<SharedRecord> found = Find(id);
+  if (!found.ok()) return found.status();
+  SharedRecord rec = *found;
+  if (rec->finished()) return rec->Info();  // nothing left to signal
+  if (rec->running() && !rec->killed_by) rec->killed_by = "kill";
+  SignalGroup(*rec, signo);
+  if (signo != SIGKILL) {
+    ArmGrace(rec, std::chrono::seconds(request.grace_sec.value_or(kDefaultKillGraceSec)));
+  }
+  Log(LogLevel::kInfo, "exec killed",
+      json::Object().Set("id", rec->id).Set("signal", SignalName(signo)));
+  return rec->Info();
+}
+
+std::vector<ExecInfo> ExecEngine::List() const {
+  std::vector<const ExecRecord*> recs;
+  recs.reserve(table_.size());
+  for (const auto& [id, rec] : table_) recs.push_back(rec.get());
+  std::sort(recs.begin(), recs.end(),
+            [](const ExecRecord* a, const ExecRecord* b) { return a->seq < b->seq; });
+  std::vector<ExecInfo> out;
+  out.reserve(recs.size());
+  for (const ExecRecord* r : recs) out.push_back(r->Info());
+  return out;
+}
+
+ExecTotals ExecEngine::Totals() const {
+  return ExecTotals{running_ > 0, static_cast<int64_t>(table_.size())};
+}
+
+void ExecEngine::Persist(const ExecRecord& rec) {
+  if (rec.released) return;
+  std::optional<int64_t> acked_at;
+  if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
+  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at);
+  if (!written.ok()) {
+    Log(LogLevel::kWarn, "cannot persist an exec record",
+        json::Object().Set("id", rec.id).Set("error", written.status().message()));
+    return;
+  }
+  SyncLater(std::move(*written));
+}
+
+void ExecEngine::SyncLater(UniqueFd fd) {
+  asio::post(blocking_, [fd = std::move(fd)]() { ::fsync(fd.get()); });
+}
+
+void ExecEngine::ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay) {
+  rec->release_timer.expires_after(delay);
+  rec->release_timer.async_wait([this, rec](const asio::error_code& ec) {
+    if (!ec) Release(rec);
+  });
+}
+
+void ExecEngine::Release(const SharedRecord& rec) {
+  if (rec->released) return;
+  rec->released = true;
+  table_.erase(rec->id);
+  tombstones_.Add(rec->id, SystemClock::now());
+  for (auto& log : rec->logs) {
+    if (log) log->set_budget(nullptr);
+  }
+  asio::post(blocking_, [dir = rec->dir]() { ExecStore::RemoveDir(dir); });
+  rec->changed.Notify();
+  Log(LogLevel::kInfo, "exec released", json::Object().Set("id", rec->id));
+}
+
+}  // namespace agentd

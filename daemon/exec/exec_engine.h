@@ -1,0 +1,113 @@
+// ExecEngine: the exec table and every exec's life (docs/PROTOCOL.md,
+// "Exec"): idempotent start, spawn, output pumps into the spool, exit and
+// output drain, timeouts and kill with escalation, ack and release,
+// tombstones, persistence and recovery.
+//
+// All methods run on the io thread, and Start() never awaits: looking an id
+// up and inserting its record happen in one step, so racing identical
+// starts produce exactly one process. Blocking disk work (fsync, removing a
+// released record) goes to the blocking pool.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <asio.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agentd/protocol/exec.h"
+#include "auth/bootstrap_state.h"
+#include "config/daemon_config.h"
+#include "exec/exec_record.h"
+#include "exec/exec_store.h"
+#include "exec/tombstones.h"
+#include "proc/reaper.h"
+#include "proc/user_db.h"
+#include "spool/output_log.h"
+
+namespace agentd {
+
+struct ExecTotals {
+  bool busy = false;    // some exec's leader process runs
+  int64_t records = 0;  // records of every state
+};
+
+class ExecEngine {
+ public:
+  ExecEngine(asio::io_context& io, asio::thread_pool& blocking, const DaemonConfig& config,
+             const BootstrapState& bootstrap);
+  ~ExecEngine();
+
+  // Prepares the state directory, recovers records, starts the reaper.
+  Status Open();
+  // On daemon shutdown: SIGKILL every running process group (their output
+  // pipes would break anyway; killed_by "daemon_shutdown").
+  void Shutdown();
+  // Calls `done` once every exec has finished (its exit recorded) or after
+  // `limit`, whichever comes first.
+  void WhenFinished(std::chrono::milliseconds limit, std::function<void()> done);
+  const std::string& state_dir() const { return state_dir_; }
+
+  struct Started {
+    std::shared_ptr<ExecRecord> record;
+    bool created = false;
+  };
+  Result<Started> Start(const std::string& id, ExecStartRequest request);
+  // 400 for a malformed id, 410 for a released one, 404 for an unknown one.
+  Result<std::shared_ptr<ExecRecord>> Find(std::string_view id);
+  Result<ExecInfo> Ack(std::string_view id);
+  Result<ExecInfo> Kill(std::string_view id, const KillRequest& request);
+  std::vector<ExecInfo> List() const;
+  ExecTotals Totals() const;
+
+  const DaemonConfig& config() const { return config_; }
+  const Reaper& reaper() const { return reaper_; }
+
+ private:
+  using SharedRecord = std::shared_ptr<ExecRecord>;
+
+  // exec_engine.cc: the table, persistence, recovery, release.
+  asio::awaitable<void> WaitFinished(std::chrono::milliseconds limit, std::function<void()> done);
+  void RecoverAll();
+  void Recover(StoredExec stored, std::chrono::system_clock::time_point now);
+  void Persist(const ExecRecord& rec);
+  void SyncLater(UniqueFd fd);
+  void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
+  void Release(const SharedRecord& rec);
+  Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
+
+  // exec_process.cc: the life of a process.
+  void Launch(const SharedRecord& rec, ExecStartRequest& request,
+              const std::optional<Credentials>& identity);
+  void FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code);
+  asio::awaitable<void> Pump(SharedRecord rec, Stream s);
+  void OnLeaderExit(const SharedRecord& rec, int wait_status);
+  void OnPumpDone(const SharedRecord& rec);
+  void ExpireDrain(const SharedRecord& rec);
+  void Finalize(const SharedRecord& rec);
+  void OnTimeout(const SharedRecord& rec);
+  void SignalGroup(const ExecRecord& rec, int signo);
+  void ArmGrace(const SharedRecord& rec, std::chrono::seconds grace);
+
+  asio::io_context& io_;
+  asio::thread_pool& blocking_;
+  const DaemonConfig& config_;
+  const BootstrapState& bootstrap_;
+  std::string state_dir_;
+  std::unique_ptr<ExecStore> store_;
+  Tombstones tombstones_;
+  RetentionBudget budget_;
+  Reaper reaper_;
+  std::unordered_map<std::string, SharedRecord> table_;
+  uint64_t next_seq_ = 1;
+  int64_t running_ = 0;
+  std::optional<struct rlimit> child_nofile_;  // the limit children get back
+};
+
+}  // namespace agentd

@@ -1,0 +1,300 @@
+// The life of one exec's process: spawn, output pumps, exit, output drain,
+// timeout and kill escalation (docs/PROTOCOL.md, "Exec").
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "exec/exec_engine.h"
+#include "exec/exec_stdin.h"
+#include "log/log.h"
+#include "proc/child_env.h"
+#include "proc/spawn.h"
+#include "proc/wait_status.h"
+#include "server/awaitable.h"
+#include "sys/pipe.h"
+#include "sys/posix_error.h"
+#include "sys/pty.h"
+
+extern char** environ;
+
+namespace agentd {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using SystemClock = std::chrono::system_clock;
+
+// Kernel buffer of each output pipe: large enough that a fast writer and
+// the pump exchange big batches, small enough for thousands of execs.
+constexpr int kOutputPipeBytes = 256 * 1024;
+// A pump moves at most this much before letting other work run.
+constexpr uint64_t kPumpTurnBytes = 4 << 20;
+
+// The child's stdin when the request gives none: /dev/null, or (in an image
+// without /dev) an empty pipe whose writer is already closed.
+Result<UniqueFd> NullInput() {
+  UniqueFd fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (fd) return AboveStdio(std::move(fd));
+  Result<Pipe> p = MakePipe(false, false);
+  if (!p.ok()) return p.status();
+  return std::move(p->read);
+}
+
+// The descriptors of one child: its 0, 1 and 2 (owned by child_ends until
+// the spawn), and the daemon's ends: output sources and the input sink.
+struct ChildIo {
+  std::vector<UniqueFd> child_ends;
+  int child_in = -1;
+  int child_out = -1;
+  int child_err = -1;
+  UniqueFd read_out;
+  UniqueFd read_err;  // none for a PTY: one merged stream
+  UniqueFd write_in;  // none when the child reads /dev/null
+};
+
+Result<ChildIo> PreparePtyIo(const PtySpec& spec) {
+  Result<PtyPair> pty = OpenPty(static_cast<int>(spec.rows), static_cast<int>(spec.cols));
+  if (!pty.ok()) return pty.status();
+  // Input is written to the master through its own descriptor, so closing
+  // it (eof) leaves the output side open.
+  UniqueFd input(::fcntl(pty->master.get(), F_DUPFD_CLOEXEC, 3));
+  if (!input) return PosixError(errno, "cannot duplicate the PTY master");
+  ChildIo io;
+  io.child_in = io.child_out = io.child_err = pty->slave.get();
+  io.child_ends.push_back(std::move(pty->slave));
+  io.read_out = std::move(pty->master);
+  io.write_in = std::move(input);
+  return io;
+}
+
+Result<ChildIo> PrepareIo(const ExecStartRequest& request) {
+  if (request.pty) return PreparePtyIo(*request.pty);
+  Result<Pipe> out = MakePipe(true, false, kOutputPipeBytes);
+  if (!out.ok()) return out.status();
+  Result<Pipe> err = MakePipe(true, false, kOutputPipeBytes);
+  if (!err.ok()) return err.status();
+  ChildIo io;
+  io.child_out = out->write.get();
+  io.child_err = err->write.get();
+  io.child_ends.push_back(std::move(out->write));
+  io.child_ends.push_back(std::move(err->write));
+  io.read_out = std::move(out->read);
+  io.read_err = std::move(err->read);
+  if (request.stdin_stream || request.stdin_data) {
+    Result<Pipe> in = MakePipe(false, true);
+    if (!in.ok()) return in.status();
+    io.child_in = in->read.get();
+    io.child_ends.push_back(std::move(in->read));
+    io.write_in = std::move(in->write);
+  } else {
+    Result<UniqueFd> null_in = NullInput();
+    if (!null_in.ok()) return null_in.status();
+    io.child_in = null_in->get();
+    io.child_ends.push_back(std::move(*null_in));
+  }
+  return io;
+}
+
+bool FindRequestEnv(const EnvOverlay& env, std::string_view name) {
+  for (const auto& [k, v] : env) {
+    if (k == name) return true;
+  }
+  return false;
+}
+
+// Waits for a child whose spawn failed (it exits at once, so this does not
+// block in practice). Done before the reaper's loop can see it.
+int WaitForFailedChild(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+}  // namespace
+
+void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code) {
+  Log(LogLevel::kInfo, "exec could not start",
+      json::Object().Set("id", rec->id).Set("reason", reason));
+  rec->error = reason;
+  (void)rec->log(Stream::kStderr).Append("agentd: " + reason + "\n");
+  rec->exit_code = exit_code;
+  rec->ended_at = SystemClock::now();
+  rec->duration_ms = 0;
+  rec->phase = ExecRecord::Phase::kExited;
+  rec->stdin_closed = true;
+}
+
+void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
+                        const std::optional<Credentials>& identity) {
+  rec->started_at = SystemClock::now();
+  rec->started_steady = SteadyClock::now();
+  rec->pty = request.pty.has_value();
+  rec->stdin_stream = request.stdin_stream || rec->pty;
+  const Credentials* creds = identity ? &*identity : nullptr;
+  std::vector<std::string> env =
+      BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
+  if (request.pty && !FindRequestEnv(request.env, "TERM")) {
+    SetEnv(env, "TERM", request.pty->term.value_or(kDefaultTerm));
+  }
+  Result<ChildIo> io = PrepareIo(request);
+  if (!io.ok()) return FailLaunch(rec, io.status().message(), 126);
+
+  SpawnSpec spec;
+  spec.argv = request.EffectiveArgv();
+  spec.env = std::move(env);
+  spec.cwd = request.cwd;
+  spec.credentials = creds;
+  spec.stdin_fd = io->child_in;
+  spec.stdout_fd = io->child_out;
+  spec.stderr_fd = io->child_err;
+  spec.controlling_terminal = rec->pty;
+  spec.nofile = child_nofile_;
+  Result<SpawnResult> spawned = Spawn(spec);
+  if (!spawned.ok()) return FailLaunch(rec, spawned.status().message(), 126);
+  io->child_ends.clear();  // the child has its own copies now
+
+  rec->pid = spawned->pid;
+  if (spawned->error != 0) {
+    // The child is already in _exit(): collect it here, so the start
+    // answer itself reports the failure as an exit.
+    return FailLaunch(rec, spawned->reason,
+                      DecodeWaitStatus(WaitForFailedChild(rec->pid)).exit_code);
+  }
+  ++running_;
+  reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+  Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));
+
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    UniqueFd& source = s == Stream::kStdout ? io->read_out : io->read_err;
+    if (!source) continue;  // a PTY merges both streams into stdout
+    rec->pipes[static_cast<int>(s)] =
+        std::make_unique<asio::posix::stream_descriptor>(io_, source.release());
+    ++rec->pumps_running;
+    asio::co_spawn(io_, Pump(rec, s), asio::detached);
+  }
+  if (io->write_in) {
+    rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, io->write_in.release());
+    if (request.stdin_data) {
+      asio::co_spawn(io_, WriteWholeStdin(rec, std::move(*request.stdin_data)), asio::detached);
+    }
+  } else {
+    rec->stdin_closed = true;
+  }
+  if (request.timeout_sec) {
+    rec->timeout_timer.expires_after(std::chrono::seconds(*request.timeout_sec));
+    rec->timeout_timer.async_wait([this, rec](const asio::error_code& ec) {
+      if (!ec) OnTimeout(rec);
+    });
+  }
+}
+
+asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
+  std::unique_ptr<asio::posix::stream_descriptor>& pipe = rec->pipes[static_cast<int>(s)];
+  OutputLog& log = rec->log(s);
+  for (;;) {
+    uint64_t moved = 0;
+    bool eof = false;
+    bool drained = false;
+    while (moved < kPumpTurnBytes) {
+      OutputLog::Fill f = log.FillFrom(pipe->native_handle(), kPumpTurnBytes - moved);
+      moved += f.bytes;
+      eof = f.eof;
+      drained = f.would_block;
+      if (eof || drained) break;
+    }
+    if (moved > 0) rec->changed.Notify();
+    if (eof || rec->drain_expired) break;
+    if (!drained) {  // a full turn: let connections and other pumps run
+      co_await asio::post(io_, asio::use_awaitable);
+      continue;
+    }
+    auto [ec] = co_await pipe->async_wait(asio::posix::stream_descriptor::wait_read, kUseNothrow);
+    if (ec) {
+      // The drain time is over: keep what the pipe holds now, then stop.
+      if (log.FillFrom(pipe->native_handle(), kPumpTurnBytes).bytes > 0) rec->changed.Notify();
+      break;
+    }
+  }
+  asio::error_code ignored;
+  pipe->close(ignored);
+  OnPumpDone(rec);
+}
+
+void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
+  ExitOutcome outcome = DecodeWaitStatus(wait_status);
+  rec->exit_code = rec->timed_out ? 124 : outcome.exit_code;
+  rec->signal = outcome.signal;
+  rec->ended_at = SystemClock::now();
+  rec->duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() -
+                                                                           rec->started_steady)
+                         .count();
+  rec->phase = ExecRecord::Phase::kDraining;
+  --running_;
+  rec->timeout_timer.cancel();
+  Log(LogLevel::kInfo, "exec leader exited",
+      json::Object()
+          .Set("id", rec->id)
+          .Set("exit_code", *rec->exit_code)
+          .Set("signal", rec->signal ? json::Value(*rec->signal) : json::Value())
+          .Set("duration_ms", rec->duration_ms));
+  if (rec->pumps_running == 0) return Finalize(rec);
+  Persist(*rec);
+  rec->changed.Notify();
+  rec->drain_timer.expires_after(config_.output_drain);
+  rec->drain_timer.async_wait([this, rec](const asio::error_code& ec) {
+    if (!ec) ExpireDrain(rec);
+  });
+}
+
+void ExecEngine::ExpireDrain(const SharedRecord& rec) {
+  rec->drain_expired = true;
+  for (auto& pipe : rec->pipes) {
+    asio::error_code ignored;
+    if (pipe && pipe->is_open()) pipe->cancel(ignored);
+  }
+}
+
+void ExecEngine::OnPumpDone(const SharedRecord& rec) {
+  if (--rec->pumps_running == 0 && rec->phase == ExecRecord::Phase::kDraining) Finalize(rec);
+}
+
+void ExecEngine::Finalize(const SharedRecord& rec) {
+  rec->phase = ExecRecord::Phase::kExited;
+  rec->drain_timer.cancel();
+  rec->stdin_pipe.reset();
+  rec->stdin_closed = true;
+  Persist(*rec);
+  rec->changed.Notify();
+  rec->stdin_idle.Notify();
+}
+
+void ExecEngine::OnTimeout(const SharedRecord& rec) {
+  if (!rec->running()) return;
+  rec->timed_out = true;
+  if (!rec->killed_by) rec->killed_by = "timeout";
+  Log(LogLevel::kInfo, "exec timed out", json::Object().Set("id", rec->id));
+  SignalGroup(*rec, SIGTERM);
+  ArmGrace(rec, std::chrono::seconds(rec->kill_grace_sec));
+}
+
+void ExecEngine::SignalGroup(const ExecRecord& rec, int signo) {
+  // The whole process group (pgid == the leader's pid, from setsid).
+  if (rec.pid > 0) ::kill(-rec.pid, signo);
+}
+
+void ExecEngine::ArmGrace(const SharedRecord& rec, std::chrono::seconds grace) {
+  auto deadline = SteadyClock::now() + grace;
+  if (rec->grace_deadline && *rec->grace_deadline <= deadline) return;  // an earlier one stands
+  rec->grace_deadline = deadline;
+  rec->grace_timer.expires_at(deadline);
+  rec->grace_timer.async_wait([this, rec](const asio::error_code& ec) {
+    if (ec) return;
+    rec->grace_deadline.reset();
+    SignalGroup(*rec, SIGKILL);
+  });
+}
+
+}  // namespace agentd

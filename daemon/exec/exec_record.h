@@ -1,0 +1,96 @@
+// ExecRecord: everything the daemon knows about one exec, from start to
+// release (docs/PROTOCOL.md, "Exec").
+//
+// Phases: kRunning while the leader process lives; kDraining after it
+// exited while its output streams are still open (at most
+// --output-drain-ms); kExited once the output is complete. The wire's
+// "state" is "running" until kExited, so a caller that sees "exited" knows
+// stdout_bytes and stderr_bytes are final. `busy` counts only kRunning.
+//
+// Records are shared (std::shared_ptr) between the exec table and the
+// coroutines serving it (pumps, readers), so a release never pulls a record
+// from under a reader. Used only on the io thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agentd/protocol/exec.h"
+#include "exec/change_signal.h"
+#include "spool/output_log.h"
+
+namespace agentd {
+
+enum class Stream { kStdout = 0, kStderr = 1 };
+std::string_view StreamName(Stream s);
+
+struct ExecRecord {
+  using SystemClock = std::chrono::system_clock;
+  using SteadyClock = std::chrono::steady_clock;
+  enum class Phase { kRunning, kDraining, kExited };
+
+  explicit ExecRecord(asio::any_io_executor ex)
+      : timeout_timer(ex), grace_timer(ex), drain_timer(ex), release_timer(ex) {}
+
+  // Identity.
+  std::string id;
+  std::string fingerprint;  // ExecFingerprint() of the start request
+  uint64_t seq = 0;         // start order, for the list
+  std::string dir;          // <state-dir>/execs/exec-<id>
+
+  // Process and outcome.
+  pid_t pid = 0;
+  Phase phase = Phase::kRunning;
+  std::optional<int64_t> exit_code;
+  std::optional<std::string> signal;
+  bool timed_out = false;
+  std::optional<std::string> killed_by;
+  std::optional<std::string> error;
+  SystemClock::time_point started_at;
+  SteadyClock::time_point started_steady;
+  std::optional<SystemClock::time_point> ended_at;
+  int64_t duration_ms = 0;  // final once the leader exited
+  bool acked = false;
+  std::optional<SystemClock::time_point> acked_at;
+  bool released = false;
+
+  // Output.
+  std::unique_ptr<OutputLog> logs[2];
+  OutputLog& log(Stream s) { return *logs[static_cast<int>(s)]; }
+  ChangeSignal changed;
+
+  // Machinery while the process runs (empty for recovered records).
+  std::unique_ptr<asio::posix::stream_descriptor> pipes[2];
+  int pumps_running = 0;
+  bool drain_expired = false;
+  int64_t kill_grace_sec = kDefaultKillGraceSec;
+  asio::steady_timer timeout_timer;
+  asio::steady_timer grace_timer;
+  std::optional<SteadyClock::time_point> grace_deadline;
+  asio::steady_timer drain_timer;
+  asio::steady_timer release_timer;
+
+  // A PTY exec: pipes[0] is the terminal's master (output and resize).
+  bool pty = false;
+
+  // Stdin (docs/PROTOCOL.md, "Stdin").
+  bool stdin_stream = false;
+  std::unique_ptr<asio::posix::stream_descriptor> stdin_pipe;
+  uint64_t stdin_next = 0;    // bytes the process was given
+  bool stdin_closed = false;  // eof was sent, or the process cannot read any more
+  bool stdin_busy = false;    // a stdin request is writing
+  ChangeSignal stdin_idle;
+
+  bool running() const { return phase == Phase::kRunning; }
+  bool finished() const { return phase == Phase::kExited; }
+  ExecInfo Info() const;
+};
+
+}  // namespace agentd

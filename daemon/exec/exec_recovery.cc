@@ -1,0 +1,81 @@
+// Recovery at start (docs/PROTOCOL.md, "Exec"): every record found in the
+// state directory comes back as an exited exec; one whose process was
+// running when the daemon died is marked "daemon_restart".
+#include <algorithm>
+
+#include "agentd/protocol/time_format.h"
+#include "exec/exec_engine.h"
+#include "log/log.h"
+
+namespace agentd {
+
+using SystemClock = std::chrono::system_clock;
+
+void ExecEngine::RecoverAll() {
+  auto now = SystemClock::now();
+  std::vector<StoredExec> stored = store_->LoadAll();
+  std::sort(stored.begin(), stored.end(), [](const StoredExec& a, const StoredExec& b) {
+    return a.info.started_at < b.info.started_at;
+  });
+  for (StoredExec& s : stored) Recover(std::move(s), now);
+}
+
+void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
+  const ExecInfo& info = stored.info;
+  if (tombstones_.Contains(info.id, now)) {  // released, but the removal was cut short
+    ExecStore::RemoveDir(stored.dir);
+    return;
+  }
+  auto rec = std::make_shared<ExecRecord>(io_.get_executor());
+  rec->id = info.id;
+  rec->fingerprint = std::move(stored.fingerprint);
+  rec->seq = next_seq_++;
+  rec->dir = stored.dir;
+  rec->pid = static_cast<pid_t>(info.pid);
+  rec->phase = ExecRecord::Phase::kExited;
+  rec->exit_code = info.exit_code;
+  rec->signal = info.signal;
+  rec->timed_out = info.timed_out;
+  rec->killed_by = info.killed_by;
+  rec->error = info.error;
+  rec->started_at = ParseRfc3339(info.started_at).value_or(now);
+  rec->duration_ms = info.duration_ms;
+  if (info.ended_at) rec->ended_at = ParseRfc3339(*info.ended_at);
+  rec->stdin_closed = true;
+  if (info.running && !info.exit_code) {
+    // The daemon died while the process ran: its status is lost for good.
+    rec->killed_by = "daemon_restart";
+    rec->error = "the daemon restarted while the process ran; its exit status is unknown";
+    rec->ended_at = now;
+    rec->duration_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - rec->started_at).count();
+  } else if (info.running && !rec->error) {
+    rec->error = "the daemon restarted while the output was still being collected";
+  }
+  uint64_t recorded[2] = {info.stdout_retained_from, info.stderr_retained_from};
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    int i = static_cast<int>(s);
+    std::string path = rec->dir + "/" + std::string(StreamName(s));
+    Result<std::unique_ptr<OutputLog>> log = OutputLog::Open(path, recorded[i]);
+    if (!log.ok()) log = OutputLog::Create(path);
+    if (!log.ok()) {
+      Log(LogLevel::kWarn, "dropping an exec record whose output cannot be opened",
+          json::Object().Set("id", rec->id).Set("error", log.status().message()));
+      ExecStore::RemoveDir(stored.dir);
+      return;
+    }
+    rec->logs[i] = std::move(*log);
+    rec->log(s).set_budget(&budget_);
+  }
+  table_.emplace(rec->id, rec);
+  if (stored.acked_at_ms) {
+    rec->acked = true;
+    rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));
+    auto left = *rec->acked_at + std::chrono::seconds(config_.ack_ttl_sec) - now;
+    ScheduleRelease(rec, std::max(std::chrono::milliseconds(0),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(left)));
+  }
+  if (info.running) Persist(*rec);
+}
+
+}  // namespace agentd

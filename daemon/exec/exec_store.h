@@ -1,0 +1,62 @@
+// ExecStore: exec records on disk under <state-dir>/execs
+// (docs/PROTOCOL.md, "Exec"; the layout is private to the daemon).
+//
+//   execs/exec-<id>/meta.json      the exec object, the request fingerprint
+//                                  and the ack time, rewritten on each change
+//   execs/exec-<id>/stdout, stderr the output logs (spool/output_log.h)
+//
+// The "exec-" prefix keeps ids such as ".." from naming anything but a
+// child directory. Files are replaced atomically (temporary file, rename),
+// so a daemon killed mid-write leaves the old or the new version; the data
+// is fsynced on the blocking pool afterwards (durability across power loss
+// is best effort; across daemon crashes it is exact). Methods that touch the
+// disk synchronously are small metadata operations on the io thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agentd/protocol/exec.h"
+#include "agentd/protocol/status.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+struct StoredExec {
+  std::string dir;
+  std::string fingerprint;
+  ExecInfo info;
+  std::optional<int64_t> acked_at_ms;  // unix ms
+};
+
+class ExecStore {
+ public:
+  // `root` is <state-dir>/execs; Open() creates it.
+  explicit ExecStore(std::string root) : root_(std::move(root)) {}
+  Status Open();
+  const std::string& root() const { return root_; }
+
+  std::string DirFor(std::string_view id) const;
+  // Creates the record's directory (replacing leftovers of a released record).
+  Status CreateDir(const std::string& dir);
+  // Replaces meta.json; returns the file for a later fsync.
+  Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
+                             std::string_view fingerprint, std::optional<int64_t> acked_at_ms);
+
+  // Every readable record; unreadable directories are removed (logged).
+  std::vector<StoredExec> LoadAll();
+
+  // Removes a record's directory and files. Blocking; for the pool.
+  static void RemoveDir(const std::string& dir);
+
+ private:
+  std::string root_;
+};
+
+// Creates the state directory: `wanted` when given; else /run/agentd, then
+// $XDG_RUNTIME_DIR/agentd, then a new temporary directory. Mode 0700.
+Result<std::string> PrepareStateDir(const std::string& wanted);
+
+}  // namespace agentd

@@ -1,0 +1,222 @@
+#include "proc/spawn.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proc/child_env.h"
+#include "sys/posix_error.h"
+
+namespace agentd {
+namespace {
+
+constexpr size_t kChildStackBytes = 64 * 1024;
+
+enum class Step : int { kNone, kSetsid, kDup, kTty, kGroups, kGid, kUid, kChdir, kExec };
+
+// Everything the child needs, prepared by the parent. The child writes
+// only `err`, `step` and `failed_path` (the parent is suspended meanwhile).
+struct ChildArgs {
+  char* const* argv;
+  char* const* envp;
+  const char* const* candidates;
+  size_t candidate_count;
+  const char* cwd;
+  const Credentials* creds;
+  const gid_t* groups;
+  size_t group_count;
+  int fds[3];
+  const struct rlimit* nofile;
+  bool controlling_terminal;
+  int err;
+  Step step;
+  const char* failed_path;
+};
+
+[[noreturn]] void Fail(ChildArgs* a, Step step, int err, const char* path = nullptr) {
+  a->err = err;
+  a->step = step;
+  a->failed_path = path;
+  _exit(SpawnFailureExitCode(err));
+}
+
+// execvpe's rules: keep going past "not here" errors, remember EACCES,
+// stop at anything else.
+[[noreturn]] void ExecCandidates(ChildArgs* a) {
+  bool saw_eacces = false;
+  const char* eacces_path = nullptr;
+  for (size_t i = 0; i < a->candidate_count; ++i) {
+    ::execve(a->candidates[i], a->argv, a->envp);
+    int err = errno;
+    switch (err) {
+      case EACCES:
+        if (!saw_eacces) eacces_path = a->candidates[i];
+        saw_eacces = true;
+        break;
+      case ENOENT:
+      case ENOTDIR:
+      case ESTALE:
+      case ENODEV:
+      case ETIMEDOUT:
+        break;
+      default:
+        Fail(a, Step::kExec, err, a->candidates[i]);
+    }
+  }
+  if (saw_eacces) Fail(a, Step::kExec, EACCES, eacces_path);
+  Fail(a, Step::kExec, ENOENT, a->argv[0]);
+}
+
+int ChildMain(void* arg) {
+  auto* a = static_cast<ChildArgs*>(arg);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);  // EINVAL for KILL/STOP: fine
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::setsid() < 0) Fail(a, Step::kSetsid, errno);
+  for (int i = 0; i < 3; ++i) {
+    if (::dup2(a->fds[i], i) < 0) Fail(a, Step::kDup, errno);
+  }
+  if (a->controlling_terminal && ::ioctl(0, TIOCSCTTY, 0) != 0) Fail(a, Step::kTty, errno);
+  if (a->creds) {
+    if (::syscall(SYS_setgroups, a->group_count, a->groups) != 0) Fail(a, Step::kGroups, errno);
+    gid_t g = a->creds->gid;
+    if (::syscall(SYS_setresgid, g, g, g) != 0) Fail(a, Step::kGid, errno);
+    if (a->creds->uid) {
+      uid_t u = *a->creds->uid;
+      if (::syscall(SYS_setresuid, u, u, u) != 0) Fail(a, Step::kUid, errno);
+    }
+  }
+  if (a->cwd && ::chdir(a->cwd) != 0) Fail(a, Step::kChdir, errno, a->cwd);
+  if (a->nofile) ::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, a->nofile, nullptr);
+  if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+    // Kernels before 5.9: every daemon descriptor is close-on-exec anyway;
+    // close what a plain loop can reach as a second line.
+    for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+  }
+  ExecCandidates(a);
+}
+
+// The paths execve is tried on, in order.
+std::vector<std::string> Candidates(const std::vector<std::string>& argv,
+                                    const std::vector<std::string>& env) {
+  const std::string& name = argv[0];
+  if (name.find('/') != std::string::npos) return {name};
+  std::string path;
+  if (!FindEnv(env, "PATH", &path)) path = kDefaultPath;
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    out.push_back(dir + "/" + name);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const std::string& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec) {
+  std::string what;
+  switch (step) {
+    case Step::kExec:
+      what = "cannot execute " + std::string(path ? path : spec.argv[0].c_str());
+      break;
+    case Step::kChdir:
+      what = "cannot change directory to " + spec.cwd.value_or("");
+      break;
+    case Step::kSetsid:
+      what = "cannot start a session";
+      break;
+    case Step::kDup:
+      what = "cannot set up standard descriptors";
+      break;
+    case Step::kTty:
+      what = "cannot acquire the PTY as controlling terminal";
+      break;
+    case Step::kGroups:
+      what = "cannot set supplementary groups";
+      break;
+    case Step::kGid:
+      what = "cannot switch to group " + std::to_string(spec.credentials->gid);
+      break;
+    case Step::kUid:
+      what = "cannot switch to user " + std::to_string(*spec.credentials->uid);
+      break;
+    case Step::kNone:
+      what = "cannot start the process";
+      break;
+  }
+  return what + ": " + std::strerror(err);
+}
+
+}  // namespace
+
+int SpawnFailureExitCode(int err) { return (err == ENOENT || err == ENOTDIR) ? 127 : 126; }
+
+Result<SpawnResult> Spawn(const SpawnSpec& spec) {
+  std::vector<std::string> candidates = Candidates(spec.argv, spec.env);
+  std::vector<const char*> candidate_ptrs;
+  for (const std::string& c : candidates) candidate_ptrs.push_back(c.c_str());
+  std::vector<char*> argv = CStrings(spec.argv);
+  std::vector<char*> envp = CStrings(spec.env);
+  ChildArgs args{};
+  args.argv = argv.data();
+  args.envp = envp.data();
+  args.candidates = candidate_ptrs.data();
+  args.candidate_count = candidate_ptrs.size();
+  args.cwd = spec.cwd ? spec.cwd->c_str() : nullptr;
+  args.creds = spec.credentials;
+  if (spec.credentials) {
+    args.groups = spec.credentials->groups.data();
+    args.group_count = spec.credentials->groups.size();
+  }
+  args.fds[0] = spec.stdin_fd;
+  args.fds[1] = spec.stdout_fd;
+  args.fds[2] = spec.stderr_fd;
+  args.nofile = spec.nofile ? &*spec.nofile : nullptr;
+  args.controlling_terminal = spec.controlling_terminal;
+
+  void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return PosixError(errno, "cannot map a child stack");
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = ::clone(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::munmap(stack, kChildStackBytes);
+  if (pid < 0) return PosixError(clone_errno, "cannot create a process");
+
+  SpawnResult out;
+  out.pid = pid;
+  out.error = args.err;
+  if (args.err != 0) {
+    out.reason = Describe(args.step, args.err, args.failed_path, spec);
+    out.exit_code = SpawnFailureExitCode(args.err);
+  }
+  return out;
+}
+
+}  // namespace agentd

@@ -1,0 +1,67 @@
+// Spawn: starts one child the way docs/PROTOCOL.md ("Start") promises.
+//
+// The parent prepares everything (argv, envp, the PATH candidates, the
+// group list) and then clone(CLONE_VM | CLONE_VFORK)s onto a small private
+// stack, with every signal blocked around the call. The child runs only
+// async-signal-safe system calls: default dispositions for every signal and
+// an empty mask, a new session (so its own process group, pgid == pid),
+// stdin/stdout/stderr from the given descriptors (for a PTY exec the slave,
+// which becomes the controlling terminal), setgroups/setresgid/
+// setresuid as raw system calls (glibc's wrappers would broadcast the change
+// to every daemon thread, since the child shares their memory), chdir, the
+// daemon's original RLIMIT_NOFILE, every other descriptor closed, and
+// execve over the PATH candidates with execvpe's rules. A failing step
+// stores its errno and step in the ChildArgs the parent shares, then exits
+// 127 (not found) or 126 (anything else). (No close-on-exec error pipe is
+// needed: with CLONE_VFORK the parent resumes only once the child has
+// exec'd or exited, so it reads that memory after the child wrote it; one
+// descriptor and one read fewer per spawn.)
+//
+// Called on the io thread only (the thread is suspended until the child
+// has exec'd or exited, typically well under a millisecond).
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/status.h"
+#include "proc/user_db.h"
+
+namespace agentd {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is searched in PATH unless it has a '/'
+  std::vector<std::string> env;   // "NAME=value"; its PATH drives the search
+  std::optional<std::string> cwd;
+  const Credentials* credentials = nullptr;  // null: keep the daemon's identity
+  int stdin_fd = -1;                         // each >= 3 (see sys/pipe.h)
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  std::optional<struct rlimit> nofile;  // the limit to give the child
+  // stdin is a PTY slave that becomes the child's controlling terminal.
+  bool controlling_terminal = false;
+};
+
+struct SpawnResult {
+  pid_t pid = -1;  // > 0 whenever a child exists (also when its exec failed)
+  int error = 0;   // errno of the step that failed in the child; 0 on success
+  // When error != 0: "cannot execute python4: No such file or directory".
+  std::string reason;
+  int exit_code = 0;  // what the failed child exits with: 127 or 126
+};
+
+// A Status only when no child could be created at all (clone failed).
+Result<SpawnResult> Spawn(const SpawnSpec& spec);
+
+// The exit code of a failed spawn step: 127 for "not found", else 126.
+int SpawnFailureExitCode(int err);
+
+// The directories searched when the child's environment has no PATH.
+inline constexpr char kDefaultPath[] =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+}  // namespace agentd

@@ -1,0 +1,225 @@
+#include "spool/output_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "log/log.h"
+#include "sys/posix_error.h"
+
+namespace agentd {
+namespace {
+
+// One splice call moves at most this much (a pipe never holds more).
+constexpr uint64_t kSpliceChunk = 1 << 20;
+
+}  // namespace
+
+OutputLog::OutputLog(UniqueFd fd, uint64_t next, uint64_t retained_from)
+    : fd_(std::move(fd)), next_(next), retained_from_(retained_from) {}
+
+OutputLog::~OutputLog() {
+  if (budget_) budget_->Remove(this);
+}
+
+Result<std::unique_ptr<OutputLog>> OutputLog::Create(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) return PosixError(errno, "cannot create output log", path);
+  return std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), 0, 0));
+}
+
+Result<std::unique_ptr<OutputLog>> OutputLog::Open(const std::string& path,
+                                                   uint64_t recorded_retained_from) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd) return PosixError(errno, "cannot open output log", path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat output log", path);
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  // The first byte still on disk: ENXIO means the whole file is a hole; a
+  // file system that cannot tell (EINVAL) is taken at the recorded value.
+  off_t data = ::lseek(fd.get(), 0, SEEK_DATA);
+  uint64_t first_data = data >= 0 ? static_cast<uint64_t>(data) : errno == ENXIO ? size : 0;
+  uint64_t retained_from = std::min(size, std::max(recorded_retained_from, first_data));
+  auto log = std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), size, retained_from));
+  log->punched_to_ = std::min(first_data, retained_from) / kPunchUnit * kPunchUnit;
+  return log;
+}
+
+void OutputLog::set_budget(RetentionBudget* budget) {
+  if (budget_) budget_->Remove(this);
+  budget_ = budget;
+  if (budget_) budget_->Add(this);
+}
+
+void OutputLog::Grew(uint64_t bytes) {
+  next_ += bytes;
+  if (budget_) budget_->OnGrow(this, bytes);
+}
+
+OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
+  Fill f;
+  while (f.bytes < max_bytes) {
+    loff_t off = static_cast<loff_t>(next_);
+    size_t want = static_cast<size_t>(std::min(max_bytes - f.bytes, kSpliceChunk));
+    ssize_t n =
+        ::splice(pipe_fd, nullptr, fd_.get(), &off, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      Grew(static_cast<uint64_t>(n));
+      f.bytes += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == 0) {
+      f.eof = true;
+      return f;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {
+      f.would_block = true;
+      return f;
+    }
+    if (errno == EINVAL) return CopyFrom(pipe_fd, max_bytes, f);  // not a pipe: a PTY
+    // The disk refused (full, quota, I/O error). Keep the child running:
+    // read the bytes, drop them, and make the loss an explicit gap.
+    int err = errno;
+    char buf[64 * 1024];
+    ssize_t r = ::read(pipe_fd, buf, sizeof(buf));
+    if (r > 0) {
+      Log(LogLevel::kWarn, "output dropped: cannot write the spool",
+          json::Object().Set("errno", err).Set("bytes", r));
+      Grew(static_cast<uint64_t>(r));
+      ReleaseTo(next_);
+      f.bytes += static_cast<uint64_t>(r);
+      continue;
+    }
+    if (r < 0 && errno == EAGAIN) {
+      f.would_block = true;
+    } else {
+      f.eof = true;
+    }
+    return f;
+  }
+  return f;
+}
+
+OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
+  char buf[64 * 1024];
+  while (f.bytes < max_bytes) {
+    ssize_t n = ::read(fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes - f.bytes));
+    if (n > 0) {
+      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
+        Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
+        ReleaseTo(next_);
+      }
+      f.bytes += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      f.would_block = true;
+    } else {
+      f.eof = true;  // 0, or EIO: a PTY master whose slave side is all closed
+    }
+    return f;
+  }
+  return f;
+}
+
+Status OutputLog::Append(std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done,
+                         static_cast<off_t>(next_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return PosixError(errno, "cannot write output log");
+    done += static_cast<size_t>(n);
+  }
+  Grew(bytes.size());
+  return Status::Ok();
+}
+
+Status OutputLog::Read(uint64_t from, uint64_t max_bytes, std::string* out) const {
+  out->clear();
+  if (from < retained_from_ || from > next_) {
+    return Status::Internal("read outside the retained range");
+  }
+  uint64_t len = std::min(max_bytes, next_ - from);
+  out->resize(static_cast<size_t>(len));
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd_.get(), out->data() + done, len - done, static_cast<off_t>(from + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      out->resize(done);
+      return n == 0 ? Status::Internal("output log shorter than its length")
+                    : PosixError(errno, "cannot read output log");
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+void OutputLog::ReleaseTo(uint64_t offset) {
+  offset = std::min(offset, next_);
+  if (offset <= retained_from_) return;
+  uint64_t released = offset - retained_from_;
+  retained_from_ = offset;
+  if (budget_) budget_->OnRelease(released);
+  Punch();
+}
+
+void OutputLog::Punch() {
+  uint64_t limit = retained_from_;
+  if (!pins_.empty()) limit = std::min(limit, *pins_.begin());
+  uint64_t target = limit / kPunchUnit * kPunchUnit;
+  if (target <= punched_to_ || !punch_supported_) return;
+  if (::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(punched_to_), static_cast<off_t>(target - punched_to_)) != 0) {
+    if (errno == EOPNOTSUPP || errno == ENOSYS) {
+      punch_supported_ = false;
+      Log(LogLevel::kWarn, "the state directory cannot punch holes; released output stays on disk");
+    }
+    return;
+  }
+  punched_to_ = target;
+}
+
+OutputLog::Pin::Pin(OutputLog& log, uint64_t offset) : log_(log), it_(log.pins_.insert(offset)) {}
+
+OutputLog::Pin::~Pin() {
+  log_.pins_.erase(it_);
+  log_.Punch();
+}
+
+void OutputLog::Pin::Move(uint64_t offset) {
+  if (*it_ == offset) return;
+  log_.pins_.erase(it_);
+  it_ = log_.pins_.insert(offset);
+  log_.Punch();
+}
+
+void RetentionBudget::Add(OutputLog* log) {
+  if (logs_.insert(log).second) retained_ += log->retained();
+}
+
+void RetentionBudget::Remove(OutputLog* log) {
+  if (logs_.erase(log)) retained_ -= log->retained();
+}
+
+void RetentionBudget::OnGrow(OutputLog* log, uint64_t bytes) {
+  retained_ += bytes;
+  if (log->retained() > per_stream_) log->ReleaseTo(log->next() - per_stream_);
+  while (retained_ > total_) {
+    OutputLog* largest = nullptr;
+    for (OutputLog* l : logs_) {
+      if (!largest || l->retained() > largest->retained()) largest = l;
+    }
+    if (!largest || largest->retained() == 0) return;
+    uint64_t excess = retained_ - total_;
+    largest->ReleaseTo(largest->retained_from() + std::min(excess, largest->retained()));
+  }
+}
+
+}  // namespace agentd

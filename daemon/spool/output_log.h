@@ -1,0 +1,128 @@
+// OutputLog: one output stream of one exec, as an append-only byte log in a
+// file under --state-dir, addressed by absolute offsets
+// (docs/PROTOCOL.md, "Exec").
+//
+// Bytes move from the child's pipe into the file with splice(2): the daemon
+// never copies output through its own memory, so its RSS stays flat however
+// much a child prints. The page cache is the log's in-memory tail (recent
+// bytes are read back from it); the daemon holds no output buffer of its
+// own beyond what one reader asks for. The file offset of a byte is its
+// stream offset.
+//
+// Retention releases bytes from the front: `retained_from` moves forward at
+// once (readers before it see a gap), and the disk space is returned by
+// punching holes (fallocate PUNCH_HOLE | KEEP_SIZE) in whole kPunchUnit
+// steps, never past a reader's pin: a reader streaming with sendfile pins
+// its cursor so the bytes it is sending stay on disk until it moved on.
+// Bytes are never rewritten, so any byte at or after the first data block
+// on disk is a correct byte of the stream (recovery relies on this).
+//
+// Used only on the io thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "agentd/protocol/status.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+class RetentionBudget;
+
+class OutputLog {
+ public:
+  static constexpr uint64_t kPunchUnit = 1 << 20;
+
+  // A new empty log at `path` (created or truncated, mode 0600).
+  static Result<std::unique_ptr<OutputLog>> Create(const std::string& path);
+  // An existing log, for recovery: its size is `next`; `retained_from` is
+  // the larger of the recorded value and the first byte still on disk.
+  static Result<std::unique_ptr<OutputLog>> Open(const std::string& path,
+                                                 uint64_t recorded_retained_from);
+  ~OutputLog();
+
+  uint64_t next() const { return next_; }
+  uint64_t retained_from() const { return retained_from_; }
+  uint64_t retained() const { return next_ - retained_from_; }
+  int fd() const { return fd_.get(); }
+
+  // Attaches the log to a budget (per-stream and total caps). Optional.
+  void set_budget(RetentionBudget* budget);
+
+  struct Fill {
+    uint64_t bytes = 0;
+    bool eof = false;          // the pipe's writers are all gone
+    bool would_block = false;  // the pipe is empty for now
+  };
+  // Moves up to `max_bytes` from `pipe_fd` (non-blocking) into the log.
+  // A disk error (full, quota) does not stop the stream: the bytes are read
+  // and dropped, and the log's front jumps past them, an explicit gap. A
+  // descriptor splice cannot read (a PTY master) is copied with read(2);
+  // EIO from it is its end of file.
+  Fill FillFrom(int pipe_fd, uint64_t max_bytes);
+  // Appends bytes the daemon itself writes (a spawn failure's reason).
+  Status Append(std::string_view bytes);
+
+  // Reads up to `max_bytes` starting at `from` (which must be within
+  // [retained_from, next]) into `out`.
+  Status Read(uint64_t from, uint64_t max_bytes, std::string* out) const;
+
+  // Releases every byte before `offset` (clamped to next).
+  void ReleaseTo(uint64_t offset);
+
+  // A reader's position; the disk bytes at and after it are kept.
+  class Pin {
+   public:
+    Pin(OutputLog& log, uint64_t offset);
+    ~Pin();
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    void Move(uint64_t offset);
+
+   private:
+    OutputLog& log_;
+    std::multiset<uint64_t>::iterator it_;
+  };
+
+ private:
+  OutputLog(UniqueFd fd, uint64_t next, uint64_t retained_from);
+  void Grew(uint64_t bytes);
+  Fill CopyFrom(int fd, uint64_t max_bytes, Fill f);
+  void Punch();
+
+  UniqueFd fd_;
+  uint64_t next_ = 0;
+  uint64_t retained_from_ = 0;
+  uint64_t punched_to_ = 0;  // disk bytes before this are holes
+  bool punch_supported_ = true;
+  std::multiset<uint64_t> pins_;
+  RetentionBudget* budget_ = nullptr;
+};
+
+// RetentionBudget: the per-stream and total retention caps over every
+// live log. After a log grows, it releases that log's front beyond the
+// per-stream cap, then (while the sum over all logs exceeds the total cap)
+// the front of the log retaining the most, so small outputs stay whole.
+class RetentionBudget {
+ public:
+  RetentionBudget(uint64_t per_stream, uint64_t total) : per_stream_(per_stream), total_(total) {}
+
+  void Add(OutputLog* log);
+  void Remove(OutputLog* log);
+  uint64_t retained_total() const { return retained_; }
+
+  // For OutputLog.
+  void OnGrow(OutputLog* log, uint64_t bytes);
+  void OnRelease(uint64_t bytes) { retained_ -= bytes; }
+
+ private:
+  uint64_t per_stream_;
+  uint64_t total_;
+  uint64_t retained_ = 0;
+  std::set<OutputLog*> logs_;
+};
+
+}  // namespace agentd

@@ -1,0 +1,156 @@
+#include "spool/output_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sys/pipe.h"
+
+using namespace agentd;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/agentd-spool-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::string Pattern(size_t n, uint64_t seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + seed * 7 + (i >> 9)) & 0xff);
+  return s;
+}
+
+// Writes `bytes` into a pipe and drains it into the log.
+void Feed(OutputLog& log, const std::string& bytes) {
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    size_t chunk = std::min<size_t>(bytes.size() - done, 64 * 1024);
+    REQUIRE(::write(p->write.get(), bytes.data() + done, chunk) == static_cast<ssize_t>(chunk));
+    done += chunk;
+    OutputLog::Fill f = log.FillFrom(p->read.get(), UINT64_MAX);
+    REQUIRE(f.would_block);
+  }
+  p->write.reset();
+  CHECK(log.FillFrom(p->read.get(), UINT64_MAX).eof);
+}
+
+uint64_t DiskBytes(int fd) {
+  struct stat st;
+  REQUIRE(fstat(fd, &st) == 0);
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+}  // namespace
+
+TEST_CASE("spool: bytes keep their absolute offsets and read back exactly", "[spool]") {
+  TempDir dir;
+  auto log = OutputLog::Create(dir.path + "/stdout");
+  REQUIRE(log.ok());
+  std::string data = Pattern(300000, 1);
+  Feed(**log, data);
+  CHECK((*log)->next() == data.size());
+  CHECK((*log)->retained_from() == 0);
+  std::string out;
+  REQUIRE((*log)->Read(1000, 5000, &out).ok());
+  CHECK(out == data.substr(1000, 5000));
+  REQUIRE((*log)->Read(299990, 5000, &out).ok());
+  CHECK(out == data.substr(299990));
+  REQUIRE((*log)->Append("tail").ok());
+  REQUIRE((*log)->Read(300000, 10, &out).ok());
+  CHECK(out == "tail");
+}
+
+TEST_CASE("spool: the per-stream cap releases the front and moves retained_from", "[spool]") {
+  TempDir dir;
+  RetentionBudget budget(3 << 20, 1ull << 40);  // outlives the logs attached to it
+  auto log = OutputLog::Create(dir.path + "/stdout");
+  REQUIRE(log.ok());
+  (*log)->set_budget(&budget);
+  std::string data = Pattern(10 << 20, 2);
+  Feed(**log, data);
+  CHECK((*log)->next() == data.size());
+  CHECK((*log)->retained_from() == data.size() - (3 << 20));
+  CHECK(budget.retained_total() == 3u << 20);
+  std::string out;
+  REQUIRE((*log)->Read((*log)->retained_from(), 1 << 20, &out).ok());
+  CHECK(out == data.substr((*log)->retained_from(), 1 << 20));
+  CHECK_FALSE((*log)->Read(0, 10, &out).ok());
+  // Released space went back to the file system (holes), in whole units.
+  CHECK(DiskBytes((*log)->fd()) <= (4u << 20) + 65536);
+}
+
+TEST_CASE("spool: the total cap takes from the log retaining the most", "[spool]") {
+  TempDir dir;
+  RetentionBudget budget(1ull << 40, 4 << 20);
+  auto small = OutputLog::Create(dir.path + "/small");
+  auto big = OutputLog::Create(dir.path + "/big");
+  REQUIRE(small.ok());
+  REQUIRE(big.ok());
+  (*small)->set_budget(&budget);
+  (*big)->set_budget(&budget);
+  Feed(**small, Pattern(1 << 20, 3));
+  Feed(**big, Pattern(6 << 20, 4));
+  CHECK(budget.retained_total() == 4u << 20);
+  CHECK((*small)->retained_from() == 0);
+  CHECK((*big)->retained() == 3u << 20);
+  big->reset();  // a released exec gives its share back
+  CHECK(budget.retained_total() == 1u << 20);
+}
+
+TEST_CASE("spool: a reader's pin keeps the disk bytes it is about to send", "[spool]") {
+  TempDir dir;
+  auto log = OutputLog::Create(dir.path + "/stdout");
+  REQUIRE(log.ok());
+  std::string data = Pattern(8 << 20, 5);
+  Feed(**log, data);
+  {
+    OutputLog::Pin pin(**log, 1 << 20);
+    (*log)->ReleaseTo(6 << 20);
+    CHECK((*log)->retained_from() == 6u << 20);
+    // Logically released, physically still there for the pinned reader.
+    std::string out(4096, '\0');
+    REQUIRE(pread((*log)->fd(), out.data(), out.size(), 1 << 20) == 4096);
+    CHECK(out == data.substr(1 << 20, 4096));
+    pin.Move(5 << 20);
+    REQUIRE(pread((*log)->fd(), out.data(), out.size(), 5 << 20) == 4096);
+    CHECK(out == data.substr(5 << 20, 4096));
+  }
+  CHECK(lseek((*log)->fd(), 0, SEEK_DATA) >= (6 << 20));
+}
+
+TEST_CASE("spool: reopening recovers the size and the first retained byte", "[spool]") {
+  TempDir dir;
+  std::string path = dir.path + "/stdout";
+  std::string data = Pattern(5 << 20, 6);
+  {
+    auto log = OutputLog::Create(path);
+    REQUIRE(log.ok());
+    Feed(**log, data);
+    (*log)->ReleaseTo((2 << 20) + 100);
+  }
+  // The recorded value wins when it is ahead of the holes...
+  auto again = OutputLog::Open(path, (2 << 20) + 100);
+  REQUIRE(again.ok());
+  CHECK((*again)->next() == data.size());
+  CHECK((*again)->retained_from() == (2u << 20) + 100);
+  // ...and the holes win when the record is stale.
+  auto stale = OutputLog::Open(path, 0);
+  REQUIRE(stale.ok());
+  CHECK((*stale)->retained_from() == 2u << 20);
+  std::string out;
+  REQUIRE((*stale)->Read(2 << 20, 1 << 20, &out).ok());
+  CHECK(out == data.substr(2 << 20, 1 << 20));
+}

@@ -1,0 +1,62 @@
+#include "sys/read_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "sys/posix_error.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+Result<std::string> ReadFileToString(const std::string& path, size_t limit) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return PosixError(errno, "cannot open", path);
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return PosixError(errno, "cannot read", path);
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > limit) {
+      return Status::Error(ErrorCode::kPayloadTooLarge,
+                           path + " exceeds " + std::to_string(limit) + " bytes")
+          .With("path", path)
+          .With("limit", limit);
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) return PosixError(errno, "cannot create", tmp);
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = PosixError(errno, "cannot write", tmp);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
+    Status s = PosixError(errno, "cannot sync", tmp);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = PosixError(errno, "cannot rename over", path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace agentd
