@@ -8,7 +8,7 @@ import tempfile
 import time
 import unittest
 
-from lib.agentd_test import DaemonTestCase, error_code
+from lib.agentd_test import Daemon, DaemonTestCase, error_code
 from lib.fs_helpers import listing, url
 
 
@@ -127,15 +127,35 @@ class WriteTest(FileTestCase):
             self.assertEqual(f.read(), data)
         self.assertEqual(self.get(self.path("new.bin"))[2], data)
 
-    def test_mode_is_exactly_the_one_asked_for(self):
-        old = os.umask(0o077)  # the daemon's umask is whatever it inherited
-        os.umask(old)
-        for mode in ["0755", "0600", "0644", "0777", "0444", "1755"]:
-            status, _, body = self.put(self.path("m-" + mode), b"x", mode=mode)
+    def test_an_empty_body_writes_an_empty_file(self):
+        with open(self.path("was-full"), "wb") as f:
+            f.write(b"content")
+        for name in ("new-empty", "was-full"):
+            status, _, body = self.put(self.path(name), b"")
             self.assertEqual(status, 200, body)
-            got = stat.S_IMODE(os.stat(self.path("m-" + mode)).st_mode)
-            self.assertEqual(oct(got), oct(int(mode, 8)), mode)
-            self.assertEqual(__import__("json").loads(body)["mode"], mode)
+            self.assertEqual(os.path.getsize(self.path(name)), 0)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["new-empty", "was-full"])
+
+    def test_mode_is_exactly_the_one_asked_for_whatever_the_umask(self):
+        old = os.umask(0o077)  # the daemon inherits it; open(2) alone would give 0700
+        try:
+            daemon = Daemon()
+        finally:
+            os.umask(old)
+        with daemon:
+            for mode in ["0755", "0600", "0644", "0777", "0444", "1755"]:
+                status, _, body = daemon.request(
+                    "PUT", url("/v1/fs/file", path=self.path("m-" + mode), mode=mode), b"x")
+                self.assertEqual(status, 200, body)
+                got = stat.S_IMODE(os.stat(self.path("m-" + mode)).st_mode)
+                self.assertEqual(oct(got), oct(int(mode, 8)), mode)
+                self.assertEqual(__import__("json").loads(body)["mode"], mode)
+            s, b = daemon.json("POST", "/v1/fs/mkdir", {"path": self.path("d"), "mode": "0775"})
+            self.assertEqual(stat.S_IMODE(os.stat(self.path("d")).st_mode), 0o775)
+            status, _, _ = daemon.request("PUT", url("/v1/fs/file", path=self.path("p", "f"),
+                                                     parents="1"), b"x")
+            self.assertEqual(stat.S_IMODE(os.stat(self.path("p")).st_mode), 0o755)
+            self.assertEqual(stat.S_IMODE(os.stat(self.path("p", "f")).st_mode), 0o644)
 
     def test_overwrite_keeps_the_mode_unless_asked(self):
         self.put(self.path("s.sh"), b"v1", mode="0750")
