@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/api_context.h"
+#include "api/fs_service.h"
 #include "api/routes.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
@@ -31,6 +32,12 @@ int Serve(DaemonConfig& config) {
     bootstrap.SetToken(std::move(*token));
   }
 
+  Result<std::unique_ptr<FsService>> fs = FsService::Create(config);
+  if (!fs.ok()) {
+    std::fprintf(stderr, "agentd: %s\n", fs.status().message().c_str());
+    return 1;
+  }
+
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
@@ -47,6 +54,9 @@ int Serve(DaemonConfig& config) {
   RegisterBootstrapRoutes(router, ctx);
   RegisterHealthRoutes(router, ctx);
   RegisterExecRoutes(router, ctx, exec);
+  RegisterFsFileRoutes(router, ctx, **fs);
+  RegisterFsMetaRoutes(router, ctx, **fs);
+  RegisterFsTarRoutes(router, ctx, **fs);
 
   HttpServer server(io, config.limits,
                     [&router](Request& req, Response& res) { return router.Dispatch(req, res); });
@@ -74,6 +84,7 @@ int Serve(DaemonConfig& config) {
           .Set("version", std::string(DaemonVersion()))
           .Set("bootstrapped", bootstrap.bootstrapped()));
   io.run();
+  (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   Log(LogLevel::kInfo, "stopped");
   return 0;

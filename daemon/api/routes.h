@@ -7,10 +7,15 @@
 namespace agentd {
 
 class ExecEngine;
+class FsService;
 
 void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
 // Also wires ctx.exec_counts (health's busy and execs) to the engine.
 void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
+// docs/PROTOCOL.md, "Files" (api/fs_*_routes.cc).
+void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
 
 }  // namespace agentd
