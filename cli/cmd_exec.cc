@@ -101,7 +101,10 @@ int CmdExec(Context& ctx) {
           json ? void(err_text.append(b)) : WriteAllTo(STDERR_FILENO, b);
         };
         final = co_await c.Stream(id, {}, cb);
-        if (final.ok() && (co_await c.AckExec(id)).ok()) final->acked = true;
+        if (final.ok()) {
+          Result<ExecInfo> acked = co_await c.AckExec(id);
+          if (acked.ok()) final->acked = true;
+        }
         signals.cancel();
         io.stop();  // a stdin pump may still wait on our input
       },

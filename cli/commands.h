@@ -25,5 +25,15 @@ int CmdStdin(Context& ctx);
 
 // cmd_run.cc
 int CmdRun(Context& ctx);
+// cmd_files.cc
+int CmdCat(Context& ctx);
+int CmdPut(Context& ctx);
+int CmdStat(Context& ctx);
+int CmdLs(Context& ctx);
+int CmdMkdir(Context& ctx);
+int CmdMv(Context& ctx);
+int CmdRm(Context& ctx);
+// cmd_cp.cc
+int CmdCp(Context& ctx);
 
 }  // namespace agentd::cli

@@ -9,6 +9,8 @@ const std::vector<Check>& AllChecks() {
     AddExecChecks(all);
     AddStreamChecks(all);
     AddRunChecks(all);
+    AddFileChecks(all);
+    AddTreeChecks(all);
     return all;
   }();
   return checks;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/api_context.h"
+#include "api/fs_service.h"
 #include "api/routes.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
@@ -58,6 +59,12 @@ int Serve(DaemonConfig& config) {
         json::Object().Set("value", config.oom_score_adj).Set("error", s.message()));
   }
 
+  Result<std::unique_ptr<FsService>> fs = FsService::Create(config);
+  if (!fs.ok()) {
+    std::fprintf(stderr, "agentd: %s\n", fs.status().message().c_str());
+    return 1;
+  }
+
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
@@ -76,6 +83,9 @@ int Serve(DaemonConfig& config) {
   RegisterExecRoutes(router, ctx, exec);
   RegisterRunRoutes(router, ctx, exec);
   RegisterMetricsRoutes(router);
+  RegisterFsFileRoutes(router, ctx, **fs);
+  RegisterFsMetaRoutes(router, ctx, **fs);
+  RegisterFsTarRoutes(router, ctx, **fs);
 
   HttpServer server(io, config.limits, [&router](Request& req, Response& res) {
     return DispatchCounted(router, req, res);
@@ -105,6 +115,7 @@ int Serve(DaemonConfig& config) {
           .Set("version", std::string(DaemonVersion()))
           .Set("bootstrapped", bootstrap.bootstrapped()));
   io.run();
+  (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   exec.CloseLimits();
   Log(LogLevel::kInfo, "stopped");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec_calls.h"
+#include "file_calls.h"
 #include "transport.h"
 #include "tree_transfer.h"
 
@@ -104,6 +105,66 @@ asio::awaitable<Result<RunResponse>> AsyncClient::RunCode(RunRequest request) {
       std::min<int64_t>(request.timeout_sec.value_or(kMaxRunTimeoutSec), kMaxRunTimeoutSec);
   req.extra_wait = std::chrono::seconds(timeout + 30);
   co_return DecodeJson<RunResponse>(co_await transport_->Call(req), &DecodeRunResponse);
+}
+
+asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, ReadOptions options,
+                                                          ByteSink sink) {
+  co_return co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink));
+}
+
+asio::awaitable<Result<std::string>> AsyncClient::ReadFile(std::string path, ReadOptions options) {
+  std::string out;
+  size_t limit = options.max_bytes;
+  ByteSink sink = [&out, limit](std::string_view bytes) {
+    if (out.size() + bytes.size() > limit) {
+      return Status::Error(ErrorCode::kPayloadTooLarge,
+                           "file is larger than ReadOptions::max_bytes (" + std::to_string(limit) +
+                               "); use ReadFileTo to stream it")
+          .With("limit", limit);
+    }
+    out.append(bytes);
+    return Status::Ok();
+  };
+  Result<uint64_t> n =
+      co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink));
+  if (!n.ok()) co_return n.status();
+  co_return out;
+}
+
+asio::awaitable<Result<FileStat>> AsyncClient::WriteFile(std::string path, std::string contents,
+                                                         WriteOptions options) {
+  co_return co_await WriteFileCall(*transport_, std::move(path), std::move(contents),
+                                   std::move(options));
+}
+
+asio::awaitable<Result<FileStat>> AsyncClient::WriteFileFrom(std::string path, ByteSource source,
+                                                             WriteOptions options) {
+  co_return co_await WriteFileFromCall(*transport_, std::move(path), std::move(source),
+                                       std::move(options));
+}
+
+asio::awaitable<Result<FileStat>> AsyncClient::Stat(std::string path, bool follow) {
+  co_return co_await StatCall(*transport_, std::move(path), follow);
+}
+
+asio::awaitable<Result<ListResponse>> AsyncClient::List(std::string path) {
+  co_return co_await ListCall(*transport_, std::move(path));
+}
+
+asio::awaitable<Result<FileStat>> AsyncClient::MakeDir(MkdirRequest request) {
+  co_return co_await MakeDirCall(*transport_, std::move(request));
+}
+
+asio::awaitable<Result<FileStat>> AsyncClient::Rename(RenameRequest request) {
+  co_return co_await RenameCall(*transport_, std::move(request));
+}
+
+asio::awaitable<Result<DeleteResponse>> AsyncClient::Remove(std::string path, bool recursive) {
+  co_return co_await RemoveCall(*transport_, std::move(path), recursive);
+}
+
+asio::awaitable<Result<std::string>> AsyncClient::Realpath(std::string path) {
+  co_return co_await RealpathCall(*transport_, std::move(path));
 }
 
 asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std::string remote,

@@ -75,7 +75,8 @@ asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, R
     if (done) w.Exit();
     if (!*collected && !done && Clock::now() - last_write >= kKeepaliveInterval) w.Keepalive();
     if (!w.buffer().empty()) {
-      if (!(co_await res.Write(w.buffer())).ok()) co_return;
+      Status wrote = co_await res.Write(w.buffer());
+      if (!wrote.ok()) co_return;
       w.buffer().clear();
       last_write = Clock::now();
     }
@@ -108,7 +109,8 @@ asio::awaitable<void> Events(ExecEngine& engine, Request& req, Response& res) {
     co_return;
   }
   Headers headers{{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-  if (!(co_await res.Begin(200, "text/event-stream", std::nullopt, headers)).ok()) co_return;
+  Status began = co_await res.Begin(200, "text/event-stream", std::nullopt, headers);
+  if (!began.ok()) co_return;
   if (req.method() == "HEAD") {
     co_await res.End();
     co_return;

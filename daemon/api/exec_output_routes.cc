@@ -21,7 +21,8 @@ asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, R
     if (cursor < log.next()) {
       uint64_t len = std::min(log.next() - cursor, kSendBytes);
       pin.Move(cursor);
-      if (!(co_await res.WriteFromFile(log.fd(), cursor, len)).ok()) co_return;
+      Status sent = co_await res.WriteFromFile(log.fd(), cursor, len);
+      if (!sent.ok()) co_return;
       cursor += len;
       continue;
     }
@@ -65,17 +66,16 @@ asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Re
     uint64_t next = log.next();
     headers.emplace_back("Agentd-Next", std::to_string(next));
     OutputLog::Pin pin(log, cursor);
-    if (!(co_await res.Begin(200, "application/octet-stream", next - cursor, headers)).ok()) {
-      co_return;
-    }
-    if (!(co_await res.WriteFromFile(log.fd(), cursor, next - cursor)).ok()) co_return;
+    Status began = co_await res.Begin(200, "application/octet-stream", next - cursor, headers);
+    if (!began.ok()) co_return;
+    Status sent = co_await res.WriteFromFile(log.fd(), cursor, next - cursor);
+    if (!sent.ok()) co_return;
     co_await res.End();
     co_return;
   }
   headers.emplace_back("Cache-Control", "no-cache");
-  if (!(co_await res.Begin(200, "application/octet-stream", std::nullopt, headers)).ok()) {
-    co_return;
-  }
+  Status began = co_await res.Begin(200, "application/octet-stream", std::nullopt, headers);
+  if (!began.ok()) co_return;
   if (req.method() == "HEAD") {
     co_await res.End();
     co_return;

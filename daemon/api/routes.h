@@ -7,6 +7,7 @@
 namespace agentd {
 
 class ExecEngine;
+class FsService;
 
 void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
@@ -19,5 +20,9 @@ void RegisterMetricsRoutes(Router& router);
 // Router::Dispatch, counting the request in the metrics (route pattern,
 // method, status, duration).
 asio::awaitable<void> DispatchCounted(const Router& router, Request& req, Response& res);
+// docs/PROTOCOL.md, "Files" (api/fs_*_routes.cc).
+void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
 
 }  // namespace agentd

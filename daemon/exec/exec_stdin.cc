@@ -129,7 +129,8 @@ asio::awaitable<Status> StdinWrite::Write(std::string_view chunk) {
       cursor_ += static_cast<uint64_t>(n);
       continue;
     }
-    if (!co_await WaitWritable()) {
+    bool writable = co_await WaitWritable();
+    if (!writable) {
       if (stalled_) co_return Status::Ok();  // answered with the shorter `next`
       co_return Closed(rec);
     }

@@ -91,7 +91,8 @@ asio::awaitable<void> Connection::Run() {
       break;
     }
     if (!*head) break;
-    if (!co_await Serve()) break;
+    bool keep_going = co_await Serve();
+    if (!keep_going) break;
   }
   Close();
 }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "agentd/client/exec.h"
+#include "agentd/client/files.h"
 #include "agentd/client/options.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
@@ -103,6 +104,26 @@ class AsyncClient {
   // grows by the run's timeout (300 s when unset) plus 30 s for the scans.
   asio::awaitable<Result<RunResponse>> RunCode(RunRequest request);
 
+  // --- Files (docs/CLIENT.md, "Files") ---
+  // GET /v1/fs/file into `sink` as it arrives (whole, lines, or a byte
+  // range); answers the byte count. Memory stays flat for any size.
+  asio::awaitable<Result<uint64_t>> ReadFileTo(std::string path, ReadOptions options,
+                                               ByteSink sink);
+  // The same into a string, refused beyond options.max_bytes.
+  asio::awaitable<Result<std::string>> ReadFile(std::string path, ReadOptions options = {});
+  // PUT /v1/fs/file: atomic replace with exactly options.mode. Retried safely.
+  asio::awaitable<Result<FileStat>> WriteFile(std::string path, std::string contents,
+                                              WriteOptions options = {});
+  // The same from a streaming source (never retried once started).
+  asio::awaitable<Result<FileStat>> WriteFileFrom(std::string path, ByteSource source,
+                                                  WriteOptions options = {});
+  asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow = false);
+  asio::awaitable<Result<ListResponse>> List(std::string path);
+  asio::awaitable<Result<FileStat>> MakeDir(MkdirRequest request);
+  asio::awaitable<Result<FileStat>> Rename(RenameRequest request);
+  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive = false);
+  asio::awaitable<Result<std::string>> Realpath(std::string path);
+
   // Uploads the contents of local directory `local` into guest directory
   // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
   // links, empty directories. Streams; memory stays flat for any tree.
@@ -169,6 +190,41 @@ class AsyncClient {
   auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {
     return detail::Launch(executor_, Run(std::move(request), std::move(options)),
                           std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncReadFile(std::string path, ReadOptions options, Token&& token) {
+    return detail::Launch(executor_, ReadFile(std::move(path), options),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWriteFile(std::string path, std::string contents, WriteOptions options, Token&& token) {
+    return detail::Launch(executor_, WriteFile(std::move(path), std::move(contents), options),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncStat(std::string path, bool follow, Token&& token) {
+    return detail::Launch(executor_, Stat(std::move(path), follow), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncList(std::string path, Token&& token) {
+    return detail::Launch(executor_, List(std::move(path)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncMakeDir(MkdirRequest request, Token&& token) {
+    return detail::Launch(executor_, MakeDir(std::move(request)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRename(RenameRequest request, Token&& token) {
+    return detail::Launch(executor_, Rename(std::move(request)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRemove(std::string path, bool recursive, Token&& token) {
+    return detail::Launch(executor_, Remove(std::move(path), recursive),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRealpath(std::string path, Token&& token) {
+    return detail::Launch(executor_, Realpath(std::move(path)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncUploadDir(std::string local, std::string remote, TarCompression compression,

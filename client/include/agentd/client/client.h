@@ -59,6 +59,31 @@ class Client {
     return Wait(async_.Run(std::move(request), std::move(options)));
   }
 
+  Result<uint64_t> ReadFileTo(std::string path, ReadOptions options, ByteSink sink) {
+    return Wait(async_.ReadFileTo(std::move(path), options, std::move(sink)));
+  }
+  Result<std::string> ReadFile(std::string path, ReadOptions options = {}) {
+    return Wait(async_.ReadFile(std::move(path), options));
+  }
+  Result<FileStat> WriteFile(std::string path, std::string contents, WriteOptions options = {}) {
+    return Wait(async_.WriteFile(std::move(path), std::move(contents), std::move(options)));
+  }
+  Result<FileStat> WriteFileFrom(std::string path, ByteSource source, WriteOptions options = {}) {
+    return Wait(async_.WriteFileFrom(std::move(path), std::move(source), std::move(options)));
+  }
+  Result<FileStat> Stat(std::string path, bool follow = false) {
+    return Wait(async_.Stat(std::move(path), follow));
+  }
+  Result<ListResponse> List(std::string path) { return Wait(async_.List(std::move(path))); }
+  Result<FileStat> MakeDir(MkdirRequest request) {
+    return Wait(async_.MakeDir(std::move(request)));
+  }
+  Result<FileStat> Rename(RenameRequest request) { return Wait(async_.Rename(std::move(request))); }
+  Result<DeleteResponse> Remove(std::string path, bool recursive = false) {
+    return Wait(async_.Remove(std::move(path), recursive));
+  }
+  Result<std::string> Realpath(std::string path) { return Wait(async_.Realpath(std::move(path))); }
+
   Result<TreeStats> UploadDir(std::string local, std::string remote,
                               TarCompression compression = TarCompression::kNone) {
     return Wait(async_.UploadDir(std::move(local), std::move(remote), compression));

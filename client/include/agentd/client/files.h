@@ -1,0 +1,39 @@
+// File types of the client library (docs/CLIENT.md, "Files"). The wire
+// types (FileStat, ListResponse, MkdirRequest, ...) come from
+// agentd/protocol/fs.h.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agentd/protocol/fs.h"
+
+namespace agentd::client {
+
+struct ReadOptions {
+  // 1-based inclusive lines (docs/PROTOCOL.md, "Read"); end absent: to EOF.
+  std::optional<uint64_t> start_line;
+  std::optional<uint64_t> end_line;
+  // A byte range [first, last] (last absent: to the end), sent as Range.
+  std::optional<uint64_t> first_byte;
+  std::optional<uint64_t> last_byte;
+  // ReadFile refuses answers larger than this (use ReadFileTo to stream).
+  size_t max_bytes = 256u << 20;
+};
+
+struct WriteOptions {
+  std::optional<uint32_t> mode;  // exactly this mode (e.g. 0755); absent: 0644 / kept
+  bool parents = false;          // create missing directories
+  std::optional<std::string> user;
+  std::optional<std::string> group;
+};
+
+// Receives a file's bytes as they arrive; a non-ok Status stops the read.
+using ByteSink = std::function<Status(std::string_view bytes)>;
+// Produces a file's bytes: the next chunk, empty at the end.
+using ByteSource = std::function<Result<std::string_view>()>;
+
+}  // namespace agentd::client

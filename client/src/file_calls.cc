@@ -1,0 +1,139 @@
+#include "file_calls.h"
+
+#include "url_encode.h"
+
+namespace agentd::client {
+namespace {
+
+template <typename T>
+Result<T> Decode(const Result<HttpResponse>& r, Result<T> (*decode)(const json::Value&)) {
+  if (!r.ok()) return r.status();
+  Result<json::Value> doc = json::Parse(r->body);
+  if (!doc.ok()) {
+    return Status::Error(ErrorCode::kProtocolError,
+                         "the daemon's answer is not JSON: " + doc.status().message());
+  }
+  return decode(*doc);
+}
+
+std::string PathQuery(std::string_view route, const std::string& path) {
+  return std::string(route) + "?path=" + EncodeQueryValue(path);
+}
+
+std::string WriteTarget(const std::string& path, const WriteOptions& o) {
+  std::string target = PathQuery("/v1/fs/file", path);
+  if (o.mode) target += "&mode=" + FormatMode(*o.mode);
+  if (o.parents) target += "&parents=1";
+  if (o.user) target += "&user=" + EncodeQueryValue(*o.user);
+  if (o.group) target += "&group=" + EncodeQueryValue(*o.group);
+  return target;
+}
+
+}  // namespace
+
+asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions o,
+                                               ByteSink sink) {
+  HttpRequest req;
+  req.target = PathQuery("/v1/fs/file", path);
+  if (o.start_line) req.target += "&start_line=" + std::to_string(*o.start_line);
+  if (o.end_line) req.target += "&end_line=" + std::to_string(*o.end_line);
+  if (o.first_byte) {
+    req.headers.emplace_back("Range", "bytes=" + std::to_string(*o.first_byte) + "-" +
+                                          (o.last_byte ? std::to_string(*o.last_byte) : ""));
+  }
+  req.idempotent = true;
+  // Reads are retried until the body starts; a body cut short is an error
+  // the caller sees (its sink already received part of the file).
+  Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
+  if (!stream.ok()) co_return stream.status();
+  uint64_t total = 0;
+  for (;;) {
+    Result<std::string_view> chunk =
+        co_await (*stream)->Read(Clock::now() + t.options().request_timeout);
+    if (!chunk.ok()) co_return chunk.status();
+    if (chunk->empty()) break;
+    total += chunk->size();
+    Status s = sink(*chunk);
+    if (!s.ok()) {
+      (*stream)->connection().Close();
+      co_return s;
+    }
+  }
+  co_return total;
+}
+
+asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
+                                                std::string contents, WriteOptions options) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = WriteTarget(path, options);
+  req.body = std::move(contents);
+  req.content_type = "application/octet-stream";
+  // The same bytes to the same path leave the same file: safe to retry.
+  req.idempotent = true;
+  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+}
+
+asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,
+                                                    ByteSource source, WriteOptions options) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = WriteTarget(path, options);
+  req.content_type = "application/octet-stream";
+  req.source = [&source]() -> asio::awaitable<Result<std::string_view>> { co_return source(); };
+  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+}
+
+asio::awaitable<Result<FileStat>> StatCall(Transport& t, std::string path, bool follow) {
+  HttpRequest req;
+  req.target = PathQuery("/v1/fs/stat", path) + (follow ? "&follow=1" : "");
+  req.idempotent = true;
+  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+}
+
+asio::awaitable<Result<ListResponse>> ListCall(Transport& t, std::string path) {
+  HttpRequest req;
+  req.target = PathQuery("/v1/fs/list", path);
+  req.idempotent = true;
+  co_return Decode<ListResponse>(co_await t.Call(req), &DecodeListResponse);
+}
+
+asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/fs/mkdir";
+  req.body = json::Serialize(EncodeMkdirRequest(request));
+  req.content_type = "application/json";
+  // With parents an existing directory is a success, so a retry is safe;
+  // without, a retry could see its own first attempt as already_exists.
+  req.idempotent = request.parents;
+  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+}
+
+asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/fs/rename";
+  req.body = json::Serialize(EncodeRenameRequest(request));
+  req.content_type = "application/json";
+  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);  // never retried blindly
+}
+
+asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive) {
+  HttpRequest req;
+  req.method = "DELETE";
+  req.target = PathQuery("/v1/fs", path) + (recursive ? "&recursive=1" : "");
+  co_return Decode<DeleteResponse>(co_await t.Call(req), &DecodeDeleteResponse);
+}
+
+asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path) {
+  HttpRequest req;
+  req.target = PathQuery("/v1/fs/realpath", path);
+  req.idempotent = true;
+  Result<RealpathResponse> r =
+      Decode<RealpathResponse>(co_await t.Call(req), &DecodeRealpathResponse);
+  if (!r.ok()) co_return r.status();
+  co_return std::move(r->path);
+}
+
+}  // namespace agentd::client

@@ -1,0 +1,111 @@
+// The client's file calls against a real daemon.
+#include <catch2/catch.hpp>
+
+#include "agentd/client/client.h"
+#include "daemon_process.h"
+
+using namespace agentd;
+using namespace agentd::client;
+using agentd::testing::DaemonProcess;
+
+namespace {
+ClientOptions OptionsFor(const DaemonProcess& d) {
+  ClientOptions o;
+  o.url = d.url();
+  o.token = d.token();
+  return o;
+}
+}  // namespace
+
+TEST_CASE("files: write with a mode, read back whole, by lines and by bytes", "[client][files]") {
+  DaemonProcess d;
+  Client c(OptionsFor(d));
+  std::string path = d.dir() + "/sub/script.sh";
+  WriteOptions w;
+  w.mode = 0750;
+  w.parents = true;
+  auto st = c.WriteFile(path, "one\ntwo\nthree\nfour", w);
+  REQUIRE(st.ok());
+  CHECK(st->mode == 0750);
+  CHECK(st->size == 18);
+  CHECK(c.ReadFile(path).value() == "one\ntwo\nthree\nfour");
+  ReadOptions lines;
+  lines.start_line = 2;
+  lines.end_line = 3;
+  CHECK(c.ReadFile(path, lines).value() == "two\nthree\n");
+  lines.start_line = 4;
+  lines.end_line = 99;
+  CHECK(c.ReadFile(path, lines).value() == "four");
+  ReadOptions bytes;
+  bytes.first_byte = 4;
+  bytes.last_byte = 6;
+  CHECK(c.ReadFile(path, bytes).value() == "two");
+  ReadOptions bad;
+  bad.start_line = 0;
+  auto r = c.ReadFile(path, bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kInvalidRange);
+}
+
+TEST_CASE("files: streaming a write from a source and a read into a sink", "[client][files]") {
+  DaemonProcess d;
+  Client c(OptionsFor(d));
+  std::string block(1 << 20, 'x');
+  int blocks = 0;
+  ByteSource source = [&]() -> Result<std::string_view> {
+    if (blocks == 8) return std::string_view();
+    ++blocks;
+    return std::string_view(block);
+  };
+  auto st = c.WriteFileFrom(d.dir() + "/big", source);
+  REQUIRE(st.ok());
+  CHECK(st->size == 8u << 20);
+  uint64_t seen = 0;
+  auto n = c.ReadFileTo(d.dir() + "/big", {}, [&](std::string_view b) {
+    seen += b.size();
+    return Status::Ok();
+  });
+  REQUIRE(n.ok());
+  CHECK(*n == 8u << 20);
+  CHECK(seen == *n);
+  ReadOptions small;
+  small.max_bytes = 1024;
+  auto too_big = c.ReadFile(d.dir() + "/big", small);
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == ErrorCode::kPayloadTooLarge);
+}
+
+TEST_CASE("files: metadata calls and their errors", "[client][files]") {
+  DaemonProcess d;
+  Client c(OptionsFor(d));
+  std::string dir = d.dir() + "/meta";
+  MkdirRequest mk;
+  mk.path = dir + "/a/b";
+  mk.parents = true;
+  mk.mode = 0700;
+  auto made = c.MakeDir(mk);
+  REQUIRE(made.ok());
+  CHECK(made->type == FileStat::Type::kDir);
+  CHECK(made->mode == 0700);
+  REQUIRE(c.WriteFile(dir + "/a/file", "data").ok());
+  auto listed = c.List(dir + "/a");
+  REQUIRE(listed.ok());
+  CHECK(listed->entries.size() == 2);
+  RenameRequest mv;
+  mv.from = dir + "/a/file";
+  mv.to = dir + "/a/renamed";
+  REQUIRE(c.Rename(mv).ok());
+  auto missing = c.Stat(dir + "/a/file");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == ErrorCode::kNotFound);
+  CHECK(missing.status().details().Find("path"));
+  auto real = c.Realpath(dir + "/a/b/../renamed");
+  REQUIRE(real.ok());
+  CHECK(real->ends_with("/meta/a/renamed"));
+  auto not_empty = c.Remove(dir + "/a");
+  REQUIRE_FALSE(not_empty.ok());
+  CHECK(not_empty.status().code() == ErrorCode::kDirectoryNotEmpty);
+  auto removed = c.Remove(dir, /*recursive=*/true);
+  REQUIRE(removed.ok());
+  CHECK(removed->removed == 4);
+}

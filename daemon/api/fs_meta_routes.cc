@@ -1,0 +1,139 @@
+// Metadata routes (docs/PROTOCOL.md, "Files"): GET /v1/fs/stat,
+// GET /v1/fs/list, POST /v1/fs/mkdir, POST /v1/fs/rename, DELETE /v1/fs,
+// GET /v1/fs/realpath. Each decodes and checks on the io thread, then does
+// its system calls on the blocking pool.
+#include "agentd/protocol/fs.h"
+#include "api/fs_route_util.h"
+#include "api/query_reader.h"
+#include "api/routes.h"
+#include "fs/file_ops.h"
+
+namespace agentd {
+namespace {
+
+struct Route {
+  ApiContext& ctx;
+  FsService& fs;
+};
+
+asio::awaitable<void> Stat(Route r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
+  bool follow = q.Bool("follow", false);
+  Status s = q.Finish();
+  if (s.ok() && !rel.ok()) s = rel.status();
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    Result<FileStat> st = StatPath(r.fs.root(), *rel, follow);
+    if (!st.ok()) return st.status();
+    return EncodeFileStat(*st);
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+asio::awaitable<void> List(Route r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
+  Status s = q.Finish();
+  if (s.ok() && !rel.ok()) s = rel.status();
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    Result<std::vector<FileStat>> entries = ListDir(r.fs.root(), *rel);
+    if (!entries.ok()) return entries.status();
+    return EncodeListResponse(ListResponse{std::move(*entries)});
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+asio::awaitable<void> Mkdir(Route r, Request& req, Response& res) {
+  Result<json::Value> body = co_await req.ReadJson();
+  Result<MkdirRequest> mk = body.ok() ? DecodeMkdirRequest(*body) : body.status();
+  Result<RelPath> rel = mk.ok() ? r.fs.policy().Check(mk->path) : mk.status();
+  Result<Ownership> owner = rel.ok() ? ResolveOwnership(mk->user, mk->group) : rel.status();
+  if (!owner.ok()) {
+    co_await res.SendError(owner.status());
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    Result<FileStat> st = MakeDir(r.fs.root(), *rel, mk->mode, mk->parents, *owner);
+    if (!st.ok()) return st.status();
+    return EncodeFileStat(*st);
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+asio::awaitable<void> Rename(Route r, Request& req, Response& res) {
+  Result<json::Value> body = co_await req.ReadJson();
+  Result<RenameRequest> mv = body.ok() ? DecodeRenameRequest(*body) : body.status();
+  Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();
+  Result<RelPath> to = from.ok() ? r.fs.policy().Check(mv->to) : from.status();
+  if (!to.ok()) {
+    co_await res.SendError(to.status());
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    AGENTD_RETURN_IF_ERROR(RenamePath(r.fs.root(), *from, *to, mv->overwrite));
+    Result<FileStat> st = StatPath(r.fs.root(), *to, /*follow=*/false);
+    if (!st.ok()) return st.status();
+    return EncodeFileStat(*st);
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+asio::awaitable<void> Delete(Route r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
+  bool recursive = q.Bool("recursive", false);
+  Status s = q.Finish();
+  if (s.ok() && !rel.ok()) s = rel.status();
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    Result<uint64_t> removed = RemovePath(r.fs.root(), *rel, recursive);
+    if (!removed.ok()) return removed.status();
+    return EncodeDeleteResponse(DeleteResponse{rel->display, *removed});
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+asio::awaitable<void> Realpath(Route r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
+  Status s = q.Finish();
+  if (s.ok() && !rel.ok()) s = rel.status();
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  auto work = [&]() -> Result<json::Value> {
+    Result<RelPath> real = RealPath(r.fs.root(), *rel);
+    if (!real.ok()) return real.status();
+    return EncodeRealpathResponse(RealpathResponse{r.fs.policy().Display(*real)});
+  };
+  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+}
+
+}  // namespace
+
+void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs) {
+  Route r{ctx, fs};
+  router.Add("GET", "/v1/fs/stat", [r](Request& req, Response& res) { return Stat(r, req, res); });
+  router.Add("GET", "/v1/fs/list", [r](Request& req, Response& res) { return List(r, req, res); });
+  router.Add("POST", "/v1/fs/mkdir",
+             [r](Request& req, Response& res) { return Mkdir(r, req, res); });
+  router.Add("POST", "/v1/fs/rename",
+             [r](Request& req, Response& res) { return Rename(r, req, res); });
+  router.Add("DELETE", "/v1/fs", [r](Request& req, Response& res) { return Delete(r, req, res); });
+  router.Add("GET", "/v1/fs/realpath",
+             [r](Request& req, Response& res) { return Realpath(r, req, res); });
+}
+
+}  // namespace agentd

@@ -1,0 +1,50 @@
+#include "api/fs_route_util.h"
+
+namespace agentd {
+
+asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
+  uint64_t drained = 0;
+  while (drained <= limit) {
+    Result<std::string_view> chunk = co_await req.ReadBody();
+    if (!chunk.ok()) co_return false;
+    if (chunk->empty()) co_return true;
+    drained += chunk->size();
+  }
+  res.CloseAfter();
+  co_return true;
+}
+
+asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error) {
+  bool client_there = co_await DiscardBody(req, res, kRefusalDrainBytes);
+  if (!client_there) co_return;  // nobody to answer
+  co_await res.SendError(error);
+}
+
+asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
+  // Body chunks (at most one socket read each) are gathered into blocks of
+  // kPumpBlockBytes, so the job wakes and writes once per block.
+  std::string block;
+  for (;;) {
+    Result<std::string_view> chunk = co_await req.ReadBody();
+    if (!chunk.ok()) {
+      channel.Close();
+      co_return chunk.status();
+    }
+    if (!chunk->empty()) {
+      if (block.capacity() < kPumpBlockBytes) block.reserve(kPumpBlockBytes);
+      block.append(*chunk);
+      if (block.size() < kPumpBlockBytes && !req.body_complete()) continue;
+    }
+    if (!block.empty()) {
+      bool taken = co_await channel.AsyncPush(std::move(block));
+      if (!taken) co_return Status::Ok();
+      block = std::string();
+    }
+    if (chunk->empty()) {
+      channel.Finish();
+      co_return Status::Ok();
+    }
+  }
+}
+
+}  // namespace agentd

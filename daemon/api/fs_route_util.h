@@ -1,0 +1,64 @@
+// Helpers shared by the file and tree route groups.
+#pragma once
+
+#include <asio.hpp>
+
+#include "agentd/protocol/json.h"
+#include "api/fs_service.h"
+#include "server/awaitable.h"
+#include "server/request.h"
+#include "server/response.h"
+
+// In a coroutine returning awaitable<void>: stop when `expr` (a Status)
+// failed. (GCC 12 miscompiles "if (!(co_await f()).ok()) co_return;" into
+// an illegal instruction; a named Status is fine.)
+#define AGENTD_CO_RETURN_IF_ERROR_VOID(expr)  \
+  do {                                        \
+    ::agentd::Status agentd_status_ = (expr); \
+    if (!agentd_status_.ok()) co_return;      \
+  } while (0)
+
+namespace agentd {
+
+// The lexical check of a client path (nullptr: the parameter was absent,
+// already reported by the QueryReader).
+inline Result<RelPath> CheckPath(const FsService& fs, const std::string* path) {
+  if (!path) return Status::InvalidRequest("path is required").With("field", "path");
+  return fs.policy().Check(*path);
+}
+
+// Runs `fn` (returning Result<json::Value>) on `pool` and answers 200 with
+// its value or the error. Pass a named lambda (server/awaitable.h caveats).
+template <typename Fn>
+asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, Fn fn) {
+  Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));
+  if (!out.ok()) {
+    co_await res.SendError(out.status());
+  } else {
+    co_await res.SendJson(200, *out);
+  }
+}
+
+// After a refusal met mid-body, reads and discards up to this much of the
+// rest of the body before answering, so a client that sends its whole body
+// before reading (most HTTP libraries) still gets the answer instead of a
+// reset; beyond it the connection is closed after the answer.
+inline constexpr uint64_t kRefusalDrainBytes = 64ull << 20;
+
+// Reads and discards the rest of the body, up to `limit` bytes; asks for
+// the connection to close when more remains. False: the client is gone.
+asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit);
+
+// Sends `error`, first draining the unread body (see kRefusalDrainBytes).
+asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error);
+
+// Bytes of request body gathered before they are handed to a job.
+inline constexpr size_t kPumpBlockBytes = 256 * 1024;
+
+// Pushes every byte of the request body into `channel`, in blocks of up to
+// kPumpBlockBytes; Finish() at the end, Close() if the body breaks. Returns
+// the body's status (not ok: the client is gone). Stops early, leaving the
+// rest unread, when the channel's consumer closes it.
+asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel);
+
+}  // namespace agentd

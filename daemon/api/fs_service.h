@@ -1,0 +1,52 @@
+// FsService: what the file and tree routes share (docs/PROTOCOL.md,
+// "Files"): the path policy and confined root, a pool for long jobs
+// (streamed writes, line scans, tar extraction and creation), and the
+// registry of byte channels between those jobs and connections.
+//
+// Long jobs get their own pool so that a few multi-GiB uploads cannot
+// starve the shared blocking pool that short operations (stat, mkdir,
+// exec bookkeeping) use. Built in main.cc; outlives the server. Shutdown()
+// closes every channel, so jobs blocked on one return, and joins the pool.
+#pragma once
+
+#include <asio.hpp>
+#include <memory>
+
+#include "config/daemon_config.h"
+#include "fs/byte_channel.h"
+#include "fs/confined_root.h"
+#include "fs/lexical_path.h"
+
+namespace agentd {
+
+// Threads of the long-job pool: the number of streamed file or tree
+// transfers that make progress at once (more wait their turn).
+inline constexpr size_t kFsJobThreads = 8;
+// Bytes queued between a connection and its job, each way.
+inline constexpr size_t kFsChannelBytes = 1 << 20;
+
+class FsService {
+ public:
+  // Opens the root: --fs-root DIR (which must be a directory) confined
+  // beneath it, else "/".
+  static Result<std::unique_ptr<FsService>> Create(const DaemonConfig& config);
+  ~FsService();
+
+  const PathPolicy& policy() const { return policy_; }
+  const ConfinedRoot& root() const { return root_; }
+  asio::thread_pool& jobs() { return jobs_; }
+  ChannelRegistry& channels() { return channels_; }
+
+  void Shutdown();
+
+ private:
+  FsService(PathPolicy policy, ConfinedRoot root)
+      : policy_(std::move(policy)), root_(std::move(root)) {}
+
+  PathPolicy policy_;
+  ConfinedRoot root_;
+  asio::thread_pool jobs_{kFsJobThreads};
+  ChannelRegistry channels_;
+};
+
+}  // namespace agentd

@@ -1,0 +1,70 @@
+// AtomicFile: a file write that lands whole or not at all
+// (docs/PROTOCOL.md, "Files", PUT /v1/fs/file).
+//
+// The bytes go to a temporary file (".agentd-tmp-<random>") in the target's
+// directory, created with mode 0600 and then given its owner and exact
+// mode (fchown, then fchmod: umask never applies). Commit() fsyncs it,
+// renames it over the target and fsyncs the directory. Until then the old
+// file is untouched; an AtomicFile destroyed without Commit() removes its
+// temporary, so an error or a dropped connection leaves nothing behind.
+// A final symlink in the target path is followed (confined): the write
+// lands on the file it names, and the symlink stays.
+//
+// Blocking; one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "agentd/protocol/fs.h"
+#include "fs/confined_root.h"
+#include "fs/lexical_path.h"
+#include "fs/ownership.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+struct WriteOptions {
+  // Absent: the replaced file's mode, or 0644 for a new file.
+  std::optional<uint32_t> mode;
+  bool parents = false;  // create missing directories (mkdir -p, 0755)
+  // Absent parts keep the replaced file's owner when the daemon is root.
+  Ownership owner;
+  // The body's declared length (Content-Length): checked against free space
+  // before anything is written, then reserved with fallocate.
+  std::optional<uint64_t> expected_size;
+};
+
+class AtomicFile {
+ public:
+  static Result<AtomicFile> Create(const ConfinedRoot& root, const RelPath& rel,
+                                   const WriteOptions& opts);
+  AtomicFile(AtomicFile&& other) noexcept = default;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  ~AtomicFile();
+
+  // Appends; ENOSPC is 507 insufficient_storage with real numbers.
+  Status Write(std::string_view data);
+  // Makes the new content visible under the target name; the stat object
+  // of the written file.
+  Result<FileStat> Commit();
+  uint64_t written() const { return written_; }
+
+ private:
+  AtomicFile() = default;
+
+  UniqueFd dir_;   // the target's directory (O_PATH)
+  UniqueFd file_;  // the temporary
+  std::string temp_name_;
+  std::string leaf_;
+  std::string display_;
+  uint64_t written_ = 0;
+  uint64_t expected_ = 0;
+  bool committed_ = false;
+};
+
+// A random name "<prefix><16 hex digits>" for temporaries and staging dirs.
+std::string RandomName(const std::string& prefix);
+
+}  // namespace agentd

@@ -1,0 +1,98 @@
+// ByteChannel: a bounded byte queue between one coroutine on the io thread
+// and one worker thread, in either direction: a request body streamed to a
+// worker that writes the disk, or a worker's tar stream sent to a socket.
+//
+// The producer blocks (a thread) or suspends (a coroutine) while the queue
+// holds `capacity` bytes or more, so memory stays bounded whatever the
+// speeds. Either side can Close() to give up (an error, a refusal, a
+// disconnect, daemon shutdown); the other side then sees the end with
+// closed() true. Finish() is the producer's clean end of stream.
+//
+// Thread-safety: the Async* members run on the io executor given at
+// construction; the blocking members on any other thread; Close() and the
+// queries anywhere. Keep it in a shared_ptr: wake-ups posted to the io
+// thread hold a reference.
+#pragma once
+
+#include <asio.hpp>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fs/byte_stream.h"
+
+namespace agentd {
+
+class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
+ public:
+  ByteChannel(asio::any_io_executor io, size_t capacity);
+
+  // io side. AsyncPush: false once the channel is closed. The string
+  // overload moves its buffer into the queue (no copy).
+  asio::awaitable<bool> AsyncPush(std::string_view bytes);
+  asio::awaitable<bool> AsyncPush(std::string&& bytes);
+  // nullopt at the end (finished, or closed: ask closed()).
+  asio::awaitable<std::optional<std::string>> AsyncPop();
+
+  // Worker side.
+  bool Push(std::string bytes);
+  std::optional<std::string> Pop();
+
+  void Finish();
+  void Close();
+  bool closed() const;
+
+  // Adapters for the blocking code.
+  class Source : public ByteSource {
+   public:
+    explicit Source(std::shared_ptr<ByteChannel> ch) : ch_(std::move(ch)) {}
+    Result<std::string_view> Read() override;
+
+   private:
+    std::shared_ptr<ByteChannel> ch_;
+    std::string current_;
+  };
+  class Sink : public ByteSink {
+   public:
+    explicit Sink(std::shared_ptr<ByteChannel> ch) : ch_(std::move(ch)) {}
+    Status Write(std::string_view bytes) override;
+
+   private:
+    std::shared_ptr<ByteChannel> ch_;
+  };
+
+ private:
+  // Wakes a coroutine waiting on timer_ (from any thread; mu_ held).
+  void WakeIoLocked();
+  asio::awaitable<void> WaitIo();
+
+  asio::any_io_executor io_;
+  asio::steady_timer timer_;  // io thread only
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
+  bool finished_ = false;
+  bool closed_ = false;
+  bool io_waiting_ = false;
+};
+
+// Every live channel, so daemon shutdown can close them all and the worker
+// threads blocked on them return (the pool can then be joined).
+class ChannelRegistry {
+ public:
+  std::shared_ptr<ByteChannel> Make(asio::any_io_executor io, size_t capacity);
+  void CloseAll();
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<ByteChannel>> channels_;
+  bool closed_ = false;
+};
+
+}  // namespace agentd
