@@ -204,6 +204,17 @@ class RlimitTest(unittest.TestCase):
         self.assertEqual(r["signal"], "XCPU")
         self.assertEqual(r["summary"], "killed: CPU time limit 1s exceeded")
 
+    def test_pids_and_file_size_set_rlimits_for_a_user(self):
+        if os.geteuid() != 0:
+            self.skipTest("switching to another user needs root")
+        obj, out, _ = run_exec(self.daemon, "nproc", {"argv": ["cat", "/proc/self/limits"],
+                                                      "user": "nobody", "pids": 7,
+                                                      "file_size_mb": 1})
+        self.assertEqual(obj["exit_code"], 0)
+        soft = {line[:26].strip(): line[26:].split()[0] for line in out.decode().splitlines()[1:]}
+        self.assertEqual(soft["Max processes"], "7")
+        self.assertEqual(soft["Max file size"], str(1 << 20))
+
     def test_memory_limit_by_rlimit_as_fails_allocations(self):
         r = run(self.daemon, {"runtime": "python", "memory_mb": 200,
                               "code": "x = bytearray(400 << 20)"})

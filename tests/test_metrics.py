@@ -2,11 +2,13 @@
 known workload; no command lines, paths, env or output in labels
 (docs/PROTOCOL.md, "Metrics")."""
 
+import os
 import re
 import unittest
 
 from lib.agentd_test import Daemon, error_code
 from lib.exec_util import run as run_exec, start, wait_exit
+from lib.fs_helpers import member, tar_bytes, url
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
@@ -55,6 +57,22 @@ class MetricsTest(unittest.TestCase):
             self.assertEqual(r["killed_by"], "cpu")
             d.json("GET", "/v1/execs/no-such")
 
+            # Files and trees: bytes in and out, a HEAD counting none.
+            path = os.path.join(d.tmp, "m.bin")
+            status, _, _ = d.request("PUT", url("/v1/fs/file", path=path), b"x" * 5000)
+            self.assertEqual(status, 200)
+            status, _, got = d.request("GET", url("/v1/fs/file", path=path, start_line=1))
+            self.assertEqual((status, len(got)), (200, 5000))
+            status, _, got = d.request("GET", url("/v1/fs/file", path=path),
+                                       headers={"Range": "bytes=0-99"})
+            self.assertEqual((status, len(got)), (206, 100))
+            self.assertEqual(d.request("HEAD", url("/v1/fs/file", path=path))[0], 200)
+            archive = tar_bytes([(member("t/a.txt"), b"y" * 3000)])
+            status, _, _ = d.request("PUT", url("/v1/fs/tar", path=d.tmp), archive)
+            self.assertEqual(status, 200)
+            status, _, tar_out = d.request("GET", url("/v1/fs/tar", path=os.path.join(d.tmp, "t")))
+            self.assertEqual(status, 200)
+
             status, headers, data = d.request("GET", "/v1/metrics")
             self.assertEqual(status, 200)
             self.assertTrue(headers["content-type"].startswith("text/plain; version=0.0.4"))
@@ -90,10 +108,16 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(value(samples, "agentd_exec_duration_seconds_bucket", le="+Inf"), 6)
         for counter in ("agentd_tar_bytes_total", "agentd_file_bytes_total"):
             self.assertEqual(types[counter], "counter")
+        self.assertEqual(value(samples, "agentd_file_bytes_total", direction="in"), 5000)
+        self.assertEqual(value(samples, "agentd_file_bytes_total", direction="out"), 5100)
+        self.assertEqual(value(samples, "agentd_tar_bytes_total", direction="in"), len(archive))
+        self.assertEqual(value(samples, "agentd_tar_bytes_total", direction="out"), len(tar_out))
+        self.assertGreater(len(tar_out), 3000)
         # Nothing a caller sent or a process printed is a label.
         for (name, labels), _ in samples.items():
             for k, v in labels:
-                for bad in (secret, "hello", "/no/such", "sleep", "no-such", "ok-1", "abc"):
+                for bad in (secret, "hello", "/no/such", "sleep", "no-such", "ok-1", "abc",
+                            "m.bin", "a.txt", d.tmp):
                     self.assertNotIn(bad, v, (name, k, v))
         self.assertNotIn(secret, text)
 

@@ -90,6 +90,14 @@ class RunCodeTest(unittest.TestCase):
         self.assertTrue(tail.endswith("T" * 49152))
         self.assertEqual(int(omitted), 280000 - 65536)
 
+    def test_stderr_is_bounded_too_and_stdout_stays_whole(self):
+        code = "import sys; print('ok'); sys.stderr.write('E' * 100000)"
+        r = run(self.daemon, {"runtime": "python", "code": code})
+        self.assertTrue(r["truncated"])
+        self.assertEqual((r["stdout"], r["stderr_bytes"]), ("ok\n", 100000))
+        self.assertEqual(r["stderr"], "E" * 16384 + "\n[... 34464 bytes omitted ...]\n" +
+                         "E" * 49152)
+
     def test_invalid_utf8_becomes_replacement_characters(self):
         r = run(self.daemon, {"runtime": "python",
                               "code": "import sys; sys.stdout.buffer.write(b'a\\xff\\xfeb\\xc3\\xa9')"})

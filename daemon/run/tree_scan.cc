@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <memory>
 
 #include "agentd/protocol/sha256.h"
 #include "sys/posix_error.h"
@@ -78,25 +79,53 @@ class Scanner {
       : options_(options), before_(before), out_(out), deadline_(Clock::now() + options.max_time) {}
 
   Status Run(const std::string& root) {
-    UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd) return PosixError(errno, "cannot open", root);
+    root_fd_ = UniqueFd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root_fd_) return PosixError(errno, "cannot open", root);
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return PosixError(errno, "cannot stat", root);
+    if (::fstat(root_fd_.get(), &st) != 0) return PosixError(errno, "cannot stat", root);
     root_dev_ = st.st_dev;
-    queue_.push_back({"", std::move(fd)});
+    UniqueFd first(::fcntl(root_fd_.get(), F_DUPFD_CLOEXEC, 3));
+    if (!first) return PosixError(errno, "cannot duplicate", root);
+    ReadDir("", std::move(first));
     while (!queue_.empty() && !out_->bound) {
       Pending next = std::move(queue_.front());
       queue_.pop_front();
-      ReadDir(next.path, next.fd.get());
+      if (next.fd) --held_fds_;
+      UniqueFd fd = next.fd ? std::move(next.fd) : Reopen(next.path);
+      if (fd) ReadDir(next.path, std::move(fd));
     }
     return Status::Ok();
   }
 
  private:
+  // A directory still to read; `fd` is invalid when max_open_dirs were
+  // already held, and the directory is opened again by its path then.
   struct Pending {
     std::string path;
     UniqueFd fd;
   };
+
+  // Opens a queued directory from the root, one O_NOFOLLOW component at a
+  // time, and only if it is still the directory the scan listed.
+  UniqueFd Reopen(const std::string& path) {
+    UniqueFd cur;
+    size_t begin = 0;
+    while (begin <= path.size()) {
+      size_t end = std::min(path.find('/', begin), path.size());
+      std::string part = path.substr(begin, end - begin);
+      int at = cur ? cur.get() : root_fd_.get();
+      cur = UniqueFd(::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!cur) return cur;
+      begin = end + 1;
+    }
+    struct stat st;
+    auto it = out_->entries.find(path);
+    if (::fstat(cur.get(), &st) != 0 || it == out_->entries.end() || st.st_dev != root_dev_ ||
+        st.st_ino != it->second.ino) {
+      return UniqueFd();
+    }
+    return cur;
+  }
 
   bool OverBound() {
     if (out_->entries.size() >= options_.max_entries) {
@@ -110,24 +139,22 @@ class Scanner {
     return false;
   }
 
-  void ReadDir(const std::string& path, int fd) {
-    int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    if (dup < 0) return;
-    DIR* d = ::fdopendir(dup);
-    if (!d) {
-      ::close(dup);
-      return;
-    }
+  // Reads the directory `fd` whole (names sorted) unless a bound stops it.
+  // Needs no descriptor beyond `fd`, which it closes.
+  void ReadDir(const std::string& path, UniqueFd fd) {
+    DIR* raw = ::fdopendir(fd.get());
+    if (!raw) return;
+    (void)fd.release();  // the DIR owns it now
+    std::unique_ptr<DIR, int (*)(DIR*)> d(raw, &::closedir);
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d)) {
+    while (dirent* e = ::readdir(d.get())) {
       std::string_view n = e->d_name;
       if (n != "." && n != "..") names.emplace_back(n);
     }
-    ::closedir(d);
     std::sort(names.begin(), names.end());
     for (const std::string& name : names) {
       if (OverBound()) return;
-      Add(path, fd, name);
+      Add(path, ::dirfd(d.get()), name);
     }
     out_->complete_dirs.insert(path);
   }
@@ -154,8 +181,17 @@ class Scanner {
       out_->complete_dirs.insert(path);
       return;
     }
+    if (held_fds_ >= options_.max_open_dirs) {
+      queue_.push_back({path, UniqueFd()});
+      return;
+    }
     UniqueFd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (child) queue_.push_back({path, std::move(child)});
+    if (!child) {  // out of descriptors, say: tried again by path in its turn
+      queue_.push_back({path, UniqueFd()});
+      return;
+    }
+    ++held_fds_;
+    queue_.push_back({path, std::move(child)});
   }
 
   void MaybeHash(int dir_fd, const std::string& name, const std::string& path, ScanEntry* e) {
@@ -175,8 +211,10 @@ class Scanner {
   const TreeSnapshot* before_;
   TreeSnapshot* out_;
   Clock::time_point deadline_;
+  UniqueFd root_fd_;
   dev_t root_dev_ = 0;
   std::deque<Pending> queue_;
+  size_t held_fds_ = 0;  // valid descriptors in queue_
   uint64_t checks_ = 0;
 };
 

@@ -54,6 +54,10 @@ struct ScanEntry {
 struct ScanOptions {
   uint64_t max_entries = 250'000;
   std::chrono::milliseconds max_time{2000};
+  // Directories queued for reading keep their descriptor up to this many;
+  // the rest are opened again by path when their turn comes, so a wide
+  // tree never uses up the daemon's descriptors.
+  size_t max_open_dirs = 64;
   // A directory never entered (the state directory), by device and inode.
   std::optional<std::pair<dev_t, ino_t>> exclude;
 };

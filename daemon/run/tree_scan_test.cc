@@ -1,5 +1,9 @@
 #include "run/tree_scan.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -108,4 +112,60 @@ TEST_CASE("an excluded directory is never read", "[scan]") {
   auto after = ScanTree(t.path, o, &*before);
   REQUIRE(after.ok());
   CHECK(DiffTrees(*before, *after, 100).changes.empty());
+}
+
+TEST_CASE("a time bound is reported and what it left unread is not compared", "[scan]") {
+  TempDir t;
+  for (int i = 0; i < 600; ++i) t.Write("d/f" + std::to_string(i), "x");
+  ScanOptions o;
+  o.max_time = std::chrono::milliseconds(0);
+  auto before = ScanTree(t.path, o);
+  REQUIRE(before.ok());
+  fs::remove(t.path + "/d/f599");
+  auto after = ScanTree(t.path, o, &*before);
+  REQUIRE(after.ok());
+  TreeDiff d = DiffTrees(*before, *after, 100);
+  REQUIRE(d.bound);
+  CHECK(d.bound->name == "scan_time");
+  CHECK(d.bound->unit == "ms");
+  CHECK(d.truncated);
+  CHECK(d.changes.empty());
+}
+
+TEST_CASE("a tree wider than the descriptors a scan holds is read whole", "[scan]") {
+  TempDir t;
+  for (int i = 0; i < 40; ++i) t.Write("d" + std::to_string(i) + "/sub/f", "a");
+  ScanOptions o;
+  o.max_open_dirs = 3;
+  auto before = ScanTree(t.path, o);
+  REQUIRE(before.ok());
+  for (int i = 0; i < 40; ++i) t.Write("d" + std::to_string(i) + "/sub/f", "bb");
+  auto after = ScanTree(t.path, o, &*before);
+  REQUIRE(after.ok());
+  TreeDiff d = DiffTrees(*before, *after, 100);
+  CHECK_FALSE(d.bound);
+  CHECK(d.changes.size() == 40);
+}
+
+TEST_CASE("a scan short of descriptors still reads every directory", "[scan]") {
+  TempDir t;
+  for (int i = 0; i < 300; ++i) t.Write("d" + std::to_string(i) + "/f", "a");
+  struct rlimit saved;
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  // Room for what is open now and a few more, far fewer than 300.
+  int highest = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(highest >= 0);
+  ::close(highest);
+  struct rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(highest + 16);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  auto before = ScanTree(t.path, ScanOptions{});
+  for (int i = 0; i < 300; ++i) t.Write("d" + std::to_string(i) + "/f", "bb");
+  auto after = ScanTree(t.path, ScanOptions{}, before.ok() ? &*before : nullptr);
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  REQUIRE(before.ok());
+  REQUIRE(after.ok());
+  TreeDiff d = DiffTrees(*before, *after, 1000);
+  CHECK_FALSE(d.bound);
+  CHECK(d.changes.size() == 300);
 }
