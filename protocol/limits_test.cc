@@ -2,18 +2,9 @@
 
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/limits.h"
+#include "json_doc_for_test.h"
 
 using namespace agentd;
-
-namespace {
-
-json::Value Doc(const char* text) {
-  auto v = json::Parse(text);
-  REQUIRE(v.ok());
-  return *v;
-}
-
-}  // namespace
 
 TEST_CASE("limit members decode beside the start request's other members", "[limits]") {
   auto r = DecodeExecStartRequest(

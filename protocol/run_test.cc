@@ -1,18 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "agentd/protocol/run.h"
+#include "json_doc_for_test.h"
 
 using namespace agentd;
-
-namespace {
-
-json::Value Doc(const char* text) {
-  auto v = json::Parse(text);
-  REQUIRE(v.ok());
-  return *v;
-}
-
-}  // namespace
 
 TEST_CASE("run request: runtime and code are required, unknown members refused", "[run]") {
   auto r = DecodeRunRequest(Doc(R"({"runtime":"shell","code":"echo hi","timeout_sec":900})"));
