@@ -2,19 +2,10 @@
 
 #include <charconv>
 
+#include "sys/text_fields.h"
+
 namespace agentd {
 namespace {
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = s.find(sep, start);
-    out.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return out;
-    start = end + 1;
-  }
-}
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string Unescape(std::string_view s) {
@@ -43,7 +34,7 @@ std::string Unescape(std::string_view s) {
 
 std::vector<ProcCgroup> ParseProcCgroup(std::string_view text) {
   std::vector<ProcCgroup> out;
-  for (std::string_view line : Split(text, '\n')) {
+  for (std::string_view line : SplitFields(text, '\n')) {
     if (line.empty()) continue;
     size_t a = line.find(':');
     size_t b = a == std::string_view::npos ? a : line.find(':', a + 1);
@@ -53,7 +44,7 @@ std::vector<ProcCgroup> ParseProcCgroup(std::string_view text) {
     std::from_chars(id.data(), id.data() + id.size(), c.hierarchy);
     std::string_view controllers = line.substr(a + 1, b - a - 1);
     if (!controllers.empty()) {
-      for (std::string_view name : Split(controllers, ',')) c.controllers.emplace_back(name);
+      for (std::string_view name : SplitFields(controllers, ',')) c.controllers.emplace_back(name);
     }
     c.path = line.substr(b + 1);
     out.push_back(std::move(c));
@@ -63,12 +54,12 @@ std::vector<ProcCgroup> ParseProcCgroup(std::string_view text) {
 
 std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
   std::vector<CgroupMount> out;
-  for (std::string_view line : Split(mountinfo, '\n')) {
+  for (std::string_view line : SplitFields(mountinfo, '\n')) {
     // id parent major:minor root mount-point options [optional...] - fstype source super
     size_t dash = line.find(" - ");
     if (dash == std::string_view::npos) continue;
-    std::vector<std::string_view> head = Split(line.substr(0, dash), ' ');
-    std::vector<std::string_view> tail = Split(line.substr(dash + 3), ' ');
+    std::vector<std::string_view> head = SplitFields(line.substr(0, dash), ' ');
+    std::vector<std::string_view> tail = SplitFields(line.substr(dash + 3), ' ');
     if (head.size() < 5 || tail.size() < 3) continue;
     CgroupMount m;
     if (tail[0] == "cgroup2") {
@@ -79,7 +70,7 @@ std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
     m.root = Unescape(head[3]);
     m.mount_point = Unescape(head[4]);
     if (!m.v2) {
-      for (std::string_view opt : Split(tail[2], ',')) {
+      for (std::string_view opt : SplitFields(tail[2], ',')) {
         if (opt == "rw" || opt == "ro" || opt.find('=') != std::string_view::npos) continue;
         m.controllers.emplace_back(opt);
       }
@@ -90,7 +81,7 @@ std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
 }
 
 std::optional<long long> FlatKeyedValue(std::string_view text, std::string_view key) {
-  for (std::string_view line : Split(text, '\n')) {
+  for (std::string_view line : SplitFields(text, '\n')) {
     if (line.size() <= key.size() || !line.starts_with(key) || line[key.size()] != ' ') continue;
     std::string_view v = line.substr(key.size() + 1);
     long long n = 0;
