@@ -102,7 +102,11 @@ class MetricsTest(unittest.TestCase):
                                route="/v1/run", status="200"), 1)
         self.assertEqual(value(samples, "agentd_execs_running"), 0)
         self.assertEqual(value(samples, "agentd_run_phase_seconds_count", phase="execution"), 1)
-        self.assertIn("agentd_http_connections_open", types)
+        # The metrics request's own connection is open while it renders.
+        self.assertGreaterEqual(value(samples, "agentd_http_connections_open"), 1)
+        self.assertEqual(types["agentd_http_request_duration_seconds"], "histogram")
+        self.assertEqual(value(samples, "agentd_http_request_duration_seconds_count",
+                               route="/v1/run"), 1)
         self.assertEqual(types["agentd_exec_duration_seconds"], "histogram")
         # Histogram buckets are cumulative and end at the count.
         self.assertEqual(value(samples, "agentd_exec_duration_seconds_bucket", le="+Inf"), 6)
