@@ -10,7 +10,7 @@ through the veth pair. Needs root."""
 import os
 import unittest
 
-from lib.guests import ROOTFS_GUEST, Guest, GuestConformanceCase, SuiteRun
+from lib.guests import ROOTFS_GUEST, Guest, GuestConformanceCase, GuestStartError, SuiteRun
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, mounts, veth)")
@@ -98,6 +98,35 @@ class DebianRootfsGuestTest(RootfsGuestCase):
         self.assertTrue(version.startswith("12."), out)
         self.assertEqual(shell, "/usr/bin/dash")
         self.assertGreater(int(packages), 50)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root (namespaces, mounts, veth)")
+class RootfsGuestTeardownTest(unittest.TestCase):
+    def test_a_stopped_guest_leaves_no_process_veth_or_directory_behind(self):
+        guest = Guest(ROOTFS_GUEST, "--image", "busybox")
+        with open(os.path.join(guest.run_dir, "guest.pid")) as f:
+            pid = int(f.read())
+        with open(os.path.join(guest.run_dir, "veth")) as f:
+            veth = f.read().strip()
+        self.assertTrue(os.path.exists("/proc/%d" % pid))
+        self.assertIn(veth, host_links())
+        status, err = guest.stop()
+        self.assertEqual(status, 0, err)
+        self.assertFalse(os.path.exists("/proc/%d" % pid), "the guest's PID 1 is gone")
+        self.assertNotIn(veth, host_links())
+        self.assertFalse(os.path.exists(guest.run_dir))
+
+    def test_a_guest_whose_daemon_cannot_start_is_torn_down(self):
+        before = host_links()
+        # A dynamically linked program cannot run in the busybox image.
+        with self.assertRaises(GuestStartError) as cm:
+            Guest(ROOTFS_GUEST, "--image", "busybox", "--agentd", "/bin/true")
+        self.assertEqual(host_links(), before)
+        self.assertFalse(os.path.exists(cm.exception.run_dir))
+
+
+def host_links():
+    return set(os.listdir("/sys/class/net"))
 
 
 del RootfsGuestCase  # only the concrete guests run

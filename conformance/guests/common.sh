@@ -57,14 +57,16 @@ busybox_static() {
   echo "$dir/busybox"
 }
 
-# Installs busybox into ROOT/bin with one symlink per applet.
+# Installs busybox into ROOT/bin with one symlink per applet (made by perl,
+# which Debian always has, in one process rather than 270 forks of ln).
 install_busybox() {
-  local busybox=$1 root=$2 applet
+  local busybox=$1 root=$2
   mkdir -p "$root/bin"
   install -m 0755 "$busybox" "$root/bin/busybox"
-  for applet in $("$busybox" --list); do
-    [ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
-  done
+  "$busybox" --list | BIN="$root/bin" perl -ne 'chomp;
+    next if $_ eq "busybox";
+    unlink "$ENV{BIN}/$_";
+    symlink("busybox", "$ENV{BIN}/$_") or die "symlink $_: $!\n";'
 }
 
 # The account files every guest gets when its image has none: root and

@@ -47,31 +47,47 @@ def connect(url, timeout=60):
 CONFORMANCE_DAEMON_ARGS = ("--ack-ttl-sec", "2", "--retention-stream-bytes", "1048576")
 
 
+class GuestStartError(RuntimeError):
+    def __init__(self, message, run_dir):
+        super().__init__(message)
+        self.run_dir = run_dir
+
+
 class Guest:
     """A guest started by one of the guest scripts; stop() tears it down."""
 
     def __init__(self, script, *args, timeout=600):
         self.script = script
+        # Chosen here, so that a start that fails or times out is torn down too.
+        self.run_dir = tempfile.mkdtemp(prefix="agentd-guest-")
         started = time.monotonic()
-        r = subprocess.run([script, "start", "--agentd", AGENTD_BIN, *args,
-                            "--", *CONFORMANCE_DAEMON_ARGS],
-                           capture_output=True, text=True, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
+        try:
+            r = subprocess.run([script, "start", "--agentd", AGENTD_BIN, "--run-dir", self.run_dir,
+                                *args, "--", *CONFORMANCE_DAEMON_ARGS],
+                               capture_output=True, text=True, timeout=timeout,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
         self.start_seconds = time.monotonic() - started
         if r.returncode != 0:
-            raise RuntimeError("%s start failed (%d):\n%s%s" % (
-                os.path.basename(script), r.returncode, r.stdout, r.stderr))
+            self.stop()
+            raise GuestStartError("%s start failed (%d):\n%s%s" % (
+                os.path.basename(script), r.returncode, r.stdout, r.stderr), self.run_dir)
         self.info = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
         self.url = self.info["url"]
         self.token_file = self.info["token_file"]
-        self.run_dir = self.info["run_dir"]
+        assert self.info["run_dir"] == self.run_dir, self.info
         with open(self.token_file) as f:
             self.token = f.read().strip()
         # The guest's small file system makes the disk-pressure check run.
         self.suite_args = ("--small-fs", self.info["small_fs"])
 
     def stop(self):
-        """Stops the guest; returns (exit status of the script, its stderr)."""
+        """Stops the guest and removes its run directory; returns (exit status
+        of the script, its stderr)."""
+        if not os.path.isdir(self.run_dir):
+            return 0, ""
         r = subprocess.run([self.script, "stop", self.run_dir], capture_output=True, text=True,
                            timeout=120, stdin=subprocess.DEVNULL)
         return r.returncode, r.stderr
