@@ -85,6 +85,16 @@ GROUP
   chmod 0644 "$root/etc/passwd" "$root/etc/group"
 }
 
+# Prints --init when the agentd binary has its PID 1 mode (agentd --init:
+# reap every orphan, forward signals), else nothing, so the guests run the
+# daemon as PID 1 either way. AGENTD_GUEST_INIT=no turns the mode off.
+pid1_flag() {
+  [ "${AGENTD_GUEST_INIT:-auto}" != no ] || return 0
+  if "$1" --help 2>&1 | grep -q '^ *--init '; then
+    echo --init
+  fi
+}
+
 new_token() {
   od -An -N24 -tx1 /dev/urandom | tr -d ' \n'
 }
