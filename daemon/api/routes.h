@@ -24,5 +24,8 @@ asio::awaitable<void> DispatchCounted(const Router& router, Request& req, Respon
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
+// docs/PROTOCOL.md, "Watch" and "Ports".
+void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterPortRoutes(Router& router, ApiContext& ctx);
 
 }  // namespace agentd
