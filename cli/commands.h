@@ -29,6 +29,8 @@ int CmdKill(Context& ctx);
 int CmdPs(Context& ctx);
 int CmdStdin(Context& ctx);
 
+// cmd_run.cc
+int CmdRun(Context& ctx);
 // cmd_files.cc
 int CmdCat(Context& ctx);
 int CmdPut(Context& ctx);

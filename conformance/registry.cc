@@ -8,6 +8,7 @@ const std::vector<Check>& AllChecks() {
     AddFrontDoorChecks(all);
     AddExecChecks(all);
     AddStreamChecks(all);
+    AddRunChecks(all);
     AddFileChecks(all);
     AddTreeChecks(all);
     return all;

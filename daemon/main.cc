@@ -11,11 +11,32 @@
 #include "config/daemon_config.h"
 #include "exec/exec_engine.h"
 #include "log/log.h"
+#include "metrics/daemon_metrics.h"
+#include "proc/oom_score.h"
 #include "server/http_server.h"
 #include "server/router.h"
 
 namespace agentd {
 namespace {
+
+// Gauges read at render time (on the io thread) from the serving objects.
+void RegisterServeMetrics(ApiContext& ctx, ExecEngine& exec, HttpServer& server) {
+  metrics::Registry& r = metrics::Daemon().registry;
+  r.AddCallbackGauge("agentd_execs_running", "Execs whose leader process runs.",
+                     [&exec] { return static_cast<double>(exec.running()); });
+  r.AddCallbackGauge("agentd_exec_records", "Exec records held (every state).",
+                     [&exec] { return static_cast<double>(exec.Totals().records); });
+  r.AddCallbackGauge("agentd_http_connections_open", "Open client connections.",
+                     [&server] { return static_cast<double>(server.connection_count()); });
+  r.AddCallbackGauge("agentd_orphans_reaped", "Orphaned processes the daemon reaped.",
+                     [&exec] { return static_cast<double>(exec.reaper().orphans_reaped()); });
+  r.AddCallbackGauge("agentd_uptime_seconds", "Seconds since the daemon started.", [&ctx] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started_at).count();
+  });
+  r.AddGauge("agentd_limit_mechanism", "The limit mechanism in force (value 1).", {"mechanism"})
+      .With({std::string(exec.limiter().mechanism_name())})
+      .Set(1);
+}
 
 int Serve(DaemonConfig& config) {
   SetLogLevel(config.log_level);
@@ -30,6 +51,12 @@ int Serve(DaemonConfig& config) {
       return 1;
     }
     bootstrap.SetToken(std::move(*token));
+  }
+
+  // The OOM killer picks a child before the daemon (docs/PROTOCOL.md, "Limits").
+  if (Status s = SetOwnOomScoreAdj(config.oom_score_adj); !s.ok()) {
+    Log(LogLevel::kWarn, "cannot set the daemon's oom_score_adj",
+        json::Object().Set("value", config.oom_score_adj).Set("error", s.message()));
   }
 
   Result<std::unique_ptr<FsService>> fs = FsService::Create(config);
@@ -54,14 +81,18 @@ int Serve(DaemonConfig& config) {
   RegisterBootstrapRoutes(router, ctx);
   RegisterHealthRoutes(router, ctx);
   RegisterExecRoutes(router, ctx, exec);
+  RegisterRunRoutes(router, ctx, exec);
+  RegisterMetricsRoutes(router);
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
   RegisterFsWatchRoutes(router, ctx, **fs);
   RegisterPortRoutes(router, ctx);
 
-  HttpServer server(io, config.limits,
-                    [&router](Request& req, Response& res) { return router.Dispatch(req, res); });
+  HttpServer server(io, config.limits, [&router](Request& req, Response& res) {
+    return DispatchCounted(router, req, res);
+  });
+  RegisterServeMetrics(ctx, exec, server);
   for (const ListenAddress& address : config.listen) {
     Status s = server.Listen(address);
     if (!s.ok()) {
@@ -88,6 +119,7 @@ int Serve(DaemonConfig& config) {
   io.run();
   (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
+  exec.CloseLimits();
   Log(LogLevel::kInfo, "stopped");
   return 0;
 }

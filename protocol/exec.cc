@@ -74,6 +74,7 @@ Status ValidateExecId(std::string_view id) {
 }
 
 std::vector<std::string> ExecStartRequest::EffectiveArgv() const {
+  if (runtime && code) return RuntimeArgv(*runtime, *code);
   if (!command) return argv;
   return {shell.value_or(kDefaultShell), "-c", *command};
 }
@@ -94,10 +95,24 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   req.timeout_sec = r.Int("timeout_sec", 1, kMaxTimeoutSec);
   req.kill_grace_sec = r.Int("kill_grace_sec", 0, kMaxKillGraceSec);
   req.pty = DecodePty(r, r.Raw("pty"));
+  std::optional<std::string> runtime = r.String("runtime");
+  req.code = r.String("code");
+  req.limits = ReadExecLimits(r);
 
-  if (argv.has_value() == req.command.has_value()) {
-    r.Fail(argv ? "command" : "argv", "exactly one of \"argv\" and \"command\" is required");
+  if (runtime) {
+    req.runtime = ParseRuntime(*runtime);
+    if (!req.runtime)
+      r.Fail("runtime", "field \"runtime\" must be \"shell\", \"python\" or \"ts\"");
   }
+  if (runtime.has_value() != req.code.has_value()) {
+    r.Fail(runtime ? "code" : "runtime", "fields \"runtime\" and \"code\" go together");
+  }
+  int modes = argv.has_value() + req.command.has_value() + req.code.has_value();
+  if (modes != 1) {
+    r.Fail(argv ? "command" : "argv",
+           "exactly one of \"argv\", \"command\" and \"runtime\"/\"code\" is required");
+  }
+  if (req.code && HasNul(*req.code)) r.Fail("code", "field \"code\" must not contain NUL");
   if (argv) {
     if (argv->empty() || (*argv)[0].empty()) {
       r.Fail("argv", "field \"argv\" must be a non-empty array whose first element is non-empty");
@@ -138,7 +153,10 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
 
 json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   json::Object o;
-  if (req.command) {
+  if (req.code) {
+    if (req.runtime) o.Set("runtime", std::string(RuntimeName(*req.runtime)));
+    o.Set("code", *req.code);
+  } else if (req.command) {
     o.Set("command", *req.command);
     if (req.shell) o.Set("shell", *req.shell);
   } else {
@@ -164,6 +182,7 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   if (req.stdin_stream) o.Set("stdin_stream", true);
   if (req.timeout_sec) o.Set("timeout_sec", *req.timeout_sec);
   if (req.kill_grace_sec) o.Set("kill_grace_sec", *req.kill_grace_sec);
+  WriteExecLimits(o, req.limits);
   if (req.pty) {
     json::Object pty;
     pty.Set("rows", req.pty->rows);

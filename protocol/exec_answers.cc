@@ -83,6 +83,13 @@ json::Object EncodeExecInfoObject(const ExecInfo& e) {
   o.Set("stderr_retained_from", e.stderr_retained_from);
   o.Set("acked", e.acked);
   o.Set("error", OptString(e.error));
+  if (e.limit) o.Set("limit", EncodeLimitHit(*e.limit));
+  if (e.limit_timeout_sec || !e.limits.empty()) {
+    json::Object limits;
+    if (e.limit_timeout_sec) limits.Set("timeout_sec", *e.limit_timeout_sec);
+    WriteExecLimits(limits, e.limits);
+    o.Set("limits", std::move(limits));
+  }
   return o;
 }
 
@@ -113,6 +120,13 @@ Result<ExecInfo> DecodeExecInfo(const json::Value& doc) {
   GetU64(doc, "stderr_retained_from", &e.stderr_retained_from);
   if (const json::Value* v = doc.Find("acked"); v && v->is_bool()) e.acked = v->as_bool();
   e.error = GetOptString(doc, "error");
+  e.limit = DecodeLimitHit(doc.Find("limit"));
+  if (const json::Value* limits = doc.Find("limits"); limits && limits->is_object()) {
+    if (const json::Value* t = limits->Find("timeout_sec"); t && t->is_int()) {
+      e.limit_timeout_sec = t->as_int();
+    }
+    e.limits = ParseExecLimits(*limits);
+  }
   return e;
 }
 

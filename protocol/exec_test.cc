@@ -1,16 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include "agentd/protocol/exec.h"
+#include "json_doc_for_test.h"
 
 using namespace agentd;
 
 namespace {
-
-json::Value Doc(const char* text) {
-  auto v = json::Parse(text);
-  REQUIRE(v.ok());
-  return *v;
-}
 
 Status DecodeStatus(const char* text) { return DecodeExecStartRequest(Doc(text)).status(); }
 

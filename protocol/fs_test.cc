@@ -2,15 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-using namespace agentd;
+#include "json_doc_for_test.h"
 
-namespace {
-json::Value Doc(const char* text) {
-  auto v = json::Parse(text);
-  REQUIRE(v.ok());
-  return *v;
-}
-}  // namespace
+using namespace agentd;
 
 TEST_CASE("stat object round-trips with a four-digit octal mode", "[fs]") {
   FileStat st;

@@ -59,6 +59,20 @@ std::optional<bool> ObjectReader::Bool(std::string_view key) {
   return v->as_bool();
 }
 
+std::optional<double> ObjectReader::Number(std::string_view key, double min, double max) {
+  const json::Value* v = Lookup(key);
+  if (!v) return std::nullopt;
+  if (!v->is_number() || !(v->as_double() >= min) || !(v->as_double() <= max)) {
+    TypeError(key, "a number from " + json::Serialize(json::Value(min)) + " to " +
+                       json::Serialize(json::Value(max)));
+    if (first_error_.details().Find("min") == nullptr) {
+      first_error_.With("min", min).With("max", max);
+    }
+    return std::nullopt;
+  }
+  return v->as_double();
+}
+
 std::optional<std::vector<std::string>> ObjectReader::StringArray(std::string_view key) {
   const json::Value* v = Lookup(key);
   if (!v) return std::nullopt;

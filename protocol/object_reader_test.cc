@@ -1,16 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "agentd/protocol/object_reader.h"
+#include "json_doc_for_test.h"
 
 using namespace agentd;
-
-namespace {
-json::Value Doc(const char* text) {
-  auto v = json::Parse(text);
-  REQUIRE(v.ok());
-  return *v;
-}
-}  // namespace
 
 TEST_CASE("object reader returns typed members", "[object_reader]") {
   json::Value doc = Doc(R"({"s":"x","i":5,"b":true,"a":["p","q"],"m":{"K":"V","U":null}})");

@@ -3,6 +3,7 @@ a Unix socket), and reports failures honestly: pointed at a daemon with the
 wrong token it fails."""
 
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -31,6 +32,7 @@ def small_tmpfs():
 
 
 DISK_CHECK = "disk: writes beyond free space are 507 with needed and available, leaving nothing"
+ABSENT_RUNTIME_CHECK = "run: a runtime the guest lacks is runtime_unavailable"
 
 
 class ConformanceLocalTest(GuestConformanceCase):
@@ -39,8 +41,12 @@ class ConformanceLocalTest(GuestConformanceCase):
         # checks run instead of skipping; a small tmpfs (root only) enables
         # disk pressure.
         small = small_tmpfs()
+        self.EXPECTED_SKIPS = {}
         if not small:
-            self.EXPECTED_SKIPS = {DISK_CHECK: "no small file system without root"}
+            self.EXPECTED_SKIPS[DISK_CHECK] = "no small file system without root"
+        if shutil.which("bun") and shutil.which("python3"):
+            # Checked against a daemon that lacks them, below.
+            self.EXPECTED_SKIPS[ABSENT_RUNTIME_CHECK] = "every runtime is installed here"
         try:
             with Daemon(*CONFORMANCE_DAEMON_ARGS) as d:
                 with tempfile.NamedTemporaryFile("w") as token:
@@ -59,6 +65,19 @@ class ConformanceLocalTest(GuestConformanceCase):
         with Daemon("--listen", "unix:" + path) as d:
             r, _ = run_suite("unix:" + path, d.token)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_the_absent_runtime_check_passes_where_a_runtime_is_absent(self):
+        bindir = tempfile.mkdtemp(prefix="agentd-path-")
+        os.symlink("/bin/sh", os.path.join(bindir, "sh"))
+        try:
+            with Daemon(env=dict(os.environ, PATH=bindir)) as d:
+                r, _ = run_suite("http://127.0.0.1:%d" % d.port, d.token,
+                                 "--filter", ABSENT_RUNTIME_CHECK)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                self.assertRegex(r.stdout, r"(?m)^PASS  %s " % ABSENT_RUNTIME_CHECK)
+                self.assertRegex(r.stdout, r"(?m)^1 passed, 0 failed$")
+        finally:
+            shutil.rmtree(bindir)
 
     def test_a_wrong_token_makes_checks_fail(self):
         with Daemon() as d:

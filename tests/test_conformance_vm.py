@@ -4,6 +4,7 @@ modules and the static agentd, which is the VM's PID 1; the suite reaches it
 through a port forwarded over user-mode networking (conformance/vm/vm-guest).
 Needs root (the download cache lives in /var/cache/agentd-ci)."""
 
+import json
 import os
 import shutil
 import unittest
@@ -34,6 +35,21 @@ class VmGuestTest(GuestConformanceCase):
         self.assertRegex(self.guest.url, r"^http://127\.0\.0\.1:\d+$")
         self.assertSuitePasses(SuiteRun(self.guest.url, self.guest.token_file,
                                         *self.guest.suite_args, timeout=300))
+
+    def test_limits_use_the_vms_cgroup2(self):
+        status, body = self.guest.call("GET", "/v1/health")
+        self.assertEqual(status, 200)
+        limits = json.loads(body)["limits"]
+        self.assertEqual(limits["mechanism"], "cgroup2")
+        self.assertIn("cpus", limits["supported"])
+        code, out = self.guest.sh("cat /proc/self/cgroup /proc/self/oom_score_adj; "
+                                  "cat /proc/1/oom_score_adj")
+        self.assertEqual(code, 0, out)
+        # An exec without limits runs where the daemon put it; its OOM score
+        # is high and the daemon's, PID 1, low.
+        lines = out.split()
+        self.assertTrue(lines[0].startswith("0::/"), out)
+        self.assertEqual(lines[1:], ["500", "-900"])
 
     def test_the_daemon_is_pid_1_of_a_vm_running_debians_cloud_kernel(self):
         code, out = self.guest.sh("cat /proc/1/comm; uname -r; hostname; "

@@ -1,5 +1,7 @@
 #include "agentd/client/async_client.h"
 
+#include <algorithm>
+
 #include "exec_calls.h"
 #include "file_calls.h"
 #include "reactive_calls.h"
@@ -91,6 +93,19 @@ asio::awaitable<Result<ExecInfo>> AsyncClient::Stream(std::string id, StreamCurs
 
 asio::awaitable<Result<RunResult>> AsyncClient::Run(ExecStartRequest request, RunOptions options) {
   co_return co_await RunCall(*transport_, std::move(request), std::move(options));
+}
+
+asio::awaitable<Result<RunResponse>> AsyncClient::RunCode(RunRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/run";
+  req.content_type = "application/json";
+  req.body = json::Serialize(EncodeRunRequest(request));
+  req.idempotent = false;  // it runs code: never sent twice
+  int64_t timeout =
+      std::min<int64_t>(request.timeout_sec.value_or(kMaxRunTimeoutSec), kMaxRunTimeoutSec);
+  req.extra_wait = std::chrono::seconds(timeout + 30);
+  co_return DecodeJson<RunResponse>(co_await transport_->Call(req), &DecodeRunResponse);
 }
 
 asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, ReadOptions options,

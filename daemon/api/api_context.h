@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agentd/protocol/json.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
 
@@ -27,6 +28,8 @@ struct ApiContext {
   // Providers for health, set by the components that own the facts.
   std::function<ExecCounts()> exec_counts = [] { return ExecCounts{}; };
   std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
+  // Health's "limits" member: the mechanism in force and what it enforces.
+  std::function<json::Object()> limits = [] { return json::Object(); };
 };
 
 std::string_view DaemonVersion();

@@ -29,7 +29,14 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await res.SendError(started.status());
     co_return;
   }
-  json::Value body = EncodeExecInfo(started->record->Info());
+  // An exec with cgroup limits is spawned once its group exists (made off
+  // the io thread): answer when it has started or failed to, so the 201
+  // shows the process (or the spawn failure) as for any other exec.
+  std::shared_ptr<ExecRecord> rec = started->record;
+  while (rec->launching) {
+    co_await rec->changed.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  }
+  json::Value body = EncodeExecInfo(rec->Info());
   co_await res.SendJson(started->created ? 201 : 200, body);
 }
 

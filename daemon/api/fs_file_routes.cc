@@ -17,6 +17,7 @@
 #include "fs/atomic_file.h"
 #include "fs/file_read.h"
 #include "fs/line_scanner.h"
+#include "metrics/daemon_metrics.h"
 #include "sys/posix_error.h"
 
 namespace agentd {
@@ -52,7 +53,9 @@ asio::awaitable<void> StreamToEnd(Route r, std::shared_ptr<ReadableFile> file,
     if (!n.ok() || *n == 0) break;  // a read error cuts the stream short
     std::string_view block(buf->data(), *n);
     if (scanner) block = scanner->Feed(block);
+    uint64_t was = res.body_bytes();  // HEAD sends none
     AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Write(block));
+    metrics::Daemon().file_bytes_out.Inc(res.body_bytes() - was);
     if (scanner && scanner->done()) break;
   }
   co_await res.End();
@@ -62,7 +65,9 @@ asio::awaitable<void> SendSpan(Response& res, int status, int fd, uint64_t begin
                                const Headers& headers) {
   std::optional<uint64_t> length = end - begin;
   AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Begin(status, kOctetStream, length, headers));
+  uint64_t was = res.body_bytes();  // HEAD sends none
   AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.WriteFromFile(fd, begin, end - begin));
+  metrics::Daemon().file_bytes_out.Inc(res.body_bytes() - was);
   co_await res.End();
 }
 
@@ -190,7 +195,7 @@ asio::awaitable<void> WriteFile(Route r, Request& req, Response& res) {
     return file.Commit();
   };
   auto job = PoolJob<Result<FileStat>>::Start(r.fs.jobs(), io, std::move(write));
-  Status body = co_await PumpBody(req, *channel);
+  Status body = co_await PumpBody(req, *channel, metrics::Daemon().file_bytes_in);
   Result<FileStat> written = co_await job.Wait();
   if (!body.ok()) co_return;  // the client is gone; the temporary was removed
   if (!written.ok()) {

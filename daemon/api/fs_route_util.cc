@@ -20,7 +20,7 @@ asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& e
   co_await res.SendError(error);
 }
 
-asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
+asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted) {
   // Body chunks (at most one socket read each) are gathered into blocks of
   // kPumpBlockBytes, so the job wakes and writes once per block.
   std::string block;
@@ -36,6 +36,7 @@ asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel) {
       if (block.size() < kPumpBlockBytes && !req.body_complete()) continue;
     }
     if (!block.empty()) {
+      counted.Inc(block.size());
       bool taken = co_await channel.AsyncPush(std::move(block));
       if (!taken) co_return Status::Ok();
       block = std::string();

@@ -5,6 +5,7 @@
 
 #include "agentd/protocol/json.h"
 #include "api/fs_service.h"
+#include "metrics/metrics.h"
 #include "server/awaitable.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -58,7 +59,8 @@ inline constexpr size_t kPumpBlockBytes = 256 * 1024;
 // Pushes every byte of the request body into `channel`, in blocks of up to
 // kPumpBlockBytes; Finish() at the end, Close() if the body breaks. Returns
 // the body's status (not ok: the client is gone). Stops early, leaving the
-// rest unread, when the channel's consumer closes it.
-asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel);
+// rest unread, when the channel's consumer closes it. Every byte handed to
+// the channel is added to `counted` (a "bytes in" metric).
+asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted);
 
 }  // namespace agentd

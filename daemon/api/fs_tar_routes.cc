@@ -17,6 +17,7 @@
 #include "fs/tar_create.h"
 #include "fs/tar_extract.h"
 #include "log/log.h"
+#include "metrics/daemon_metrics.h"
 
 namespace agentd {
 namespace {
@@ -95,7 +96,7 @@ asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
     return out;
   };
   auto job = PoolJob<Result<TarUploadResponse>>::Start(r.fs.jobs(), io, std::move(extract));
-  Status body = co_await PumpBody(req, *channel);
+  Status body = co_await PumpBody(req, *channel, metrics::Daemon().tar_bytes_in);
   Result<TarUploadResponse> done = co_await job.Wait();
   if (!body.ok()) co_return;  // the client is gone; nothing was kept
   if (!done.ok()) {
@@ -166,6 +167,7 @@ asio::awaitable<void> Download(Route r, Request& req, Response& res) {
       channel->Close();
       break;
     }
+    metrics::Daemon().tar_bytes_out.Inc(chunk->size());
   }
   Status made = co_await job.Wait();
   if (!made.ok() || !sent) {

@@ -13,6 +13,13 @@ void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
 // Also wires ctx.exec_counts (health's busy and execs) to the engine.
 void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
+// POST /v1/run; also wires ctx.runtimes and ctx.limits (health) to the engine.
+void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
+// GET /v1/metrics.
+void RegisterMetricsRoutes(Router& router);
+// Router::Dispatch, counting the request in the metrics (route pattern,
+// method, status, duration).
+asio::awaitable<void> DispatchCounted(const Router& router, Request& req, Response& res);
 // docs/PROTOCOL.md, "Files" (api/fs_*_routes.cc).
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);

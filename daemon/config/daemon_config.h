@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agentd/protocol/limits.h"
 #include "agentd/protocol/status.h"
 #include "log/log.h"
 #include "server/limits.h"
@@ -34,6 +35,19 @@ struct DaemonConfig {
   uint64_t retention_stream_bytes = 256ull << 20;
   uint64_t retention_total_bytes = 1ull << 30;
   int64_t max_execs = 4096;
+
+  // Limits (docs/PROTOCOL.md, "Limits"; docs/OPERATIONS.md).
+  std::string limits_mode = "auto";  // auto | cgroup2 | cgroup1 | rlimit
+  ExecLimits default_limits;         // for execs and runs that do not set them
+  int64_t default_timeout_sec = 0;   // execs; 0: none
+  int oom_score_adj = -900;          // the daemon's own
+  int child_oom_score_adj = 500;     // every exec's
+
+  // Code runs (docs/PROTOCOL.md, "Run code").
+  int64_t run_timeout_sec = 60;         // when a run gives none (clamped to 300)
+  uint64_t scan_max_entries = 250'000;  // per changed-files scan
+  int64_t scan_max_ms = 2000;           // per changed-files scan
+  uint64_t changed_files_max = 1000;    // entries in one answer
 
   // Tar uploads.
   uint64_t tar_max_entries = 65536;

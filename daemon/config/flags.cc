@@ -2,6 +2,7 @@
 #include <functional>
 #include <string>
 
+#include "agentd/protocol/exec.h"
 #include "config/daemon_config.h"
 
 namespace agentd {
@@ -82,6 +83,25 @@ std::function<Status(DaemonConfig&, std::string_view)> Text(std::string DaemonCo
   };
 }
 
+std::function<Status(DaemonConfig&, std::string_view)> LimitDefault(
+    const char* name, std::optional<int64_t> ExecLimits::*field, int64_t min, int64_t max) {
+  return [=](DaemonConfig& c, std::string_view v) {
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > max || (n > 0 && n < min)) {
+      return BadValue(
+          name, v,
+          "0 (no limit) or an integer from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    if (n == 0) {
+      c.default_limits.*field = std::nullopt;
+    } else {
+      c.default_limits.*field = n;
+    }
+    return Status::Ok();
+  };
+}
+
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
       {"listen", "ADDR",
@@ -138,6 +158,42 @@ const std::vector<Flag>& Flags() {
                          UINT64_MAX)},
       {"max-execs", "N", "Exec records held at once (503 beyond). Default 4096.",
        Integer<int64_t>("max-execs", &DaemonConfig::max_execs, 1, 1'000'000)},
+      {"limits", "MODE",
+       "How exec limits are enforced: auto (cgroup2, else cgroup1, else rlimits), cgroup2, "
+       "cgroup1 or rlimit. Default auto.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "auto" && v != "cgroup2" && v != "cgroup1" && v != "rlimit") {
+           return BadValue("limits", v, "one of auto, cgroup2, cgroup1, rlimit");
+         }
+         c.limits_mode = v;
+         return Status::Ok();
+       }},
+      {"default-timeout-sec", "N", "Wall-clock limit of execs that set none; 0: none. Default 0.",
+       Integer<int64_t>("default-timeout-sec", &DaemonConfig::default_timeout_sec, 0,
+                        kMaxTimeoutSec)},
+      {"default-memory-mb", "N", "Memory limit (MiB) of execs and runs that set none; 0: none.",
+       LimitDefault("default-memory-mb", &ExecLimits::memory_mb, 1, kMaxMemoryMb)},
+      {"default-pids", "N", "Process limit of execs and runs that set none; 0: none.",
+       LimitDefault("default-pids", &ExecLimits::pids, 1, kMaxPids)},
+      {"default-cpu-sec", "N", "CPU time limit (s) of execs and runs that set none; 0: none.",
+       LimitDefault("default-cpu-sec", &ExecLimits::cpu_sec, 1, kMaxCpuSec)},
+      {"default-file-size-mb", "N",
+       "File size limit (MiB) of execs and runs that set none; 0: none.",
+       LimitDefault("default-file-size-mb", &ExecLimits::file_size_mb, 1, kMaxFileSizeMb)},
+      {"oom-score-adj", "N", "The daemon's own oom_score_adj. Default -900.",
+       Integer<int>("oom-score-adj", &DaemonConfig::oom_score_adj, -1000, 1000)},
+      {"child-oom-score-adj", "N", "Every exec's oom_score_adj. Default 500.",
+       Integer<int>("child-oom-score-adj", &DaemonConfig::child_oom_score_adj, -1000, 1000)},
+      {"run-timeout-sec", "N",
+       "Wall-clock limit of /v1/run when the request sets none (at most 300). Default 60.",
+       Integer<int64_t>("run-timeout-sec", &DaemonConfig::run_timeout_sec, 1, 300)},
+      {"scan-max-entries", "N",
+       "Entries one changed-files scan of /v1/run reads at most. Default 250000.",
+       Integer<uint64_t>("scan-max-entries", &DaemonConfig::scan_max_entries, 1, 100'000'000)},
+      {"scan-max-ms", "MS", "Time one changed-files scan of /v1/run takes at most. Default 2000.",
+       Integer<int64_t>("scan-max-ms", &DaemonConfig::scan_max_ms, 1, 600'000)},
+      {"changed-files-max", "N", "changed_files entries in one /v1/run answer. Default 1000.",
+       Integer<uint64_t>("changed-files-max", &DaemonConfig::changed_files_max, 0, 1'000'000)},
       {"tar-max-entries", "N", "Members of one uploaded archive. Default 65536.",
        Integer<uint64_t>("tar-max-entries", &DaemonConfig::tar_max_entries, 1, UINT64_MAX)},
       {"tar-max-entry-bytes", "N", "Size of one archive member. Default 8 GiB.",

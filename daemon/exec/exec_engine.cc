@@ -8,8 +8,13 @@
 #include <algorithm>
 
 #include "log/log.h"
+#include "metrics/daemon_metrics.h"
+#include "proc/child_env.h"
 #include "proc/signals.h"
+#include "run/runtimes.h"
 #include "server/awaitable.h"
+
+extern char** environ;
 
 namespace agentd {
 namespace {
@@ -41,7 +46,9 @@ ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking,
       config_(config),
       bootstrap_(bootstrap),
       budget_(config.retention_stream_bytes, config.retention_total_bytes),
-      reaper_(io) {}
+      reaper_(io),
+      limit_timer_(io),
+      sweep_timer_(io) {}
 
 ExecEngine::~ExecEngine() {
   // Records may outlive the engine inside coroutine frames destroyed later;
@@ -61,6 +68,12 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(store_->Open());
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   child_nofile_ = RaiseNofile();
+  AGENTD_RETURN_IF_ERROR(limiter_.Open(config_.limits_mode));
+  Log(LogLevel::kInfo, "limits",
+      json::Object()
+          .Set("mechanism", std::string(limiter_.mechanism_name()))
+          .Set("why", limiter_.fallback_reason()));
+  ArmSweep();
   AGENTD_RETURN_IF_ERROR(reaper_.Start());
   RecoverAll();
   Log(LogLevel::kInfo, "exec engine ready",
@@ -72,6 +85,9 @@ Status ExecEngine::Open() {
 }
 
 void ExecEngine::Shutdown() {
+  stopping_ = true;
+  limit_timer_.cancel();
+  sweep_timer_.cancel();
   // The reaper and the output pumps keep running while connections drain,
   // so the killed execs still end normally (exit events, final metadata).
   for (auto& [id, rec] : table_) {
@@ -109,7 +125,56 @@ Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRe
   return ResolveCredentials(request.user, request.group, LoadUserDb());
 }
 
-Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRequest request) {
+Status ExecEngine::CheckRuntime(const ExecStartRequest& request,
+                                const std::optional<Credentials>& identity) {
+  if (!request.runtime) return Status::Ok();
+  const Credentials* creds = identity ? &*identity : nullptr;
+  std::vector<std::string> env =
+      BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
+  if (RuntimePresent(*request.runtime, env)) return Status::Ok();
+  std::string name(RuntimeName(*request.runtime));
+  std::string program(RuntimeProgram(*request.runtime));
+  return Status::Error(ErrorCode::kRuntimeUnavailable, "runtime \"" + name +
+                                                           "\" is not available in this guest (" +
+                                                           program + " is not in the PATH)")
+      .With("runtime", name)
+      .With("program", program);
+}
+
+Status ExecEngine::CheckRuntime(const ExecStartRequest& request) {
+  Result<std::optional<Credentials>> identity = ResolveIdentity(request);
+  if (!identity.ok()) return identity.status();
+  return CheckRuntime(request, *identity);
+}
+
+std::vector<std::string> ExecEngine::Runtimes() const {
+  std::vector<std::string> env = BuildChildEnv(environ, bootstrap_.launch_env(), nullptr, {});
+  std::vector<std::string> out;
+  for (Runtime r : PresentRuntimes(env)) out.emplace_back(RuntimeName(r));
+  return out;
+}
+
+Result<ExecEngine::Started> ExecEngine::StartRun(ExecStartRequest request) {
+  std::string id;
+  do {
+    id = "run." + std::to_string(next_run_++) + "." + std::to_string(::getpid());
+  } while (table_.count(id) != 0 || tombstones_.Contains(id, SystemClock::now()));
+  return Start(id, std::move(request), /*internal=*/true);
+}
+
+void ExecEngine::Discard(const SharedRecord& rec) {
+  if (rec->released) return;
+  rec->released = true;
+  if (auto it = table_.find(rec->id); it != table_.end() && it->second == rec) table_.erase(it);
+  for (auto& log : rec->logs) {
+    if (log) log->set_budget(nullptr);
+  }
+  asio::post(blocking_, [dir = rec->dir]() { ExecStore::RemoveDir(dir); });
+  rec->changed.Notify();
+}
+
+Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRequest request,
+                                              bool internal) {
   AGENTD_RETURN_IF_ERROR(ValidateExecId(id));
   std::string fingerprint = ExecFingerprint(request);
   if (auto it = table_.find(id); it != table_.end()) {
@@ -130,8 +195,14 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
   }
   Result<std::optional<Credentials>> identity = ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
+  if (request.runtime) {
+    AGENTD_RETURN_IF_ERROR(CheckRuntime(request, *identity));
+    if (!request.cwd) request.cwd = DefaultRunCwd(config_);
+  }
 
   auto rec = std::make_shared<ExecRecord>(io_.get_executor());
+  AGENTD_RETURN_IF_ERROR(ApplyLimits(request, *identity, *rec));
+  rec->internal = internal;
   rec->id = id;
   rec->fingerprint = std::move(fingerprint);
   rec->seq = next_seq_++;
@@ -147,8 +218,12 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
     }
     rec->logs[static_cast<int>(s)] = std::move(*log);
     rec->log(s).set_budget(&budget_);
+    if (rec->limits.output_bytes) {
+      rec->log(s).set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));
+    }
   }
   table_.emplace(id, rec);
+  metrics::Daemon().execs_started.With({internal ? "run" : "exec"}).Inc();
   Launch(rec, request, *identity);
   Persist(*rec);
   return Started{rec, true};
@@ -227,7 +302,7 @@ ExecTotals ExecEngine::Totals() const {
 }
 
 void ExecEngine::Persist(const ExecRecord& rec) {
-  if (rec.released) return;
+  if (rec.released || rec.internal) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
   Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at);

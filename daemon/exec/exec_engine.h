@@ -27,6 +27,7 @@
 #include "exec/exec_record.h"
 #include "exec/exec_store.h"
 #include "exec/tombstones.h"
+#include "limits/limiter.h"
 #include "proc/reaper.h"
 #include "proc/user_db.h"
 #include "spool/output_log.h"
@@ -49,6 +50,8 @@ class ExecEngine {
   // On daemon shutdown: SIGKILL every running process group (their output
   // pipes would break anyway; killed_by "daemon_shutdown").
   void Shutdown();
+  // After serving: removes the daemon's empty cgroups.
+  void CloseLimits() { limiter_.Close(); }
   // Calls `done` once every exec has finished (its exit recorded) or after
   // `limit`, whichever comes first.
   void WhenFinished(std::chrono::milliseconds limit, std::function<void()> done);
@@ -58,7 +61,17 @@ class ExecEngine {
     std::shared_ptr<ExecRecord> record;
     bool created = false;
   };
-  Result<Started> Start(const std::string& id, ExecStartRequest request);
+  // `internal` marks a /v1/run record (see ExecRecord::internal).
+  Result<Started> Start(const std::string& id, ExecStartRequest request, bool internal = false);
+  // A /v1/run: Start() with an id the daemon mints ("run-<n>").
+  Result<Started> StartRun(ExecStartRequest request);
+  // 400 runtime_unavailable when the request's runtime is not in the PATH
+  // its process would get (also 400 for an unknown user).
+  Status CheckRuntime(const ExecStartRequest& request);
+  // The runtimes present for an exec with no request env (health).
+  std::vector<std::string> Runtimes() const;
+  // Removes a finished internal record and its files (no tombstone).
+  void Discard(const std::shared_ptr<ExecRecord>& rec);
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.
   Result<std::shared_ptr<ExecRecord>> Find(std::string_view id);
   Result<ExecInfo> Ack(std::string_view id);
@@ -68,6 +81,8 @@ class ExecEngine {
 
   const DaemonConfig& config() const { return config_; }
   const Reaper& reaper() const { return reaper_; }
+  const Limiter& limiter() const { return limiter_; }
+  int64_t running() const { return running_; }
 
  private:
   using SharedRecord = std::shared_ptr<ExecRecord>;
@@ -81,10 +96,15 @@ class ExecEngine {
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
+  Status CheckRuntime(const ExecStartRequest& request, const std::optional<Credentials>& identity);
 
   // exec_process.cc: the life of a process.
   void Launch(const SharedRecord& rec, ExecStartRequest& request,
               const std::optional<Credentials>& identity);
+  asio::awaitable<void> LaunchInGroup(SharedRecord rec, ExecStartRequest request,
+                                      std::optional<Credentials> identity);
+  void SpawnProcess(const SharedRecord& rec, ExecStartRequest& request,
+                    const std::optional<Credentials>& identity);
   void FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code);
   asio::awaitable<void> Pump(SharedRecord rec, Stream s);
   void OnLeaderExit(const SharedRecord& rec, int wait_status);
@@ -94,6 +114,18 @@ class ExecEngine {
   void OnTimeout(const SharedRecord& rec);
   void SignalGroup(const ExecRecord& rec, int signo);
   void ArmGrace(const SharedRecord& rec, std::chrono::seconds grace);
+
+  // exec_limits.cc: limits that end a process (docs/PROTOCOL.md, "Limits").
+  Status ApplyLimits(ExecStartRequest& request, const std::optional<Credentials>& identity,
+                     ExecRecord& rec);
+  void HitLimit(const SharedRecord& rec, LimitHit hit);
+  void WatchLimits(const SharedRecord& rec);
+  void PollLimits();
+  void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
+                         int exit_code);
+  void ReleaseGroup(const SharedRecord& rec);
+  void ArmSweep();
+  void CountExit(const ExecRecord& rec, bool spawn_failed);
 
   asio::io_context& io_;
   asio::thread_pool& blocking_;
@@ -108,6 +140,13 @@ class ExecEngine {
   uint64_t next_seq_ = 1;
   int64_t running_ = 0;
   std::optional<struct rlimit> child_nofile_;  // the limit children get back
+  Limiter limiter_;
+  std::vector<std::weak_ptr<ExecRecord>> watched_;  // running execs with polled limits
+  asio::steady_timer limit_timer_;
+  bool limit_timer_armed_ = false;
+  asio::steady_timer sweep_timer_;
+  uint64_t next_run_ = 1;
+  bool stopping_ = false;
 };
 
 }  // namespace agentd

@@ -10,6 +10,7 @@
 #include "exec/exec_engine.h"
 #include "exec/exec_stdin.h"
 #include "log/log.h"
+#include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
 #include "proc/spawn.h"
 #include "proc/wait_status.h"
@@ -125,10 +126,46 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   rec->duration_ms = 0;
   rec->phase = ExecRecord::Phase::kExited;
   rec->stdin_closed = true;
+  rec->launching = false;
+  ReleaseGroup(rec);
+  CountExit(*rec, /*spawn_failed=*/true);
 }
 
 void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
                         const std::optional<Credentials>& identity) {
+  rec->started_at = SystemClock::now();
+  rec->started_steady = SteadyClock::now();
+  if (limiter_.NeedsGroup(rec->limits)) {
+    rec->launching = true;
+    asio::co_spawn(io_, LaunchInGroup(rec, std::move(request), identity), asio::detached);
+    return;
+  }
+  SpawnProcess(rec, request, identity);
+}
+
+asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec, ExecStartRequest request,
+                                                std::optional<Credentials> identity) {
+  const Limiter* limiter = &limiter_;
+  auto make = [limiter, seq = rec->seq, limits = rec->limits]() {
+    return limiter->CreateGroup(seq, limits);
+  };
+  Result<std::unique_ptr<ExecGroup>> group = co_await RunBlocking(blocking_, std::move(make));
+  rec->launching = false;
+  if (group.ok()) rec->group = std::move(*group);
+  if (stopping_) {
+    FailLaunch(rec, "the daemon is shutting down", 126);
+  } else if (!group.ok()) {
+    FailLaunch(rec, "cannot set up the exec's limits: " + group.status().message(), 126);
+  } else {
+    SpawnProcess(rec, request, identity);
+  }
+  Persist(*rec);
+  rec->changed.Notify();
+}
+
+void ExecEngine::SpawnProcess(const SharedRecord& rec, ExecStartRequest& request,
+                              const std::optional<Credentials>& identity) {
+  auto launch_began = rec->started_steady;
   rec->started_at = SystemClock::now();
   rec->started_steady = SteadyClock::now();
   rec->pty = request.pty.has_value();
@@ -152,7 +189,17 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
   spec.stderr_fd = io->child_err;
   spec.controlling_terminal = rec->pty;
   spec.nofile = child_nofile_;
+  if (rec->group) {
+    for (const UniqueFd& fd : rec->group->procs_fds()) spec.cgroup_procs_fds.push_back(fd.get());
+  }
+  for (const ChildRlimit& r : limiter_.Rlimits(rec->limits)) {
+    spec.rlimits.emplace_back(r.resource, r.value);
+  }
+  spec.oom_score_adj = config_.child_oom_score_adj;
   Result<SpawnResult> spawned = Spawn(spec);
+  metrics::Daemon().spawn_latency.Observe(
+      std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
+  if (rec->group) rec->group->CloseProcsFds();
   if (!spawned.ok()) return FailLaunch(rec, spawned.status().message(), 126);
   io->child_ends.clear();  // the child has its own copies now
 
@@ -165,6 +212,7 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
   }
   ++running_;
   reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+  WatchLimits(rec);
   Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));
 
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
@@ -183,8 +231,8 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
   } else {
     rec->stdin_closed = true;
   }
-  if (request.timeout_sec) {
-    rec->timeout_timer.expires_after(std::chrono::seconds(*request.timeout_sec));
+  if (rec->timeout_sec) {
+    rec->timeout_timer.expires_after(std::chrono::seconds(*rec->timeout_sec));
     rec->timeout_timer.async_wait([this, rec](const asio::error_code& ec) {
       if (!ec) OnTimeout(rec);
     });
@@ -205,7 +253,15 @@ asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
       drained = f.would_block;
       if (eof || drained) break;
     }
-    if (moved > 0) rec->changed.Notify();
+    if (moved > 0) {
+      rec->changed.Notify();
+      metrics::Daemon().output_bytes.With({std::string(StreamName(s))}).Inc(moved);
+      const ExecLimits& l = rec->limits;
+      if (l.kill_on_output.value_or(false) && l.output_bytes &&
+          log.next() > static_cast<uint64_t>(*l.output_bytes)) {
+        HitLimit(rec, OutputHit(*l.output_bytes));
+      }
+    }
     if (eof || rec->drain_expired) break;
     if (!drained) {  // a full turn: let connections and other pumps run
       co_await asio::post(io_, asio::use_awaitable);
@@ -225,6 +281,7 @@ asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
 
 void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
   ExitOutcome outcome = DecodeWaitStatus(wait_status);
+  CheckLimitsAtExit(rec, outcome.signal, outcome.exit_code);
   rec->exit_code = rec->timed_out ? 124 : outcome.exit_code;
   rec->signal = outcome.signal;
   rec->ended_at = SystemClock::now();
@@ -234,6 +291,7 @@ void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
   rec->phase = ExecRecord::Phase::kDraining;
   --running_;
   rec->timeout_timer.cancel();
+  CountExit(*rec, /*spawn_failed=*/false);
   Log(LogLevel::kInfo, "exec leader exited",
       json::Object()
           .Set("id", rec->id)
@@ -263,6 +321,7 @@ void ExecEngine::OnPumpDone(const SharedRecord& rec) {
 
 void ExecEngine::Finalize(const SharedRecord& rec) {
   rec->phase = ExecRecord::Phase::kExited;
+  ReleaseGroup(rec);
   rec->drain_timer.cancel();
   rec->stdin_pipe.reset();
   rec->stdin_closed = true;
@@ -274,7 +333,10 @@ void ExecEngine::Finalize(const SharedRecord& rec) {
 void ExecEngine::OnTimeout(const SharedRecord& rec) {
   if (!rec->running()) return;
   rec->timed_out = true;
-  if (!rec->killed_by) rec->killed_by = "timeout";
+  if (!rec->killed_by) {
+    rec->killed_by = "timeout";
+    rec->limit = TimeoutHit(rec->timeout_sec.value_or(0));
+  }
   Log(LogLevel::kInfo, "exec timed out", json::Object().Set("id", rec->id));
   SignalGroup(*rec, SIGTERM);
   ArmGrace(rec, std::chrono::seconds(rec->kill_grace_sec));
@@ -283,6 +345,8 @@ void ExecEngine::OnTimeout(const SharedRecord& rec) {
 void ExecEngine::SignalGroup(const ExecRecord& rec, int signo) {
   // The whole process group (pgid == the leader's pid, from setsid).
   if (rec.pid > 0) ::kill(-rec.pid, signo);
+  // A process that left the group (setsid) is still in the exec's cgroup.
+  if (signo == SIGKILL && rec.group) rec.group->KillAll();
 }
 
 void ExecEngine::ArmGrace(const SharedRecord& rec, std::chrono::seconds grace) {

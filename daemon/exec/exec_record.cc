@@ -30,6 +30,9 @@ ExecInfo ExecRecord::Info() const {
   e.stderr_retained_from = logs[1] ? logs[1]->retained_from() : 0;
   e.acked = acked;
   e.error = error;
+  e.limit = limit;
+  e.limit_timeout_sec = timeout_sec;
+  e.limits = limits;
   return e;
 }
 

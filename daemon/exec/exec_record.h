@@ -24,6 +24,7 @@
 
 #include "agentd/protocol/exec.h"
 #include "exec/change_signal.h"
+#include "limits/limiter.h"
 #include "spool/output_log.h"
 
 namespace agentd {
@@ -60,6 +61,19 @@ struct ExecRecord {
   bool acked = false;
   std::optional<SystemClock::time_point> acked_at;
   bool released = false;
+
+  // Limits (docs/PROTOCOL.md, "Limits"): the effective values, the limit
+  // that ended the process, and the exec's cgroup (none under rlimits).
+  ExecLimits limits;
+  std::optional<int64_t> timeout_sec;
+  std::optional<LimitHit> limit;
+  std::unique_ptr<ExecGroup> group;
+  // A /v1/run record: never persisted, removed (not tombstoned) once the
+  // run's answer was built.
+  bool internal = false;
+  // True until the process was spawned (a group is made first, off the io
+  // thread); start answers wait for it.
+  bool launching = false;
 
   // Output.
   std::unique_ptr<OutputLog> logs[2];

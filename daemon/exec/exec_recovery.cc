@@ -37,6 +37,9 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->signal = info.signal;
   rec->timed_out = info.timed_out;
   rec->killed_by = info.killed_by;
+  rec->limit = info.limit;
+  rec->limits = info.limits;
+  rec->timeout_sec = info.limit_timeout_sec;
   rec->error = info.error;
   rec->started_at = ParseRfc3339(info.started_at).value_or(now);
   rec->duration_ms = info.duration_ms;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,7 +20,19 @@ namespace {
 
 constexpr size_t kChildStackBytes = 64 * 1024;
 
-enum class Step : int { kNone, kSetsid, kDup, kTty, kGroups, kGid, kUid, kChdir, kExec };
+enum class Step : int {
+  kNone,
+  kSetsid,
+  kCgroup,
+  kRlimit,
+  kDup,
+  kTty,
+  kGroups,
+  kGid,
+  kUid,
+  kChdir,
+  kExec
+};
 
 // Everything the child needs, prepared by the parent. The child writes
 // only `err`, `step` and `failed_path` (the parent is suspended meanwhile).
@@ -35,6 +48,13 @@ struct ChildArgs {
   int fds[3];
   const struct rlimit* nofile;
   bool controlling_terminal;
+  const int* cgroup_fds;
+  size_t cgroup_fd_count;
+  const std::pair<int, rlim_t>* rlimits;
+  size_t rlimit_count;
+  bool set_oom_score_adj;
+  char oom_score_adj[16];  // decimal text
+  size_t oom_score_adj_len;
   int err;
   Step step;
   const char* failed_path;
@@ -84,6 +104,32 @@ int ChildMain(void* arg) {
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   if (::setsid() < 0) Fail(a, Step::kSetsid, errno);
+  for (size_t i = 0; i < a->cgroup_fd_count; ++i) {
+    if (::write(a->cgroup_fds[i], "0", 1) != 1) Fail(a, Step::kCgroup, errno);
+  }
+  if (a->set_oom_score_adj) {
+    int fd = static_cast<int>(
+        ::syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+    if (fd >= 0) {  // best effort: an image without /proc keeps the daemon's value
+      (void)!::write(fd, a->oom_score_adj, a->oom_score_adj_len);
+      ::close(fd);
+    }
+  }
+  for (size_t i = 0; i < a->rlimit_count; ++i) {
+    // RLIMIT_CPU: the hard limit one second later, so SIGXCPU comes first.
+    rlim_t hard = a->rlimits[i].second + (a->rlimits[i].first == RLIMIT_CPU ? 1 : 0);
+    struct rlimit want = {a->rlimits[i].second, hard};
+    if (::syscall(SYS_prlimit64, 0, a->rlimits[i].first, &want, nullptr) == 0) continue;
+    struct rlimit now;
+    if (::syscall(SYS_prlimit64, 0, a->rlimits[i].first, nullptr, &now) != 0) {
+      Fail(a, Step::kRlimit, errno);
+    }
+    want.rlim_max = now.rlim_max;
+    if (want.rlim_cur > now.rlim_max) want.rlim_cur = now.rlim_max;
+    if (::syscall(SYS_prlimit64, 0, a->rlimits[i].first, &want, nullptr) != 0) {
+      Fail(a, Step::kRlimit, errno);
+    }
+  }
   for (int i = 0; i < 3; ++i) {
     if (::dup2(a->fds[i], i) < 0) Fail(a, Step::kDup, errno);
   }
@@ -147,6 +193,12 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kSetsid:
       what = "cannot start a session";
       break;
+    case Step::kCgroup:
+      what = "cannot join the exec's cgroup";
+      break;
+    case Step::kRlimit:
+      what = "cannot set a resource limit";
+      break;
     case Step::kDup:
       what = "cannot set up standard descriptors";
       break;
@@ -195,6 +247,16 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.fds[2] = spec.stderr_fd;
   args.nofile = spec.nofile ? &*spec.nofile : nullptr;
   args.controlling_terminal = spec.controlling_terminal;
+  args.cgroup_fds = spec.cgroup_procs_fds.data();
+  args.cgroup_fd_count = spec.cgroup_procs_fds.size();
+  args.rlimits = spec.rlimits.data();
+  args.rlimit_count = spec.rlimits.size();
+  if (spec.oom_score_adj) {
+    std::string text = std::to_string(*spec.oom_score_adj);
+    args.set_oom_score_adj = true;
+    args.oom_score_adj_len = std::min(text.size(), sizeof(args.oom_score_adj));
+    std::memcpy(args.oom_score_adj, text.data(), args.oom_score_adj_len);
+  }
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -17,6 +17,15 @@
 // exec'd or exited, so it reads that memory after the child wrote it; one
 // descriptor and one read fewer per spawn.)
 //
+// Resource limits (docs/PROTOCOL.md, "Limits") are applied in the child
+// before anything of the exec runs: right after setsid it joins its cgroups
+// by writing "0" (itself) to each given cgroup.procs descriptor, so no
+// process of the exec ever runs outside them and every later fork inherits
+// them (race-free without CLONE_INTO_CGROUP, and the same for cgroup v1 and
+// v2); it raises its oom_score_adj (a CLONE_VFORK child's write does not
+// propagate to the daemon that shares its memory, and raising needs no
+// privilege); and it sets its rlimits before it drops privileges.
+//
 // Called on the io thread only (the thread is suspended until the child
 // has exec'd or exited, typically well under a millisecond).
 #pragma once
@@ -26,6 +35,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agentd/protocol/status.h"
@@ -44,6 +54,12 @@ struct SpawnSpec {
   std::optional<struct rlimit> nofile;  // the limit to give the child
   // stdin is a PTY slave that becomes the child's controlling terminal.
   bool controlling_terminal = false;
+  // Open cgroup.procs files the child joins before it runs anything.
+  std::vector<int> cgroup_procs_fds;
+  // (resource, value): soft and hard limit, lowered to the current hard
+  // limit when the child may not raise it.
+  std::vector<std::pair<int, rlim_t>> rlimits;
+  std::optional<int> oom_score_adj;
 };
 
 struct SpawnResult {

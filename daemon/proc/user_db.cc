@@ -4,24 +4,10 @@
 #include <charconv>
 
 #include "sys/read_file.h"
+#include "sys/text_fields.h"
 
 namespace agentd {
 namespace {
-
-// The fields of one colon-separated line.
-std::vector<std::string_view> SplitFields(std::string_view line, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = line.find(sep, start);
-    if (end == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return out;
-    }
-    out.push_back(line.substr(start, end - start));
-    start = end + 1;
-  }
-}
 
 template <typename Fn>
 void ForEachLine(std::string_view text, Fn fn) {

@@ -210,7 +210,9 @@ void RetentionBudget::Remove(OutputLog* log) {
 
 void RetentionBudget::OnGrow(OutputLog* log, uint64_t bytes) {
   retained_ += bytes;
-  if (log->retained() > per_stream_) log->ReleaseTo(log->next() - per_stream_);
+  uint64_t cap = per_stream_;
+  if (log->stream_cap() != 0 && log->stream_cap() < cap) cap = log->stream_cap();
+  if (log->retained() > cap) log->ReleaseTo(log->next() - cap);
   while (retained_ > total_) {
     OutputLog* largest = nullptr;
     for (OutputLog* l : logs_) {

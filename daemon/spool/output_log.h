@@ -51,6 +51,10 @@ class OutputLog {
 
   // Attaches the log to a budget (per-stream and total caps). Optional.
   void set_budget(RetentionBudget* budget);
+  // This stream's own retention cap, below the budget's per-stream cap
+  // (an exec's output_bytes limit); 0 means none.
+  void set_stream_cap(uint64_t cap) { stream_cap_ = cap; }
+  uint64_t stream_cap() const { return stream_cap_; }
 
   struct Fill {
     uint64_t bytes = 0;
@@ -100,6 +104,7 @@ class OutputLog {
   bool punch_supported_ = true;
   std::multiset<uint64_t> pins_;
   RetentionBudget* budget_ = nullptr;
+  uint64_t stream_cap_ = 0;
 };
 
 // RetentionBudget: the per-stream and total retention caps over every

@@ -24,6 +24,7 @@
 #include "agentd/client/reactive.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/run.h"
 #include "agentd/protocol/status.h"
 
 namespace agentd::client {
@@ -101,6 +102,10 @@ class AsyncClient {
   asio::awaitable<Result<ExecInfo>> ResizeExec(std::string id, int rows, int cols);
   // Start, stream, wait, ack: the blocking convenience of harnesses.
   asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
+  // POST /v1/run (docs/PROTOCOL.md, "Run code"): one code action to
+  // completion. Never retried (it runs code); the per-attempt deadline
+  // grows by the run's timeout (300 s when unset) plus 30 s for the scans.
+  asio::awaitable<Result<RunResponse>> RunCode(RunRequest request);
 
   // --- Files (docs/CLIENT.md, "Files") ---
   // GET /v1/fs/file into `sink` as it arrives (whole, lines, or a byte
@@ -211,6 +216,10 @@ class AsyncClient {
   template <typename Token>
   auto AsyncOpenTunnel(uint16_t port, Token&& token) {
     return detail::Launch(executor_, OpenTunnel(port), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncRunCode(RunRequest request, Token&& token) {
+    return detail::Launch(executor_, RunCode(std::move(request)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {

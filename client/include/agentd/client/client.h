@@ -64,6 +64,9 @@ class Client {
     return Wait(async_.OpenTunnel(port));
   }
   Result<std::vector<GuestPort>> ListPorts() { return Wait(async_.ListPorts()); }
+  Result<RunResponse> RunCode(RunRequest request) {
+    return Wait(async_.RunCode(std::move(request)));
+  }
   Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
     return Wait(async_.Run(std::move(request), std::move(options)));
   }

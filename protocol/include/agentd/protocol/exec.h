@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "agentd/protocol/json.h"
+#include "agentd/protocol/limits.h"
 #include "agentd/protocol/object_reader.h"
+#include "agentd/protocol/runtime.h"
 #include "agentd/protocol/status.h"
 
 namespace agentd {
@@ -41,9 +43,11 @@ struct PtySpec {
 
 struct ExecStartRequest {
   std::vector<std::string> argv;       // argv mode (non-empty) ...
-  std::optional<std::string> command;  // ... or shell mode, exactly one
-  std::optional<std::string> shell;    // shell mode only; default kDefaultShell
-  EnvOverlay env;                      // a nullopt value unsets the variable
+  std::optional<std::string> command;  // ... or shell mode ...
+  std::optional<Runtime> runtime;      // ... or code mode (runtime and code), exactly one
+  std::optional<std::string> code;
+  std::optional<std::string> shell;  // shell mode only; default kDefaultShell
+  EnvOverlay env;                    // a nullopt value unsets the variable
   std::optional<std::string> cwd;
   std::optional<std::string> user;
   std::optional<std::string> group;
@@ -55,8 +59,10 @@ struct ExecStartRequest {
   std::optional<int64_t> timeout_sec;
   std::optional<int64_t> kill_grace_sec;
   std::optional<PtySpec> pty;
+  ExecLimits limits;  // docs/PROTOCOL.md, "Limits"
 
-  // The argv the process gets: argv, or {shell, "-c", command}.
+  // The argv the process gets: argv, {shell, "-c", command}, or the
+  // runtime's argv for the code.
   std::vector<std::string> EffectiveArgv() const;
 };
 
@@ -86,6 +92,11 @@ struct ExecInfo {
   uint64_t stderr_retained_from = 0;
   bool acked = false;
   std::optional<std::string> error;  // spawn failure or lost status, one sentence
+  // The limit that ended the process ("killed_by" names it too).
+  std::optional<LimitHit> limit;
+  // The limits in force ("limits": {"timeout_sec": 30, "memory_mb": 256}).
+  std::optional<int64_t> limit_timeout_sec;
+  ExecLimits limits;
 };
 
 json::Value EncodeExecInfo(const ExecInfo& info);

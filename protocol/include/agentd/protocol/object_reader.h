@@ -31,6 +31,8 @@ class ObjectReader {
   std::optional<std::string> String(std::string_view key);
   std::optional<int64_t> Int(std::string_view key, int64_t min, int64_t max);
   std::optional<bool> Bool(std::string_view key);
+  // Any JSON number (integer or fraction) in [min, max].
+  std::optional<double> Number(std::string_view key, double min, double max);
   std::optional<std::vector<std::string>> StringArray(std::string_view key);
   // An object of strings (or nulls when `allow_null`).
   std::optional<EnvOverlay> StringMap(std::string_view key, bool allow_null);

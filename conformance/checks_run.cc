@@ -1,0 +1,248 @@
+// Checks of code runs and limits (docs/PROTOCOL.md, "Run code", "Limits").
+// A check whose runtime or limit mechanism this guest lacks is skipped: the
+// guest says what it offers in /v1/health ("runtimes", "limits").
+#include <algorithm>
+
+#include "checks.h"
+
+namespace agentd::conformance {
+namespace {
+
+std::vector<std::string> Runtimes(CheckContext& ctx) {
+  return ExpectOk(ctx.client().Health(), "health").runtimes;
+}
+
+void NeedRuntime(CheckContext& ctx, std::string_view name) {
+  std::vector<std::string> r = Runtimes(ctx);
+  if (std::find(r.begin(), r.end(), name) == r.end()) {
+    throw CheckSkipped{"the guest does not offer the " + std::string(name) + " runtime"};
+  }
+}
+
+struct LimitsInfo {
+  std::string mechanism;
+  std::vector<std::string> supported;
+};
+
+LimitsInfo Limits(CheckContext& ctx) {
+  HealthResponse h = ExpectOk(ctx.client().Health(), "health");
+  const json::Value* limits = h.extra.Find("limits");
+  Expect(limits && limits->is_object(), "health has no \"limits\" object");
+  LimitsInfo out;
+  if (const json::Value* m = limits->Find("mechanism"); m && m->is_string()) {
+    out.mechanism = m->as_string();
+  }
+  if (const json::Value* s = limits->Find("supported"); s && s->is_array()) {
+    for (const json::Value& v : s->as_array()) {
+      if (v.is_string()) out.supported.push_back(v.as_string());
+    }
+  }
+  return out;
+}
+
+void NeedCgroups(CheckContext& ctx) {
+  if (Limits(ctx).mechanism == "rlimit") throw CheckSkipped{"the guest has no usable cgroup"};
+}
+
+RunResponse Run(CheckContext& ctx, RunRequest req, std::string_view what) {
+  return ExpectOk(ctx.client().RunCode(std::move(req)), what);
+}
+
+RunRequest Shell(std::string code) {
+  RunRequest r;
+  r.runtime = Runtime::kShell;
+  r.code = std::move(code);
+  r.timeout_sec = 60;
+  return r;
+}
+
+bool StartsWith(const std::string& s, std::string_view p) { return s.rfind(p, 0) == 0; }
+
+bool EndsWith(const std::string& s, std::string_view p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+void EachAdvertisedRuntimeRuns(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  std::vector<std::string> runtimes = Runtimes(ctx);
+  for (const std::string& name : runtimes) {
+    RunRequest r;
+    r.runtime = *ParseRuntime(name);
+    r.code = name == "shell" ? "echo \"$0\" ok" : "console.log('ok')";
+    if (name == "python") r.code = "print('ok')";
+    RunResponse a = Run(ctx, r, "running " + name);
+    std::string want = name == "shell" ? "sh ok\n" : "ok\n";
+    Expect(a.exit_code == 0 && a.success && a.stdout_text == want,
+           name + " answered " + a.summary + " with stdout \"" + a.stdout_text + "\"");
+  }
+}
+
+void AbsentRuntimeIsRefused(CheckContext& ctx) {
+  std::vector<std::string> runtimes = Runtimes(ctx);
+  for (Runtime r : kAllRuntimes) {
+    std::string name(RuntimeName(r));
+    if (std::find(runtimes.begin(), runtimes.end(), name) != runtimes.end()) continue;
+    RunRequest req;
+    req.runtime = r;
+    req.code = "1";
+    ExpectError(ctx.client().RunCode(req), ErrorCode::kRuntimeUnavailable,
+                "running the unadvertised " + name + " runtime");
+    return;
+  }
+  throw CheckSkipped{"the guest offers every runtime"};
+}
+
+void FailureSummaryEndsWithLastErrorLine(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunResponse a = Run(ctx, Shell("echo first >&2; echo 'boom: the last line' >&2; exit 3"), "run");
+  Expect(a.exit_code == 3 && !a.success, "exit code " + std::to_string(a.exit_code.value_or(-1)));
+  Expect(StartsWith(a.summary, "exit 3 in ") && EndsWith(a.summary, " ms: boom: the last line"),
+         "summary \"" + a.summary + "\"");
+}
+
+void TimeoutNamesItselfAndIsClamped(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunRequest slow = Shell("echo started; sleep 30");
+  slow.timeout_sec = 1;
+  RunResponse a = Run(ctx, slow, "a run past its timeout");
+  Expect(a.exit_code == 124 && a.timed_out && a.killed_by == "timeout",
+         "a timeout answered " + a.summary);
+  Expect(a.summary == "killed: wall-clock limit 1s exceeded", "summary \"" + a.summary + "\"");
+  Expect(a.limit && a.limit->name == "timeout" && a.limit->value == 1, "limit object");
+  Expect(a.stdout_text == "started\n", "output before the timeout is kept");
+  RunRequest huge = Shell("true");
+  huge.timeout_sec = 100000;
+  RunResponse b = Run(ctx, huge, "a run asking for 100000 s");
+  Expect(b.timeout_sec == 300, "timeout_sec " + std::to_string(b.timeout_sec) + ", not 300");
+}
+
+void OutputIsBoundedAndUtf8(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunResponse a = Run(ctx, Shell("head -c 100000 /dev/zero | tr '\\000' a"), "a loud run");
+  Expect(a.truncated && a.stdout_bytes == 100000, "truncated and stdout_bytes");
+  Expect(a.stdout_text.size() <= 65536 + 64,
+         "stdout carries " + std::to_string(a.stdout_text.size()) + " bytes");
+  RunResponse b = Run(ctx, Shell("printf 'a\\377b'"), "invalid UTF-8");
+  Expect(b.stdout_text ==
+             "a\xef\xbf\xbd"
+             "b",
+         "invalid bytes become U+FFFD");
+}
+
+void ChangedFilesAreReported(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  std::string dir = ctx.Scratch("changes");
+  RunRequest setup = Shell("mkdir -p '" + dir + "' && cd '" + dir +
+                           "' && echo e > edit && echo g > gone && printf AAAA > same");
+  Run(ctx, setup, "set-up");
+  RunRequest change = Shell("echo more >> edit; rm gone; echo n > new; printf BBBB > same");
+  change.cwd = dir;
+  RunResponse a = Run(ctx, change, "changing files");
+  std::string got;
+  for (const ChangedFile& f : a.changed_files) got += f.change + " " + f.path + ";";
+  Expect(got == "modified edit;removed gone;added new;modified same;",
+         "changed_files were: " + got);
+  Expect(EndsWith(a.summary, "; 4 files changed"), "summary \"" + a.summary + "\"");
+}
+
+void DetachedCodeExec(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  ExecStartRequest req;
+  req.runtime = Runtime::kShell;
+  req.code = "echo \"$0\" detached";
+  client::RunResult r = ExpectOk(ctx.client().Run(req), "a detached code exec");
+  Expect(r.exit_code == 0 && r.stdout_data == "sh detached\n", "stdout " + r.stdout_data);
+}
+
+void HealthReportsTheMechanism(CheckContext& ctx) {
+  LimitsInfo l = Limits(ctx);
+  Expect(l.mechanism == "cgroup2" || l.mechanism == "cgroup1" || l.mechanism == "rlimit",
+         "mechanism \"" + l.mechanism + "\"");
+  for (const char* name : {"timeout", "memory", "pids", "cpu", "file_size", "output"}) {
+    Expect(std::find(l.supported.begin(), l.supported.end(), name) != l.supported.end(),
+           std::string("\"") + name + "\" is not supported");
+  }
+}
+
+void MemoryLimitKills(CheckContext& ctx) {
+  NeedCgroups(ctx);
+  NeedRuntime(ctx, "shell");
+  // A shell variable that doubles past the limit: no interpreter needed.
+  RunRequest r = Shell("x=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; while :; do x=$x$x; done");
+  r.limits.memory_mb = 48;
+  RunResponse a = Run(ctx, r, "a memory hog");
+  Expect(a.killed_by == "memory", "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
+  Expect(a.summary == "killed: memory limit 48 MiB exceeded", "summary \"" + a.summary + "\"");
+}
+
+void PidsLimitEndsForkBomb(CheckContext& ctx) {
+  NeedCgroups(ctx);
+  NeedRuntime(ctx, "shell");
+  RunRequest r = Shell("b(){ b | b & }; b; sleep 30");
+  r.limits.pids = 24;
+  RunResponse a = Run(ctx, r, "a fork bomb");
+  Expect(a.killed_by == "pids", "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
+  Expect(StartsWith(a.summary, "killed: process limit 24 exceeded"), "summary " + a.summary);
+}
+
+void CpuLimitKills(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunRequest r = Shell("while :; do :; done");
+  r.limits.cpu_sec = 1;
+  RunResponse a = Run(ctx, r, "a busy loop");
+  Expect(a.killed_by == "cpu", "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
+  Expect(a.summary == "killed: CPU time limit 1s exceeded", "summary \"" + a.summary + "\"");
+}
+
+void FileSizeLimitKills(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunRequest r = Shell("mkdir -p '" + ctx.Scratch("") + "' && head -c 3000000 /dev/zero > '" +
+                       ctx.Scratch("big") + "'");
+  r.limits.file_size_mb = 1;
+  RunResponse a = Run(ctx, r, "a large write");
+  Expect(a.killed_by == "file_size",
+         "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
+}
+
+void OutputLimitIsGapUnlessKill(CheckContext& ctx) {
+  ExecStartRequest gap;
+  gap.command = "head -c 100000 /dev/zero";
+  gap.limits.output_bytes = 8192;
+  client::RunResult a = ExpectOk(ctx.client().Run(gap), "output over output_bytes");
+  Expect(a.exit_code == 0 && !a.killed_by, "a retention overflow is not a kill");
+  Expect(a.exec.stdout_retained_from >= 100000 - 8192, "the front was released");
+  ExecStartRequest kill;
+  kill.command = "while :; do echo yes; done";
+  kill.timeout_sec = 60;
+  kill.limits.output_bytes = 65536;
+  kill.limits.kill_on_output = true;
+  client::RunResult b = ExpectOk(ctx.client().Run(kill), "output with kill_on_output");
+  Expect(b.killed_by == "output", "killed_by " + b.killed_by.value_or("null"));
+}
+
+}  // namespace
+
+void AddRunChecks(std::vector<Check>& checks) {
+  checks.push_back(
+      {"run", "each advertised runtime runs its code with one argv", EachAdvertisedRuntimeRuns});
+  checks.push_back(
+      {"run", "a runtime the guest lacks is runtime_unavailable", AbsentRuntimeIsRefused});
+  checks.push_back({"run", "a failure's summary ends with the last line of stderr",
+                    FailureSummaryEndsWithLastErrorLine});
+  checks.push_back({"run", "a timeout names its limit and timeouts are clamped to 300 s",
+                    TimeoutNamesItselfAndIsClamped});
+  checks.push_back({"run", "output is bounded at 64 KiB and invalid UTF-8 becomes U+FFFD",
+                    OutputIsBoundedAndUtf8});
+  checks.push_back({"run", "changed files: added, modified, removed, same-size rewrite",
+                    ChangedFilesAreReported});
+  checks.push_back({"run", "code runs as a detached exec too", DetachedCodeExec});
+  checks.push_back({"limits", "health reports the limit mechanism", HealthReportsTheMechanism});
+  checks.push_back({"limits", "a memory limit kills and names its value", MemoryLimitKills});
+  checks.push_back({"limits", "a pids limit ends a fork bomb", PidsLimitEndsForkBomb});
+  checks.push_back({"limits", "a CPU time limit kills and names its value", CpuLimitKills});
+  checks.push_back({"limits", "a file size limit names itself", FileSizeLimitKills});
+  checks.push_back({"limits", "output over output_bytes is a gap unless kill_on_output",
+                    OutputLimitIsGapUnlessKill});
+}
+
+}  // namespace agentd::conformance

@@ -1,0 +1,141 @@
+// Limits that end a process (docs/PROTOCOL.md, "Limits"): the effective
+// limits of a start, the poll of running groups, the checks at the
+// leader's exit, and the release of a finished exec's group.
+#include <signal.h>
+#include <unistd.h>
+
+#include "exec/exec_engine.h"
+#include "log/log.h"
+#include "metrics/daemon_metrics.h"
+
+namespace agentd {
+namespace {
+
+// How often the counters of running groups are read: a fork bomb under a
+// pids limit or a process over its CPU time is ended within about this.
+constexpr std::chrono::milliseconds kLimitPollInterval{100};
+constexpr std::chrono::seconds kSweepInterval{5};
+
+}  // namespace
+
+Status ExecEngine::ApplyLimits(ExecStartRequest& request,
+                               const std::optional<Credentials>& identity, ExecRecord& rec) {
+  rec.limits = request.limits.Over(config_.default_limits);
+  if (request.timeout_sec) {
+    rec.timeout_sec = request.timeout_sec;
+  } else if (config_.default_timeout_sec > 0) {
+    rec.timeout_sec = config_.default_timeout_sec;
+  }
+  bool as_root = (identity && identity->uid) ? *identity->uid == 0 : ::geteuid() == 0;
+  return limiter_.Check(rec.limits, as_root);
+}
+
+void ExecEngine::HitLimit(const SharedRecord& rec, LimitHit hit) {
+  if (rec->finished()) return;
+  if (!rec->killed_by) {
+    Log(LogLevel::kInfo, "exec limit reached",
+        json::Object().Set("id", rec->id).Set("limit", hit.name).Set("value", hit.value));
+    rec->killed_by = hit.name;
+    rec->limit = std::move(hit);
+    metrics::Daemon().forced_terminations.With({*rec->killed_by}).Inc();
+  }
+  SignalGroup(*rec, SIGKILL);
+  rec->changed.Notify();
+}
+
+void ExecEngine::WatchLimits(const SharedRecord& rec) {
+  const ExecLimits& l = rec->limits;
+  if (!rec->group || !(l.memory_mb || l.pids || l.cpu_sec)) return;
+  watched_.push_back(rec);
+  if (limit_timer_armed_) return;
+  limit_timer_armed_ = true;
+  limit_timer_.expires_after(kLimitPollInterval);
+  limit_timer_.async_wait([this](const asio::error_code& ec) {
+    limit_timer_armed_ = false;
+    if (!ec) PollLimits();
+  });
+}
+
+void ExecEngine::PollLimits() {
+  std::vector<std::weak_ptr<ExecRecord>> watched;
+  watched.swap(watched_);
+  for (std::weak_ptr<ExecRecord>& w : watched) {
+    SharedRecord rec = w.lock();
+    // Polled until the output is complete: a fork bomb whose leader has
+    // exited still counts against the exec's limits.
+    if (!rec || rec->finished() || !rec->group || rec->killed_by) continue;
+    GroupCounters c = rec->group->Read();
+    const ExecLimits& l = rec->limits;
+    if (l.memory_mb && c.oom_kills > 0) {
+      HitLimit(rec, MemoryHit(*l.memory_mb));
+    } else if (l.pids && c.pids_max_hits > 0) {
+      HitLimit(rec, PidsHit(*l.pids));
+    } else if (l.cpu_sec && c.cpu_usage_ns && *c.cpu_usage_ns >= *l.cpu_sec * 1'000'000'000LL) {
+      HitLimit(rec, CpuHit(*l.cpu_sec));
+    } else {
+      WatchLimits(rec);
+    }
+  }
+}
+
+void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
+                                   const std::optional<std::string>& signal, int exit_code) {
+  // A shell reports a child ended by signal n as exit 128 + n.
+  bool xcpu = signal == "XCPU" || (!signal && exit_code == 128 + SIGXCPU);
+  bool xfsz = signal == "XFSZ" || (!signal && exit_code == 128 + SIGXFSZ);
+  if (rec->killed_by) return;
+  const ExecLimits& l = rec->limits;
+  std::optional<LimitHit> hit;
+  if (rec->group && l.memory_mb && rec->group->Read().oom_kills > 0) {
+    hit = MemoryHit(*l.memory_mb);
+  } else if (xcpu && l.cpu_sec) {
+    hit = CpuHit(*l.cpu_sec);
+  } else if (xfsz && l.file_size_mb) {
+    hit = FileSizeHit(*l.file_size_mb);
+  } else if (signal == "KILL" && l.cpu_sec && limiter_.mechanism() == LimitMechanism::kRlimit) {
+    // RLIMIT_CPU's hard limit (the soft one sends XCPU first) ends in KILL.
+    hit = CpuHit(*l.cpu_sec);
+  }
+  if (!hit) return;
+  rec->killed_by = hit->name;
+  rec->limit = std::move(hit);
+  metrics::Daemon().forced_terminations.With({*rec->killed_by}).Inc();
+  // The rest of the group goes with the leader, as the kernel's group OOM
+  // kill does under cgroup v2.
+  SignalGroup(*rec, SIGKILL);
+}
+
+void ExecEngine::ReleaseGroup(const SharedRecord& rec) {
+  if (!rec->group) return;
+  Limiter* limiter = &limiter_;
+  asio::post(blocking_, [limiter, g = std::move(rec->group)]() mutable {
+    if (!g->TryRemove()) limiter->Linger(std::move(g));
+  });
+}
+
+void ExecEngine::ArmSweep() {
+  sweep_timer_.expires_after(kSweepInterval);
+  sweep_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    if (limiter_.lingering() > 0) {
+      Limiter* limiter = &limiter_;
+      asio::post(blocking_, [limiter] { limiter->Sweep(); });
+    }
+    ArmSweep();
+  });
+}
+
+void ExecEngine::CountExit(const ExecRecord& rec, bool spawn_failed) {
+  metrics::DaemonMetrics& m = metrics::Daemon();
+  std::string_view outcome =
+      metrics::ExitOutcomeLabel(spawn_failed, rec.killed_by.has_value(), rec.signal.has_value(),
+                                static_cast<int>(rec.exit_code.value_or(-1)));
+  m.execs_exited.With({std::string(outcome)}).Inc();
+  // Limit kills were counted when the limit was reached (HitLimit).
+  if (rec.killed_by == "timeout" || rec.killed_by == "kill" || rec.killed_by == "daemon_shutdown") {
+    m.forced_terminations.With({*rec.killed_by}).Inc();
+  }
+  if (!spawn_failed) m.exec_duration.Observe(static_cast<double>(rec.duration_ms) / 1000.0);
+}
+
+}  // namespace agentd

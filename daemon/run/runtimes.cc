@@ -1,0 +1,56 @@
+#include "run/runtimes.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "proc/child_env.h"
+#include "proc/spawn.h"
+
+namespace agentd {
+namespace {
+
+std::string PathOf(const std::vector<std::string>& env) {
+  std::string path;
+  if (!FindEnv(env, "PATH", &path)) path = kDefaultPath;
+  return path;
+}
+
+}  // namespace
+
+std::string FindInPath(const std::string& program, const std::string& path_list) {
+  size_t start = 0;
+  for (;;) {
+    size_t end = path_list.find(':', start);
+    std::string dir = path_list.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + program;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    if (end == std::string::npos) return "";
+    start = end + 1;
+  }
+}
+
+bool RuntimePresent(Runtime r, const std::vector<std::string>& env) {
+  return !FindInPath(std::string(RuntimeProgram(r)), PathOf(env)).empty();
+}
+
+std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env) {
+  std::vector<Runtime> out;
+  for (Runtime r : kAllRuntimes) {
+    if (RuntimePresent(r, env)) out.push_back(r);
+  }
+  return out;
+}
+
+std::string DefaultRunCwd(const DaemonConfig& config) {
+  if (!config.workdir.empty()) return config.workdir;
+  struct stat st;
+  if (::stat("/workspace", &st) == 0 && S_ISDIR(st.st_mode)) return "/workspace";
+  return "/";
+}
+
+}  // namespace agentd

@@ -1,0 +1,27 @@
+// Which code runtimes this guest can run (docs/PROTOCOL.md, "Run code"):
+// a runtime is present when its interpreter is an executable regular file
+// in a directory of the PATH its processes get. The probe is a stat and
+// access(X_OK) per PATH directory, never a run of the interpreter, so it
+// leaves no process behind and costs microseconds. Any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/runtime.h"
+#include "config/daemon_config.h"
+
+namespace agentd {
+
+// The interpreter's path in `path_list` (a PATH value), or "" when absent.
+std::string FindInPath(const std::string& program, const std::string& path_list);
+// The runtimes whose interpreter the PATH of `env` ("NAME=value" strings)
+// holds; PATH defaults as in spawn.h when `env` has none.
+std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env);
+bool RuntimePresent(Runtime r, const std::vector<std::string>& env);
+
+// The default cwd of a run: --workdir, else /workspace when it is a
+// directory, else "/".
+std::string DefaultRunCwd(const DaemonConfig& config);
+
+}  // namespace agentd

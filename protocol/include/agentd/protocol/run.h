@@ -1,0 +1,110 @@
+// Run code (docs/PROTOCOL.md, "Run code"): the POST /v1/run request and
+// answer, and the one-line summary a model acts on. Shared by the daemon
+// and the client library. No I/O; plain data.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agentd/protocol/exec.h"
+#include "agentd/protocol/json.h"
+#include "agentd/protocol/limits.h"
+#include "agentd/protocol/runtime.h"
+#include "agentd/protocol/status.h"
+
+namespace agentd {
+
+// The timeout of a run is clamped to this many seconds.
+inline constexpr int64_t kMaxRunTimeoutSec = 300;
+// stdout and stderr of a run answer carry at most this many output bytes
+// each: the first kRunHeadBytes and the last kRunOutputBytes -
+// kRunHeadBytes of a longer stream, joined by one marker line.
+inline constexpr size_t kRunOutputBytes = 64 * 1024;
+inline constexpr size_t kRunHeadBytes = 16 * 1024;
+// Longest summary error line, in bytes.
+inline constexpr size_t kMaxSummaryLineBytes = 240;
+
+struct RunRequest {
+  Runtime runtime = Runtime::kShell;
+  std::string code;
+  std::optional<int64_t> timeout_sec;  // as asked; clamped by the daemon
+  std::optional<std::string> cwd;
+  EnvOverlay env;
+  std::optional<std::string> user;
+  std::optional<std::string> group;
+  std::optional<std::string> stdin_data;  // `stdin`, text
+  bool scan_changes = true;               // false: no changed_files scan
+  ExecLimits limits;
+};
+
+Result<RunRequest> DecodeRunRequest(const json::Value& doc);
+json::Value EncodeRunRequest(const RunRequest& req);
+// The exec request a run becomes (argv of the runtime, limits, ...);
+// `cwd` and `timeout_sec` are the effective ones.
+ExecStartRequest RunToExecRequest(const RunRequest& req, std::string cwd, int64_t timeout_sec);
+
+struct ChangedFile {
+  std::string path;    // relative to the run's cwd
+  std::string change;  // "added" | "modified" | "removed"
+  std::string type;    // "file" | "dir" | "symlink" | "other"
+};
+
+struct RunResponse {
+  std::string summary;
+  std::optional<int64_t> exit_code;
+  bool success = false;
+  std::string stdout_text;  // at most kRunOutputBytes of output (+ marker)
+  std::string stderr_text;
+  bool truncated = false;
+  int64_t duration_ms = 0;
+  std::vector<ChangedFile> changed_files;
+  bool changed_files_truncated = false;
+  // Why the list is incomplete: {"name": "scan_entries", "value": N,
+  // "unit": "entries"}, "scan_time" (ms) or "answer_entries".
+  std::optional<LimitHit> changed_files_bound;
+  std::optional<std::string> signal;
+  bool timed_out = false;
+  std::optional<std::string> killed_by;
+  std::optional<LimitHit> limit;
+  uint64_t stdout_bytes = 0;  // whole stream lengths
+  uint64_t stderr_bytes = 0;
+  std::string runtime;
+  std::string cwd;
+  int64_t timeout_sec = 0;           // the effective (clamped) wall-clock limit
+  std::optional<std::string> error;  // spawn failure
+};
+
+json::Value EncodeRunResponse(const RunResponse& r);
+Result<RunResponse> DecodeRunResponse(const json::Value& doc);
+
+// What the summary is made of.
+struct RunOutcome {
+  std::optional<int64_t> exit_code;
+  std::optional<std::string> signal;
+  std::optional<std::string> killed_by;
+  std::optional<LimitHit> limit;
+  int64_t duration_ms = 0;
+  size_t changed_files = 0;
+  bool changed_files_truncated = false;
+  std::string stderr_tail;  // the last bytes of stderr
+};
+
+// One line: "exit 0 in 120 ms; 2 files changed",
+// "exit 1 in 30 ms: ModuleNotFoundError: No module named 'x'",
+// "killed: wall-clock limit 30s exceeded", "killed: memory limit 256 MiB
+// exceeded".
+std::string RunSummary(const RunOutcome& o);
+// The last non-blank line of `text`, control characters replaced by
+// spaces, trimmed, cut at kMaxSummaryLineBytes on a UTF-8 boundary.
+std::string LastErrorLine(std::string_view text);
+// `bytes` cut to at most `max` bytes without splitting a UTF-8 sequence
+// (from the front when `from_end`).
+std::string_view Utf8Head(std::string_view bytes, size_t max);
+std::string_view Utf8Tail(std::string_view bytes, size_t max);
+// The marker line between the head and the tail of a cut stream.
+std::string OmittedMarker(uint64_t omitted_bytes);
+
+}  // namespace agentd

@@ -1,0 +1,92 @@
+#include <catch2/catch.hpp>
+
+#include "agentd/protocol/run.h"
+#include "json_doc_for_test.h"
+
+using namespace agentd;
+
+TEST_CASE("run request: runtime and code are required, unknown members refused", "[run]") {
+  auto r = DecodeRunRequest(Doc(R"({"runtime":"shell","code":"echo hi","timeout_sec":900})"));
+  REQUIRE(r.ok());
+  CHECK(r->timeout_sec == 900);  // clamped by the daemon, not refused
+  CHECK(DecodeRunRequest(Doc(R"({"code":"1"})")).status().code() == ErrorCode::kInvalidRequest);
+  CHECK(DecodeRunRequest(Doc(R"({"runtime":"shell"})")).status().code() ==
+        ErrorCode::kInvalidRequest);
+  Status s = DecodeRunRequest(Doc(R"({"runtime":"shell","code":"1","timeout":3})")).status();
+  CHECK(s.code() == ErrorCode::kInvalidRequest);
+  CHECK(s.details().Find("field")->as_string() == "timeout");
+}
+
+TEST_CASE("a run becomes the runtime's one argv with its limits", "[run]") {
+  auto r = DecodeRunRequest(Doc(R"j({"runtime":"python","code":"print(1)","memory_mb":64})j"));
+  REQUIRE(r.ok());
+  ExecStartRequest e = RunToExecRequest(*r, "/w", 300);
+  CHECK(e.EffectiveArgv() == std::vector<std::string>{"python3", "-c", "print(1)"});
+  CHECK(e.cwd == "/w");
+  CHECK(e.timeout_sec == 300);
+  CHECK(e.limits.memory_mb == 64);
+}
+
+TEST_CASE("summary of a clean exit counts the changed files", "[run]") {
+  RunOutcome o;
+  o.exit_code = 0;
+  o.duration_ms = 120;
+  o.changed_files = 2;
+  CHECK(RunSummary(o) == "exit 0 in 120 ms; 2 files changed");
+  o.changed_files = 1;
+  CHECK(RunSummary(o) == "exit 0 in 120 ms; 1 file changed");
+  o.changed_files = 0;
+  CHECK(RunSummary(o) == "exit 0 in 120 ms");
+}
+
+TEST_CASE("summary of a failure ends with the last error line of stderr", "[run]") {
+  RunOutcome o;
+  o.exit_code = 1;
+  o.duration_ms = 30;
+  o.stderr_tail =
+      "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n"
+      "ModuleNotFoundError: No module named 'x'\n\n";
+  CHECK(RunSummary(o) == "exit 1 in 30 ms: ModuleNotFoundError: No module named 'x'");
+}
+
+TEST_CASE("summary of a limit kill names the limit and its value", "[run]") {
+  RunOutcome o;
+  o.exit_code = 124;
+  o.killed_by = "timeout";
+  o.limit = TimeoutHit(30);
+  CHECK(RunSummary(o) == "killed: wall-clock limit 30s exceeded");
+  o.killed_by = "memory";
+  o.limit = MemoryHit(256);
+  CHECK(RunSummary(o) == "killed: memory limit 256 MiB exceeded");
+}
+
+TEST_CASE("last error line: control characters, blank lines, long lines", "[run]") {
+  CHECK(LastErrorLine("a\nb\x1b[31m err\t\n  \n") == "b [31m err");
+  CHECK(LastErrorLine("") == "");
+  std::string long_line(1000, 'x');
+  CHECK(LastErrorLine(long_line).size() == kMaxSummaryLineBytes);
+}
+
+TEST_CASE("UTF-8 cuts never split a character", "[run]") {
+  std::string s = "a\xc3\xa9z";  // a é z
+  CHECK(Utf8Head(s, 2) == "a");
+  CHECK(Utf8Head(s, 3) == "a\xc3\xa9");
+  CHECK(Utf8Tail(s, 2) == "z");
+  CHECK(Utf8Tail(s, 3) == "\xc3\xa9z");
+}
+
+TEST_CASE("run answers round-trip", "[run]") {
+  RunResponse r;
+  r.summary = "exit 0 in 1 ms; 1 file changed";
+  r.exit_code = 0;
+  r.success = true;
+  r.stdout_text = "hi\n";
+  r.changed_files.push_back({"out.txt", "added", "file"});
+  auto back = DecodeRunResponse(EncodeRunResponse(r));
+  REQUIRE(back.ok());
+  CHECK(back->summary == r.summary);
+  CHECK(back->success);
+  REQUIRE(back->changed_files.size() == 1);
+  CHECK(back->changed_files[0].path == "out.txt");
+  CHECK(back->changed_files[0].change == "added");
+}

@@ -1,0 +1,56 @@
+"""agentctl run against a live daemon: the code's output, the summary and
+changed files on stderr, the remote exit code, limits as flags, one JSON
+envelope with --json, and an absent runtime as the daemon's refusal."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from test_agentctl_exec import AgentctlTestCase
+
+
+class RunCommandTest(AgentctlTestCase):
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="agentd-ctl-run-")
+        self.addCleanup(shutil.rmtree, self.work, True)
+
+    def test_run_prints_output_then_the_summary_and_changed_files(self):
+        r = self.ctl("run", "--runtime", "python", "--cwd", self.work,
+                     "print('hi'); open('a.txt', 'w').write('x')")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, b"hi\n")
+        self.assertRegex(r.stderr.decode(),
+                         r"^agentctl: exit 0 in \d+ ms; 1 file changed\n  added a\.txt\n$")
+
+    def test_run_exits_with_the_remote_code_and_names_the_limit(self):
+        r = self.ctl("run", "--cwd", self.work, "echo oops >&2; exit 3")
+        self.assertEqual(r.returncode, 3)
+        self.assertRegex(r.stderr.decode(), r"^oops\nagentctl: exit 3 in \d+ ms: oops\n$")
+        r = self.ctl("run", "--timeout", "1", "--cwd", self.work, "sleep 30")
+        self.assertEqual(r.returncode, 124)
+        self.assertTrue(r.stderr.endswith(b"agentctl: killed: wall-clock limit 1s exceeded\n"),
+                        r.stderr)
+        r = self.ctl("run", "--runtime", "python", "--cpu-sec", "1", "--cwd", self.work,
+                     "while True: pass")
+        self.assertTrue(r.stderr.endswith(b"agentctl: killed: CPU time limit 1s exceeded\n"),
+                        r.stderr)
+
+    def test_run_json_mode_prints_one_envelope_with_the_answer(self):
+        r, env = self.envelope("run", "--no-scan", "--cwd", self.work, "echo x > f; echo done")
+        self.assertEqual(r.returncode, 0)
+        self.assertTrue(env["ok"])
+        self.assertEqual(env["result"]["stdout"], "done\n")
+        self.assertEqual(env["result"]["changed_files"], [])
+        self.assertRegex(env["result"]["summary"], r"^exit 0 in \d+ ms$")
+
+    def test_run_usage_errors_and_refusals(self):
+        self.assertEqual(self.ctl("run", "--runtime", "cobol", "1").returncode, 2)
+        self.assertEqual(self.ctl("run", "--timeout", "soon", "1").returncode, 2)
+        r, env = self.envelope("run", "--cwd", self.work, "--pids", "0", "true")
+        self.assertEqual(r.returncode, 65)
+        self.assertEqual(env["error"]["code"], "invalid_request")
+
+
+if __name__ == "__main__":
+    unittest.main()
