@@ -110,3 +110,50 @@ export class CuttingProxy {
     this.server.close();
   }
 }
+
+/** Relays to `port`; stops reading from the client after `budget` client-to-daemon bytes until resume(). */
+export class StallingProxy {
+  readonly server: net.Server;
+  readonly stalled: Promise<void>;
+  private onStall!: () => void;
+  private paused: net.Socket[] = [];
+
+  constructor(port: number, budget: number) {
+    this.stalled = new Promise((r) => (this.onStall = r));
+    this.server = net.createServer((client) => {
+      const upstream = net.connect(port, "127.0.0.1");
+      let left = budget;
+      const cut = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on("error", cut);
+      upstream.on("error", cut);
+      client.on("data", (d: Buffer) => {
+        upstream.write(d);
+        left -= d.length;
+        if (left <= 0 && !this.paused.includes(client)) {
+          client.pause();
+          this.paused.push(client);
+          this.onStall();
+        }
+      });
+      upstream.on("data", (d) => client.write(d));
+      client.on("close", () => upstream.destroy());
+      upstream.on("close", () => client.destroy());
+    });
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((r) => this.server.listen(0, "127.0.0.1", r));
+    return `http://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+  }
+
+  resume(): void {
+    for (const s of this.paused) s.resume();
+  }
+
+  close(): void {
+    this.server.close();
+  }
+}
