@@ -23,4 +23,15 @@ int CmdKill(Context& ctx);
 int CmdPs(Context& ctx);
 int CmdStdin(Context& ctx);
 
+// cmd_files.cc
+int CmdCat(Context& ctx);
+int CmdPut(Context& ctx);
+int CmdStat(Context& ctx);
+int CmdLs(Context& ctx);
+int CmdMkdir(Context& ctx);
+int CmdMv(Context& ctx);
+int CmdRm(Context& ctx);
+// cmd_cp.cc
+int CmdCp(Context& ctx);
+
 }  // namespace agentd::cli

@@ -39,3 +39,7 @@ find_library(AGENTD_LIBZ_A NAMES libz.a REQUIRED)
 find_library(AGENTD_LIBZSTD_A NAMES libzstd.a REQUIRED)
 add_library(agentd_archive INTERFACE)
 target_link_libraries(agentd_archive INTERFACE ${AGENTD_LIBARCHIVE_A} ${AGENTD_LIBZSTD_A} ${AGENTD_LIBZ_A})
+
+# Host-side tools (client library, conformance suite) are not static: they
+# use the system's shared libarchive.
+find_package(LibArchive 3 REQUIRED)

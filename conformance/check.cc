@@ -21,7 +21,15 @@ std::unique_ptr<client::Client> CheckContext::NewClient() const {
   return std::make_unique<client::Client>(client_.options());
 }
 
-std::string CheckContext::Scratch(std::string_view name) const {
+std::string CheckContext::Scratch(std::string_view name) {
+  if (!scratch_made_) {
+    MkdirRequest mk;
+    mk.path = scratch_dir_;
+    mk.parents = true;
+    mk.mode = 0777;
+    ExpectOk(client_.MakeDir(mk), "creating the check's scratch directory");
+    scratch_made_ = true;
+  }
   return scratch_dir_ + "/" + std::string(name);
 }
 

@@ -42,7 +42,8 @@ class CheckContext {
   std::string RawExchange(std::string_view bytes, std::chrono::milliseconds wait) const;
   const client::ClientOptions& options() const { return client_.options(); }
   // Guest path for scratch files of this check: <scratch>/<check-number>/<name>.
-  std::string Scratch(std::string_view name) const;
+  // The check's directory is created on first use.
+  std::string Scratch(std::string_view name);
   // A fresh exec id unique to this run.
   std::string NewId(std::string_view tag) const;
   Suite& suite() { return suite_; }
@@ -52,6 +53,7 @@ class CheckContext {
   Suite& suite_;
   client::Client& client_;
   std::string scratch_dir_;
+  bool scratch_made_ = false;
 };
 
 struct Check {

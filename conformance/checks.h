@@ -11,5 +11,7 @@ namespace agentd::conformance {
 void AddFrontDoorChecks(std::vector<Check>& checks);
 void AddExecChecks(std::vector<Check>& checks);
 void AddStreamChecks(std::vector<Check>& checks);
+void AddFileChecks(std::vector<Check>& checks);
+void AddTreeChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

@@ -118,6 +118,64 @@ void BusyMeansProducing(CheckContext& ctx) {
   ExpectOk(ctx.client().AckExec(id), "ack");
 }
 
+int64_t HealthNumber(CheckContext& ctx, std::string_view key, std::string_view sub = {}) {
+  HealthResponse h = ExpectOk(ctx.client().Health(), "health");
+  const json::Value* v = h.extra.Find(key);
+  if (v && !sub.empty()) v = v->Find(sub);
+  if (!v || !v->is_int()) {
+    throw CheckSkipped{"health does not report " + std::string(key) + " " + std::string(sub)};
+  }
+  return v->as_int();
+}
+
+void AckedRecordIsReleasedAfterTtl(CheckContext& ctx) {
+  int64_t ttl = HealthNumber(ctx, "ack_ttl_sec");
+  if (ttl > 10) {
+    throw CheckSkipped{"--ack-ttl-sec is " + std::to_string(ttl) +
+                       "; run the daemon with 10 or "
+                       "less to check release"};
+  }
+  std::string id = ctx.NewId("ttl");
+  client::RunOptions o;
+  o.id = id;
+  ExpectOk(ctx.client().Run(Sh("echo bye"), o), "run and ack");
+  ExpectOk(ctx.client().PollExec(id), "the record remains within the TTL");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(ttl + 10);
+  Result<ExecPollResponse> p = ctx.client().PollExec(id);
+  while (p.ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    p = ctx.client().PollExec(id);
+  }
+  ExpectError(p, ErrorCode::kExecReleased, "a poll after the TTL");
+  ExpectError(ctx.client().StartExec(id, Sh("echo bye")), ErrorCode::kExecReleased,
+              "a late retry of the start");
+}
+
+void RetentionOverflowIsAnExplicitGap(CheckContext& ctx) {
+  int64_t cap = HealthNumber(ctx, "retention", "stream_bytes");
+  if (cap > (16 << 20)) {
+    throw CheckSkipped{"retention.stream_bytes is " + std::to_string(cap) +
+                       "; run the daemon "
+                       "with --retention-stream-bytes of 16 MiB or less to check gaps"};
+  }
+  uint64_t total = static_cast<uint64_t>(cap) + (1 << 20);
+  std::string id = ctx.NewId("gap");
+  ExpectOk(ctx.client().StartExec(id, Sh("head -c " + std::to_string(total) + " /dev/zero")),
+           "start");
+  ExpectOk(ctx.client().WaitExec(id, std::chrono::seconds(120)), "wait");
+  uint64_t delivered = 0, gap_bytes = 0;
+  client::StreamCallbacks cb;
+  cb.on_stdout = [&](uint64_t, std::string_view b) { delivered += b.size(); };
+  cb.on_gap = [&](std::string_view stream, uint64_t from, uint64_t to) {
+    if (stream == "stdout") gap_bytes += to - from;
+  };
+  ExecInfo e = ExpectOk(ctx.client().Stream(id, {}, cb), "stream from 0");
+  Expect(gap_bytes > 0, "bytes beyond the retention cap are reported as a gap");
+  Expect(delivered + gap_bytes == total, "every byte is either delivered or inside a gap");
+  Expect(e.stdout_retained_from == gap_bytes, "stdout_retained_from marks where retention starts");
+  ExpectOk(ctx.client().AckExec(id), "ack");
+}
+
 void ListShowsTheRecord(CheckContext& ctx) {
   std::string id = ctx.NewId("list");
   ExpectOk(ctx.client().Run(Sh("true"), {.id = id, .ack = false}), "run");
@@ -142,6 +200,11 @@ void AddStreamChecks(std::vector<Check>& checks) {
   checks.push_back(
       {"health", "busy means producing, and execs counts unread records", BusyMeansProducing});
   checks.push_back({"lifecycle", "list includes exited, unacked execs", ListShowsTheRecord});
+  checks.push_back({"lifecycle",
+                    "an acked record is released after the TTL and its id answers exec_released",
+                    AckedRecordIsReleasedAfterTtl});
+  checks.push_back({"streaming", "output beyond the retention cap is an explicit gap, never silent",
+                    RetentionOverflowIsAnExplicitGap});
 }
 
 }  // namespace agentd::conformance

@@ -16,7 +16,7 @@ int Usage(const char* why) {
                "agentd-conformance: %s\n"
                "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
                "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
-               "                          [--list]\n",
+               "                          [--small-fs GUEST_DIR] [--list]\n",
                why);
   return 2;
 }
@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
       options.filter = v;
     } else if (arg == "--junit" && (v = value("--junit"))) {
       options.junit_path = v;
+    } else if (arg == "--small-fs" && (v = value("--small-fs"))) {
+      options.small_fs = v;
     } else if (arg == "--scratch-root" && (v = value("--scratch-root"))) {
       options.scratch_root = v;
     } else if (arg == "--help" || arg == "-h") {

@@ -8,6 +8,8 @@ const std::vector<Check>& AllChecks() {
     AddFrontDoorChecks(all);
     AddExecChecks(all);
     AddStreamChecks(all);
+    AddFileChecks(all);
+    AddTreeChecks(all);
     return all;
   }();
   return checks;

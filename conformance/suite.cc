@@ -47,6 +47,16 @@ Suite::Suite(SuiteOptions options) : options_(std::move(options)) {
 
 int Suite::Run() {
   client::Client client(options_.client);
+  // The scratch directory every check writes under; removed at the end.
+  MkdirRequest scratch;
+  scratch.path = scratch_dir_;
+  scratch.parents = true;
+  scratch.mode = 0777;  // checks that run as another user write here too
+  Result<FileStat> made = client.MakeDir(scratch);
+  if (!made.ok()) {
+    std::printf("note: cannot create scratch directory %s (%s); file checks will fail\n",
+                scratch_dir_.c_str(), made.status().ToString().c_str());
+  }
   std::vector<CheckResult> results;
   int passed = 0, failed = 0, skipped = 0, number = 0;
   for (const Check& check : AllChecks()) {
@@ -86,6 +96,13 @@ int Suite::Run() {
       ++failed;
     }
     if (!skip) results.push_back(std::move(r));
+  }
+  if (made.ok()) {
+    Result<DeleteResponse> removed = client.Remove(scratch_dir_, /*recursive=*/true);
+    if (!removed.ok()) {
+      std::printf("note: scratch directory %s not removed: %s\n", scratch_dir_.c_str(),
+                  removed.status().ToString().c_str());
+    }
   }
   std::printf("%d passed, %d failed", passed, failed);
   if (skipped) std::printf(", %d skipped", skipped);

@@ -16,6 +16,9 @@ struct SuiteOptions {
   std::string filter;      // substring of "area: name"; empty runs all
   std::string junit_path;  // empty: no JUnit file
   std::string scratch_root = "/tmp";
+  // A guest directory on a small file system (a few MiB free), for the
+  // disk-pressure checks; empty skips them.
+  std::string small_fs;
 };
 
 struct CheckResult {

@@ -107,6 +107,8 @@ class HealthTest(DaemonTestCase):
         self.assertIsInstance(h["execs"], int)
         self.assertIsInstance(h["uptime_ms"], int)
         self.assertIsInstance(h["runtimes"], list)
+        self.assertEqual(h["ack_ttl_sec"], 60)
+        self.assertEqual(h["retention"], {"stream_bytes": 256 << 20, "total_bytes": 1 << 30})
 
 
 class RoutingTest(DaemonTestCase):

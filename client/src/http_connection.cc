@@ -111,7 +111,7 @@ asio::awaitable<Status> HttpConnection::Write(std::string_view bytes, Deadline d
   co_return co_await Write(std::move(buffers), deadline);
 }
 
-asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline) {
+asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool keep_on_timeout) {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else if (begin_ > 0) {
@@ -124,7 +124,7 @@ asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline) {
       socket_.async_read_some(asio::buffer(buf_.data() + end_, buf_.size() - end_), kNothrow) ||
       timer_.async_wait(kNothrow));
   if (r.index() == 1) {
-    Close();
+    if (!keep_on_timeout) Close();
     co_return Timeout("waiting for the daemon's answer");
   }
   auto [ec, n] = std::get<0>(r);
@@ -152,8 +152,8 @@ Status HttpConnection::FeedParser() {
   return Status::Ok();
 }
 
-asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request,
-                                                               Deadline deadline) {
+asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request, Deadline deadline,
+                                                               bool keep_on_timeout) {
   parser_.Reset(head_request);
   body_.clear();
   body_next_ = 0;
@@ -164,7 +164,7 @@ asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request
       if (!s.ok()) co_return s;
       if (head_done_) break;
     }
-    Result<size_t> n = co_await ReadSome(deadline);
+    Result<size_t> n = co_await ReadSome(deadline, keep_on_timeout);
     if (!n.ok()) co_return n.status();
     if (*n == 0) {
       Close();

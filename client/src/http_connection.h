@@ -33,7 +33,12 @@ class HttpConnection {
   asio::awaitable<Status> Write(std::string_view bytes, Deadline deadline);
 
   // Reads the response head. `head_request` tells the parser there is no body.
-  asio::awaitable<Result<ResponseHead>> ReadHead(bool head_request, Deadline deadline);
+  // With `keep_on_timeout` a passing deadline leaves the connection open
+  // (waiting for "100 Continue" that a server may never send).
+  asio::awaitable<Result<ResponseHead>> ReadHead(bool head_request, Deadline deadline,
+                                                 bool keep_on_timeout = false);
+  // Marks the connection as not reusable (its request was abandoned).
+  void DiscardAfterUse() { keep_alive_ = false; }
   // The next body chunk; empty at the end of the body. Valid until the next call.
   asio::awaitable<Result<std::string_view>> ReadBody(Deadline deadline);
   // The rest of the body, refused beyond `limit` bytes.
@@ -49,7 +54,7 @@ class HttpConnection {
   void Close();
 
  private:
-  asio::awaitable<Result<size_t>> ReadSome(Deadline deadline);
+  asio::awaitable<Result<size_t>> ReadSome(Deadline deadline, bool keep_on_timeout = false);
   Status FeedParser();
 
   asio::generic::stream_protocol::socket socket_;

@@ -7,6 +7,10 @@ namespace agentd::client {
 namespace {
 
 constexpr size_t kMaxErrorBody = 1 << 20;
+// Bodies above this wait for "100 Continue" (see Exchange).
+constexpr size_t kExpectContinueBytes = 1 << 20;
+// How long to wait for "100 Continue" before sending the body anyway.
+constexpr std::chrono::milliseconds kContinueWait{3000};
 
 asio::awaitable<void> Sleep(asio::any_io_executor ex, std::chrono::milliseconds d) {
   asio::steady_timer t(ex, d);
@@ -77,7 +81,7 @@ asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Dead
   co_return conn;
 }
 
-std::string Transport::RequestHead(const HttpRequest& request) const {
+std::string Transport::RequestHead(const HttpRequest& request, bool expect_continue) const {
   std::string head = request.method + " " + request.target +
                      " HTTP/1.1\r\nHost: " + endpoint_.HostHeader() +
                      "\r\nUser-Agent: agentd-client/1\r\n";
@@ -88,9 +92,32 @@ std::string Transport::RequestHead(const HttpRequest& request) const {
   } else if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
     head += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
   }
+  if (expect_continue) head += "Expect: 100-continue\r\n";
   for (const auto& [name, value] : request.headers) head += name + ": " + value + "\r\n";
   head += "\r\n";
   return head;
+}
+
+asio::awaitable<Status> Transport::SendBody(HttpConnection& c, const HttpRequest& request,
+                                            Deadline deadline) {
+  if (!request.source) co_return co_await c.Write(std::string_view(request.body), deadline);
+  for (;;) {
+    Result<std::string_view> chunk = co_await request.source();
+    if (!chunk.ok()) {
+      c.Close();
+      co_return chunk.status();
+    }
+    char size_line[24];
+    auto [end, ec] = std::to_chars(size_line, size_line + 16, chunk->size(), 16);
+    *end++ = '\r';
+    *end++ = '\n';
+    std::vector<asio::const_buffer> buffers{
+        asio::buffer(size_line, static_cast<size_t>(end - size_line)), asio::buffer(*chunk),
+        asio::buffer("\r\n", 2)};
+    Status s = co_await c.Write(std::move(buffers), deadline);
+    if (!s.ok()) co_return s;
+    if (chunk->empty()) co_return Status::Ok();
+  }
 }
 
 asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpRequest& request,
@@ -99,36 +126,36 @@ asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpReques
   Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline);
   if (!conn.ok()) co_return conn.status();
   HttpConnection& c = **conn;
-  std::string head = RequestHead(request);
+  // A large or streamed body waits for "100 Continue", so a refusal the
+  // daemon makes from the head alone (507 for a size beyond free space,
+  // 413, 401) arrives before any of it is sent, and is not lost to a
+  // connection the daemon closes while the body is still in flight.
+  bool expect = request.source || request.body.size() > kExpectContinueBytes;
+  std::string head = RequestHead(request, expect);
   *sent = true;
-  if (!request.source) {
+  if (!expect) {
     std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(request.body)};
     Status s = co_await c.Write(std::move(buffers), deadline);
     if (!s.ok()) co_return s;
   } else {
     Status s = co_await c.Write(head, deadline);
     if (!s.ok()) co_return s;
-    for (;;) {
-      Result<std::string_view> chunk = co_await request.source();
-      if (!chunk.ok()) {
-        c.Close();
-        co_return chunk.status();
-      }
-      char size_line[24];
-      auto [end, ec] = std::to_chars(size_line, size_line + 16, chunk->size(), 16);
-      *end++ = '\r';
-      *end++ = '\n';
-      std::vector<asio::const_buffer> buffers{
-          asio::buffer(size_line, static_cast<size_t>(end - size_line)), asio::buffer(*chunk),
-          asio::buffer("\r\n", 2)};
-      if (chunk->empty()) buffers.pop_back();  // "0\r\n" + final CRLF below
-      s = co_await c.Write(std::move(buffers), deadline);
+    Deadline wait = std::min(deadline, Clock::now() + kContinueWait);
+    Result<ResponseHead> interim = co_await c.ReadHead(false, wait, /*keep_on_timeout=*/true);
+    bool proceed = false;
+    if (interim.ok() && interim->status == 100) {
+      proceed = true;
+    } else if (interim.ok()) {
+      c.DiscardAfterUse();  // answered without the body: do not reuse
+      co_return Attempt{std::move(*conn), std::move(*interim)};
+    } else if (interim.status().code() == ErrorCode::kDeadlineExceeded) {
+      proceed = true;  // a server that ignores Expect: send anyway, as RFC 9110 says
+    } else {
+      co_return interim.status();
+    }
+    if (proceed) {
+      s = co_await SendBody(c, request, deadline);
       if (!s.ok()) co_return s;
-      if (chunk->empty()) {
-        s = co_await c.Write(std::string_view("\r\n"), deadline);
-        if (!s.ok()) co_return s;
-        break;
-      }
     }
   }
   Result<ResponseHead> response = co_await c.ReadHead(request.method == "HEAD", deadline);

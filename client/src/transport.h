@@ -95,7 +95,9 @@ class Transport {
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,
                                             bool* sent);
   asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline);
-  std::string RequestHead(const HttpRequest& request) const;
+  std::string RequestHead(const HttpRequest& request, bool expect_continue) const;
+  asio::awaitable<Status> SendBody(HttpConnection& c, const HttpRequest& request,
+                                   Deadline deadline);
 
   asio::any_io_executor executor_;
   ClientOptions options_;

@@ -100,8 +100,10 @@ asio::awaitable<Result<TreeStats>> UploadOnce(Transport& transport, const std::s
   asio::error_code ignored;
   reader.close(ignored);  // unblocks a worker still writing
   if (!worker_done) local_result = co_await worker.Wait();
+  // A daemon that refused early stopped reading; the worker's broken pipe
+  // is a consequence, not the cause.
+  if (!response.ok() && !(worker_done && !local_result.ok())) co_return response.status();
   if (!local_result.ok()) co_return local_result.status();
-  if (!response.ok()) co_return response.status();
   Result<json::Value> doc = json::Parse(response->body);
   if (!doc.ok())
     co_return Status::Error(ErrorCode::kProtocolError, "tar upload answer is not JSON");

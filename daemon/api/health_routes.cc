@@ -19,6 +19,13 @@ asio::awaitable<void> Health(ApiContext& ctx, Request&, Response& res) {
                     std::chrono::steady_clock::now() - ctx.started_at)
                     .count();
   h.runtimes = ctx.runtimes();
+  // The output-keeping policy, so harnesses (and the conformance suite) know
+  // how long a released id lingers and when output turns into gaps.
+  h.extra.Set("ack_ttl_sec", ctx.config.ack_ttl_sec);
+  json::Object retention;
+  retention.Set("stream_bytes", ctx.config.retention_stream_bytes);
+  retention.Set("total_bytes", ctx.config.retention_total_bytes);
+  h.extra.Set("retention", std::move(retention));
   co_await res.SendJson(200, EncodeHealthResponse(h));
 }
 

@@ -1,0 +1,98 @@
+"""agentctl's file commands against a live daemon: cat (lines, bytes), put
+(modes), stat, ls, mkdir, mv, rm, and cp of files and whole trees."""
+
+import json
+import os
+import shutil
+import stat
+import tempfile
+import unittest
+
+from test_agentctl_exec import AgentctlTestCase
+
+
+class FileCommandsTest(AgentctlTestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="agentctl-files-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_put_with_mode_then_cat_whole_lines_and_bytes(self):
+        path = os.path.join(self.dir, "g", "notes.txt")
+        r = self.ctl("put", "--mode", "0640", "--parents", path, "-", input=b"a\nb\nc\nd\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o640)
+        self.assertEqual(self.ctl("cat", path).stdout, b"a\nb\nc\nd\n")
+        self.assertEqual(self.ctl("cat", "--lines", "2:3", path).stdout, b"b\nc\n")
+        self.assertEqual(self.ctl("cat", "--lines", "3:", path).stdout, b"c\nd\n")
+        self.assertEqual(self.ctl("cat", "--bytes", "2:4", path).stdout, b"b\nc")
+        r, env = self.envelope("cat", "--lines", "0:1", path)
+        self.assertEqual(env["error"]["code"], "invalid_range")
+
+    def test_stat_ls_mkdir_mv_rm(self):
+        base = os.path.join(self.dir, "tree")
+        self.assertEqual(self.ctl("mkdir", "--parents", "--mode", "0700", base + "/a/b").returncode, 0)
+        self.assertEqual(stat.S_IMODE(os.stat(base + "/a/b").st_mode), 0o700)
+        self.ctl("put", base + "/a/file", "-", input=b"12345")
+        os.symlink("file", base + "/a/link")
+        r, env = self.envelope("stat", base + "/a/link")
+        self.assertEqual((env["result"]["type"], env["result"]["target"]), ("symlink", "file"))
+        r, env = self.envelope("stat", "--follow", base + "/a/link")
+        self.assertEqual((env["result"]["type"], env["result"]["size"]), ("file", 5))
+        listing = self.ctl("ls", base + "/a").stdout.decode().splitlines()
+        self.assertEqual(len(listing), 3)
+        self.assertTrue(any(line.startswith("d0700") and line.endswith(" b") for line in listing))
+        self.assertTrue(any(line.endswith("link -> file") for line in listing))
+        self.assertEqual(self.ctl("mv", base + "/a/file", base + "/a/moved").returncode, 0)
+        self.assertTrue(os.path.exists(base + "/a/moved"))
+        r = self.ctl("rm", base + "/a")
+        self.assertEqual(r.returncode, 73, r.stderr)  # directory_not_empty: conflict
+        r, env = self.envelope("rm", "--recursive", base)
+        self.assertEqual(env["result"]["removed"], 5)
+        self.assertFalse(os.path.exists(base))
+
+    def test_cp_file_both_ways_keeps_mode(self):
+        local = os.path.join(self.dir, "run.sh")
+        with open(local, "wb") as f:
+            f.write(b"#!/bin/sh\necho hi\n")
+        os.chmod(local, 0o751)
+        remote = os.path.join(self.dir, "remote", "run.sh")
+        r = self.ctl("cp", "--parents", local, "guest:" + remote)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(stat.S_IMODE(os.stat(remote).st_mode), 0o751)
+        back = os.path.join(self.dir, "back.sh")
+        r = self.ctl("cp", "guest:" + remote, back)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(back, "rb") as f:
+            self.assertEqual(f.read(), b"#!/bin/sh\necho hi\n")
+        self.assertEqual(stat.S_IMODE(os.stat(back).st_mode), 0o751)
+
+    def test_cp_tree_round_trip_keeps_symlinks_modes_and_empty_dirs(self):
+        src = os.path.join(self.dir, "src")
+        os.makedirs(src + "/pkg/empty")
+        with open(src + "/pkg/tool", "w") as f:
+            f.write("tool")
+        os.chmod(src + "/pkg/tool", 0o755)
+        os.symlink("pkg/tool", src + "/tool-link")
+        os.symlink("/does/not/exist", src + "/dangling")
+        remote = os.path.join(self.dir, "guest-copy")
+        r = self.ctl("cp", src, "guest:" + remote)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        back = os.path.join(self.dir, "back")
+        r = self.ctl("cp", "guest:" + remote, back)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for root in (remote, back):
+            self.assertTrue(os.path.isdir(root + "/pkg/empty"))
+            self.assertEqual(stat.S_IMODE(os.stat(root + "/pkg/tool").st_mode), 0o755)
+            self.assertEqual(os.readlink(root + "/tool-link"), "pkg/tool")
+            self.assertEqual(os.readlink(root + "/dangling"), "/does/not/exist")
+
+    def test_cp_needs_exactly_one_guest_side(self):
+        r = self.ctl("cp", "a", "b")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"guest:", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
