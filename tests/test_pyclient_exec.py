@@ -66,6 +66,8 @@ class PyClientExecTest(unittest.TestCase):
         h = ac.Client(self.url).health()
         self.assertEqual((h.status, h.protocol, h.bootstrapped), ("ok", 1, True))
         self.assertIsInstance(h.runtimes, list)
+        self.assertEqual(h.ack_ttl_sec, 60)
+        self.assertEqual(h.retention, {"stream_bytes": 256 << 20, "total_bytes": 1 << 30})
 
     def test_bootstrap_replays_the_same_token_and_refuses_another_with_a_typed_error(self):
         c = ac.Client(self.url)

@@ -26,14 +26,21 @@ class Health:
     execs: int
     uptime_ms: int
     runtimes: List[str]
+    #: How long an acked record lingers (the daemon's --ack-ttl-sec).
+    ack_ttl_sec: int
+    #: The retention caps in force: {"stream_bytes": ..., "total_bytes": ...}.
+    retention: Dict[str, int]
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
+        retention = d.get("retention") if isinstance(d.get("retention"), dict) else {}
         return Health(str(d.get("status", "")), str(d.get("version", "")),
                       _int(d.get("protocol")), bool(d.get("bootstrapped")), bool(d.get("busy")),
                       _int(d.get("execs")), _int(d.get("uptime_ms")),
-                      [r for r in d.get("runtimes") or [] if isinstance(r, str)], d)
+                      [r for r in d.get("runtimes") or [] if isinstance(r, str)],
+                      _int(d.get("ack_ttl_sec")),
+                      {k: _int(v) for k, v in retention.items()}, d)
 
 
 @dataclass

@@ -10,6 +10,10 @@ export interface Health {
   execs: number;
   uptime_ms: number;
   runtimes: string[];
+  /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
+  ack_ttl_sec: number;
+  /** The retention caps in force; unread output beyond them becomes gaps. */
+  retention: { stream_bytes: number; total_bytes: number };
 }
 
 export interface BootstrapResult {

@@ -79,6 +79,8 @@ describe("health and bootstrap", () => {
     assert.equal(h.status, "ok");
     assert.equal(h.protocol, 1);
     assert.equal(h.bootstrapped, true);
+    assert.equal(h.ack_ttl_sec, 60);
+    assert.deepEqual(h.retention, { stream_bytes: 256 << 20, total_bytes: 1 << 30 });
   });
 
   test("the same token replays and another is already_bootstrapped", async () => {
