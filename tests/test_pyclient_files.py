@@ -20,6 +20,7 @@ import unittest
 from unittest import mock
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
+from lib import fs_helpers
 from lib.agentd_test import Daemon
 from lib.pyclient import PYCLIENT_DIR
 
@@ -94,6 +95,37 @@ class PyClientFilesTest(unittest.TestCase):
         with self.assertRaises(OSError):
             self.c.write_file(p, broken())
         self.assertEqual(self.c.read_file(p), b"old")
+
+    def test_a_large_write_refused_from_its_head_arrives_as_the_daemons_error(self):
+        # Bodies over 1 MiB and streamed ones wait for "100 Continue": a
+        # refusal the daemon makes from the head alone is not lost to the
+        # connection it closes while the body would still be in flight.
+        stranger = ac.Client("http://127.0.0.1:%d" % self.daemon.port, token="wrong-token")
+        self.addCleanup(stranger.close)
+        p = os.path.join(self.remote, "never")
+        for body in (b"x" * (16 << 20), io.BytesIO(b"x" * (16 << 20))):
+            with self.subTest(body=type(body).__name__):
+                with self.assertRaises(ac.Unauthorized) as cm:
+                    stranger.write_file(p, body)
+                self.assertEqual(cm.exception.status, 401)
+        self.assertFalse(os.path.exists(p))
+
+    def test_a_write_beyond_free_space_is_insufficient_storage_with_real_numbers(self):
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        with fs_helpers.tmpfs(4 << 20) as fs:
+            if fs is None:
+                self.skipTest("could not mount a tmpfs")
+            p = os.path.join(fs, "big")
+            with self.assertRaises(ac.InsufficientStorage) as cm:
+                self.c.write_file(p, b"x" * (64 << 20))
+            e = cm.exception
+            self.assertEqual((e.status, e.details["needed"], e.details["path"]), (507, 64 << 20, p))
+            self.assertLessEqual(e.details["available"], 4 << 20)
+            with self.assertRaises(ac.InsufficientStorage):
+                self.c.write_file(p, io.BytesIO(b"x" * (64 << 20)))
+            self.assertEqual(os.listdir(fs), [])
+            self.assertEqual(self.c.write_file(p, b"fits").size, 4)
 
     def test_file_errors_are_typed_and_name_the_path(self):
         missing = os.path.join(self.remote, "missing")

@@ -31,6 +31,10 @@ from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolErro
 
 RETRYABLE_STATUSES = (500, 502, 503, 504)
 MAX_ERROR_BODY = 1 << 20
+# Bodies above this (and every streamed body) wait for "100 Continue".
+EXPECT_CONTINUE_BYTES = 1 << 20
+# How long to wait for "100 Continue" before sending the body anyway.
+CONTINUE_WAIT = 3.0
 USER_AGENT = "agentd-client-python/1"
 
 Body = Union[None, bytes, Iterable[bytes]]
@@ -117,6 +121,29 @@ class _Connection(http.client.HTTPConnection):
             sock.close()
             raise
         self.sock = sock
+
+    def await_continue(self, wait: float) -> bool:
+        """After a head with ``Expect: 100-continue``: True to send the body.
+
+        True when "100 Continue" arrived (getresponse() skips it) or nothing
+        arrived within `wait` (a server that ignores Expect); False when
+        the daemon answered without the body (a refusal from the head).
+        """
+        deadline = time.monotonic() + wait
+        status = b""
+        while len(status) < 12:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            readable, _, _ = select.select([self.sock], [], [], left)
+            if not readable:
+                return True
+            status = self.sock.recv(12, socket.MSG_PEEK)
+            if not status:
+                return False  # closed: getresponse() reports it
+            if len(status) < 12:
+                time.sleep(0.001)
+        return status[9:12] == b"100"
 
     def peer_closed(self) -> bool:
         """True when an idle connection was closed by the daemon (or has stray bytes)."""
@@ -289,6 +316,8 @@ class Transport:
             h["Transfer-Encoding"] = "chunked"
         elif req.body is not None or req.method in ("POST", "PUT"):
             h["Content-Length"] = str(len(req.body or b""))
+        if _expects_continue(req):
+            h["Expect"] = "100-continue"
         h.update(req.headers)
         return h
 
@@ -309,6 +338,14 @@ class Transport:
             for name, value in self._headers(req).items():
                 conn.putheader(name, value)
             conn.endheaders()
+            # A large or streamed body waits for "100 Continue", so a refusal
+            # the daemon makes from the head alone (507 for a size beyond
+            # free space, 413, 401) arrives before any of it is sent, and is
+            # not lost to a connection the daemon closes mid-body.
+            if _expects_continue(req) and not conn.await_continue(CONTINUE_WAIT):
+                resp = conn.getresponse()
+                resp.will_close = True  # the body was never sent: do not reuse
+                return conn, resp, True
             if streamed:
                 source = iter(req.body)  # type: ignore[arg-type]
                 while True:
@@ -393,6 +430,14 @@ class Transport:
             raise last
         assert last is not None
         raise last
+
+
+def _expects_continue(req: Request) -> bool:
+    if req.body is None:
+        return False
+    if isinstance(req.body, (bytes, bytearray)):
+        return len(req.body) > EXPECT_CONTINUE_BYTES
+    return True
 
 
 class _SourceFailed(Exception):

@@ -341,7 +341,9 @@ export class Client {
     if (o.user !== undefined) target += `&user=${q(o.user)}`;
     if (o.group !== undefined) target += `&group=${q(o.group)}`;
     const whole = typeof data === "string" || data instanceof Uint8Array;
-    const body: Body = whole ? Buffer.from(data as string | Uint8Array) : data as Body;
+    const body: Body = typeof data === "string" ? Buffer.from(data)
+      : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy
+      : data as Body;
     const a = await this.t.call({ method: "PUT", path: target, body, idempotent: whole,
       headers: { "Content-Type": "application/octet-stream" } });
     return JSON.parse(a.body.toString("utf8")) as FileStat;

@@ -80,6 +80,10 @@ export interface Answer {
 
 const RETRYABLE = new Set([500, 502, 503, 504]);
 const MAX_ERROR_BODY = 1 << 20;
+/** Bodies above this (and every streamed body) wait for "100 Continue". */
+const EXPECT_CONTINUE_BYTES = 1 << 20;
+/** How long to wait for "100 Continue" before sending the body anyway. */
+const CONTINUE_WAIT_MS = 3000;
 
 export class Transport {
   readonly endpoint: Endpoint;
@@ -170,6 +174,12 @@ export class Transport {
     const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
     if (Buffer.isBuffer(req.body)) headers["Content-Length"] = String(req.body.length);
     else if (!streamed && (req.method === "POST" || req.method === "PUT")) headers["Content-Length"] = "0";
+    // A large or streamed body waits for "100 Continue", so a refusal the
+    // daemon makes from the head alone (507 for a size beyond free space,
+    // 413, 401) arrives before any of it is sent, and is not lost to a
+    // connection the daemon closes while the body is still in flight.
+    const expect = streamed || (Buffer.isBuffer(req.body) && req.body.length > EXPECT_CONTINUE_BYTES);
+    if (expect) headers.Expect = "100-continue";
     Object.assign(headers, req.headers ?? {});
     const timeout = this.opts.requestTimeoutMs + (req.extraWaitMs ?? 0);
     return new Promise((resolve, reject) => {
@@ -217,8 +227,17 @@ export class Transport {
         const what = sent ? "connection to %s lost" : "cannot connect to %s";
         fail(transportError(`${what.replace("%s", e.url)}: ${err.code ?? err.message}`));
       });
+      let bodyStarted = false;
+      let continueTimer: NodeJS.Timeout | undefined;
       r.on("response", (res) => {
         clearTimeout(connectTimer);
+        clearTimeout(continueTimer);
+        if (!bodyStarted) {
+          // Answered from the head alone: the body is never sent, and the
+          // connection is not reused.
+          bodyStarted = true;
+          res.once("end", () => r.destroy());
+        }
         if (settled) {
           res.destroy();
           return;
@@ -229,24 +248,35 @@ export class Transport {
         });
         resolve(res);
       });
-      if (!streamed) {
-        r.end(req.body as Buffer | undefined);
+      const sendBody = () => {
+        if (bodyStarted) return;
+        bodyStarted = true;
+        clearTimeout(continueTimer);
+        if (streamed) void pump(r, req.body as AsyncIterable<Uint8Array>);
+        else r.end(req.body as Buffer | undefined);
+      };
+      if (!expect) {
+        sendBody();
         return;
       }
-      void (async () => {
-        try {
-          for await (const chunk of req.body as AsyncIterable<Uint8Array>) {
-            if (chunk.length && !r.write(chunk)) await onceDrainOrClose(r);
-            if (r.destroyed) return;
-          }
-          r.end();
-        } catch (err) {
-          // The body's source failed: never send the final chunk, so the
-          // daemon sees a cut request and keeps nothing of it.
-          r.destroy(new SourceFailed(err));
-        }
-      })();
+      r.flushHeaders();
+      r.once("continue", sendBody);
+      continueTimer = setTimeout(sendBody, CONTINUE_WAIT_MS); // a server that ignores Expect
     });
+  }
+}
+
+async function pump(r: http.ClientRequest, body: AsyncIterable<Uint8Array>): Promise<void> {
+  try {
+    for await (const chunk of body) {
+      if (chunk.length && !r.write(chunk)) await onceDrainOrClose(r);
+      if (r.destroyed) return;
+    }
+    r.end();
+  } catch (err) {
+    // The body's source failed: never send the final chunk, so the daemon
+    // sees a cut request and keeps nothing of it.
+    r.destroy(new SourceFailed(err));
   }
 }
 

@@ -86,6 +86,24 @@ describe("files", () => {
     assert.equal((await c.readFile(p)).toString(), "old");
   });
 
+  test("a large write refused from its head arrives as the daemon's error", async () => {
+    // Bodies over 1 MiB and streamed ones wait for "100 Continue": a refusal
+    // the daemon makes from the head alone is not lost to the connection it
+    // closes while the body would still be in flight.
+    const stranger = new Client({ url: daemon.url, token: "wrong-token" });
+    const p = join(fresh("refused"), "never");
+    try {
+      const big = Buffer.alloc(16 << 20, 120);
+      for (const body of [big, Readable.from([big.subarray(0, 8 << 20), big.subarray(8 << 20)])]) {
+        const e = await code(stranger.writeFile(p, body));
+        assert.deepEqual([e.code, e.status], ["unauthorized", 401]);
+      }
+    } finally {
+      stranger.close();
+    }
+    assert.equal(existsSync(p), false);
+  });
+
   test("metadata operations and their errors", async () => {
     const root = fresh("meta");
     const d = join(root, "d", "e");
