@@ -1,8 +1,6 @@
-"""The Python client's files and trees against the real daemon, confined
-extraction against a fake daemon serving hostile archives, and the package
-itself (offline pip install, Python 3.9 syntax)."""
+"""The Python client's files and trees against the real daemon, and confined
+extraction against a fake daemon serving hostile archives."""
 
-import ast
 import gzip
 import http.server
 import io
@@ -10,8 +8,6 @@ import os
 import shutil
 import socketserver
 import stat
-import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
@@ -22,7 +18,6 @@ from unittest import mock
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib import fs_helpers
 from lib.agentd_test import Daemon
-from lib.pyclient import PYCLIENT_DIR
 
 import agentd_client as ac
 
@@ -428,44 +423,6 @@ class HostileArchiveTest(unittest.TestCase):
         mode = lambda p: stat.S_IMODE(os.lstat(os.path.join(self.dest, p)).st_mode)  # noqa: E731
         self.assertEqual((mode("d"), mode("f"), mode("g")), (0o755, 0o755, 0o600))
         self.assertEqual(os.readlink(os.path.join(self.dest, "d", "in")), "../f")
-
-
-# -- the package -----------------------------------------------------------------
-
-class PackageTest(unittest.TestCase):
-    def test_pip_installs_it_offline_and_the_installed_copy_works(self):
-        tmp = tempfile.mkdtemp(prefix="pyclient-pip-")
-        self.addCleanup(shutil.rmtree, tmp, True)
-        r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps",
-                            "--disable-pip-version-check", "--target", tmp, PYCLIENT_DIR],
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0 and "No module named pip" in r.stderr:
-            self.skipTest("this Python has no pip")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertTrue(os.path.exists(os.path.join(tmp, "agentd_client", "py.typed")))
-        with Daemon() as d:
-            r = subprocess.run(
-                [sys.executable, "-c",
-                 "import agentd_client as ac, sys; print(ac.__file__); "
-                 "c = ac.Client(sys.argv[1], token='test-token'); "
-                 "print(c.run(['echo', 'installed']).stdout.decode().strip())",
-                 "http://127.0.0.1:%d" % d.port],
-                capture_output=True, text=True, timeout=60, cwd=tmp,
-                env=dict(os.environ, PYTHONPATH=tmp))
-            self.assertEqual(r.returncode, 0, r.stderr)
-            file_line, out_line = r.stdout.splitlines()
-            self.assertTrue(file_line.startswith(tmp), file_line)
-            self.assertEqual(out_line, "installed")
-
-    def test_every_module_parses_as_python_3_9(self):
-        pkg = os.path.join(PYCLIENT_DIR, "agentd_client")
-        for name in sorted(os.listdir(pkg)):
-            if name.endswith(".py"):
-                with open(os.path.join(pkg, name)) as f:
-                    source = f.read()
-                with self.subTest(module=name):
-                    ast.parse(source, name, feature_version=(3, 9))
-                    self.assertIn("from __future__ import annotations", source)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
@@ -107,7 +107,7 @@ class _Connection(http.client.HTTPConnection):
             return
         if e.kind == "unix":
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            target: object = e.path
+            target: Union[str, Tuple[int, int]] = e.path
         else:
             family = getattr(socket, "AF_VSOCK", None)
             if family is None:
@@ -311,11 +311,12 @@ class Transport:
         h = {"Host": self.endpoint.host_header(), "User-Agent": USER_AGENT}
         if self.token:
             h["Authorization"] = "Bearer " + self.token
-        streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
-        if streamed:
+        if isinstance(req.body, (bytes, bytearray)):
+            h["Content-Length"] = str(len(req.body))
+        elif req.body is not None:
             h["Transfer-Encoding"] = "chunked"
-        elif req.body is not None or req.method in ("POST", "PUT"):
-            h["Content-Length"] = str(len(req.body or b""))
+        elif req.method in ("POST", "PUT"):
+            h["Content-Length"] = "0"
         if _expects_continue(req):
             h["Expect"] = "100-continue"
         h.update(req.headers)
@@ -347,7 +348,7 @@ class Transport:
                 resp.will_close = True  # the body was never sent: do not reuse
                 return conn, resp, True
             if streamed:
-                source = iter(req.body)  # type: ignore[arg-type]
+                source: Iterator[bytes] = iter(cast(Iterable[bytes], req.body))
                 while True:
                     try:
                         chunk = next(source)
@@ -358,8 +359,8 @@ class Transport:
                     if chunk:
                         conn.send(b"%x\r\n%s\r\n" % (len(chunk), bytes(chunk)))
                 conn.send(b"0\r\n\r\n")
-            elif req.body:
-                conn.send(bytes(req.body))  # type: ignore[arg-type]
+            elif isinstance(req.body, (bytes, bytearray)) and req.body:
+                conn.send(bytes(req.body))
             resp = conn.getresponse()
         except _SourceFailed as e:
             # The body's source failed: the final chunk was never sent, so the

@@ -42,7 +42,7 @@ import queue
 import stat
 import tarfile
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, cast
 
 from .errors import AgentdError, InvalidArchive, IoError, UnsafePath
 from .types import TreeStats
@@ -146,7 +146,7 @@ def tar_chunks(local: str, compress: str, stats: TreeStats) -> Iterator[bytes]:
         writer = _QueueWriter(q, stop)
         try:
             mode = "w|gz" if compress == "gzip" else "w|"
-            with tarfile.open(fileobj=writer, mode=mode, format=tarfile.PAX_FORMAT,  # type: ignore[call-overload]
+            with tarfile.open(fileobj=cast(IO[bytes], writer), mode=mode, format=tarfile.PAX_FORMAT,
                               encoding="utf-8", errors="surrogateescape") as tf:
                 for name in sorted(os.listdir(root)):
                     tf.add(os.path.join(root, name), arcname=name, filter=fix)
@@ -429,7 +429,7 @@ def extract_tar(next_block: Callable[[], bytes], local: str, policy: str = "fide
             try:
                 ex = _Extractor(stage_fd, policy, keep_setid)
                 try:
-                    with tarfile.open(fileobj=_ChunkReader(next_block),  # type: ignore[call-overload]
+                    with tarfile.open(fileobj=cast(IO[bytes], _ChunkReader(next_block)),
                                       mode="r|*", encoding="utf-8",
                                       errors="surrogateescape") as tf:
                         for info in tf:

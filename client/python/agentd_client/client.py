@@ -17,8 +17,8 @@ import os
 import re
 import secrets
 import time
-from typing import (IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional,
-                    Sequence, Tuple, Union)
+from typing import (IO, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping,
+                    Optional, Sequence, Tuple, Union, cast)
 
 from . import _tree
 from ._sse import SseDecoder
@@ -205,7 +205,7 @@ class Client:
             if not info.running:
                 return info
             if deadline is not None and time.monotonic() >= deadline:
-                raise DeadlineExceeded("exec %s still running after %.1f s" % (exec_id, timeout),
+                raise DeadlineExceeded("exec %s still running after %.1f s" % (exec_id, timeout or 0.0),
                                        details={"id": exec_id})
 
     def kill(self, exec_id: str, signal: Optional[str] = None,
@@ -265,7 +265,7 @@ class Client:
 
     def stream(self, exec_id: str, cursors: Cursors = Cursors(), *,
                on_reconnect: Optional[Callable[[int, AgentdError], None]] = None
-               ) -> Iterator[StreamEvent]:
+               ) -> Generator[StreamEvent, None, None]:
         """GET /v1/execs/{id}/events as an iterator of events, from `cursors` on.
 
         Yields OutputEvent (stdout/stderr bytes, each byte exactly once and in
@@ -358,14 +358,14 @@ class Client:
                 event = OutputEvent(ev.event, start, fresh, Cursors(out_next, err_next))
             return event, out_next, err_next
         if ev.event == "gap":
-            stream, start, end = doc.get("stream"), doc.get("from"), doc.get("to")
-            if stream not in ("stdout", "stderr") or not isinstance(start, int) or \
-                    not isinstance(end, int):
+            stream, first, last = doc.get("stream"), doc.get("from"), doc.get("to")
+            if stream not in ("stdout", "stderr") or not isinstance(first, int) or \
+                    not isinstance(last, int):
                 raise ProtocolError("bad gap event")
             nxt = out_next if stream == "stdout" else err_next
-            lost_from = max(nxt, start)
-            if end > nxt:
-                nxt = end
+            lost_from = max(nxt, first)
+            if last > nxt:
+                nxt = last
             else:
                 lost_from = -1
             if stream == "stdout":
@@ -375,7 +375,7 @@ class Client:
             if pos:
                 out_next, err_next = max(out_next, pos[0]), max(err_next, pos[1])
             if lost_from >= 0:
-                event = GapEvent("gap", stream, lost_from, end, Cursors(out_next, err_next))
+                event = GapEvent("gap", stream, lost_from, last, Cursors(out_next, err_next))
             return event, out_next, err_next
         if ev.event == "exit":
             if pos:
@@ -454,7 +454,7 @@ class Client:
         """GET /v1/fs/file streamed into `sink` (a binary file or a callable); answers the
         byte count. Retried until the body starts; a body cut short raises
         TransportError after the sink received part of it."""
-        write = sink if callable(sink) else sink.write  # type: ignore[union-attr]
+        write = sink if callable(sink) else sink.write
         resp = self._t.open(self._read_request(path, start_line, end_line, byte_range))
         total = 0
         with resp:
@@ -497,17 +497,17 @@ class Client:
         elif isinstance(data, (bytes, bytearray, memoryview)):
             req.body, req.idempotent = bytes(data), True
         elif hasattr(data, "read"):
-            f = data
+            f = cast(IO[bytes], data)
 
             def blocks() -> Iterator[bytes]:
                 while True:
-                    block = f.read(1 << 20)  # type: ignore[union-attr]
+                    block = f.read(1 << 20)
                     if not block:
                         return
                     yield block
             req.body = blocks()
         else:
-            req.body = iter(data)  # type: ignore[arg-type]
+            req.body = iter(data)
         _, _, body = self._t.call(req)
         return FileStat.from_json(json.loads(body.decode("utf-8")))
 

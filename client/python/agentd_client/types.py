@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NamedTuple, Optional, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 
 def _opt_str(v: Any) -> Optional[str]:
@@ -34,7 +34,8 @@ class Health:
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
-        retention = d.get("retention") if isinstance(d.get("retention"), dict) else {}
+        raw_retention = d.get("retention")
+        retention: Dict[str, Any] = raw_retention if isinstance(raw_retention, dict) else {}
         return Health(str(d.get("status", "")), str(d.get("version", "")),
                       _int(d.get("protocol")), bool(d.get("bootstrapped")), bool(d.get("busy")),
                       _int(d.get("execs")), _int(d.get("uptime_ms")),
@@ -97,7 +98,7 @@ class OutputChunk:
     start: int
     next: int
     data: bytes
-    gap: Optional[tuple] = None
+    gap: Optional[Tuple[int, int]] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "OutputChunk":
