@@ -145,6 +145,24 @@ def daemon_routes():
     return routes
 
 
+def daemon_query_parameters():
+    """The query parameter names daemon/api/*.cc reads (QueryReader, QueryNumber, QueryFlag)."""
+    names = set()
+    api = os.path.join(REPO, "daemon", "api")
+    pattern = re.compile(r'(?:q\.(?:Required|String|Bool)|Query(?:Number|Flag))\(\s*(?:req,\s*)?'
+                         r'"([a-z_]+)"')
+    for name in os.listdir(api):
+        if name.endswith(".cc") and not name.endswith("_test.cc"):
+            with open(os.path.join(api, name), encoding="utf-8") as f:
+                names.update(pattern.findall(f.read()))
+    return names
+
+
+def query_parameters(spec, item, op):
+    return [p for p in (resolve(spec, p) for p in item.get("parameters", []) + op.get("parameters", []))
+            if p["in"] == "query"]
+
+
 class OpenApiDocumentTest(unittest.TestCase):
     """The description on its own, against PROTOCOL.md and the daemon's route table."""
 
@@ -202,6 +220,16 @@ class OpenApiDocumentTest(unittest.TestCase):
                    if op.get("x-agentd-pending")}
         self.assertEqual(sorted(described - registered - pending), [],
                          "described routes the daemon does not register (mark pending?)")
+
+    def test_every_query_parameter_the_daemon_reads_is_described(self):
+        described = {p["name"] for path, _, item, op in operations(self.spec)
+                     for p in query_parameters(self.spec, item, op)}
+        read = daemon_query_parameters()
+        self.assertGreater(len(read), 15)
+        self.assertEqual(sorted(read - described), [],
+                         "query parameters the daemon reads but docs/openapi.yaml does not describe")
+        self.assertEqual(sorted(described - read), [],
+                         "described query parameters the daemon never reads")
 
     def test_every_operation_has_a_valid_and_an_invalid_request(self):
         for path, method, item, op in operations(self.spec):
@@ -382,6 +410,27 @@ class OpenApiLiveTest(unittest.TestCase):
                     self.check_answer(op, status, rh, data, where)
                     checked += 1
         self.assertGreaterEqual(checked, 2 * 19)
+
+    def test_the_daemon_knows_every_query_parameter_described_for_a_route(self):
+        # The daemon refuses a query parameter a route does not read
+        # ("unknown query parameter", naming it); none described may be.
+        for path, method, item, op in operations(self.spec):
+            case = op["x-agentd-test"]["valid"]
+            for param in query_parameters(self.spec, item, op):
+                if param["name"] in (case.get("query") or {}):
+                    continue
+                with self.subTest(op=op["operationId"], param=param["name"]):
+                    probe = dict(case, query=dict(case.get("query") or {}, **{param["name"]: "1"}))
+                    target, headers, body = self.build(path, probe)
+                    status, _, data = self.send(case.get("method", method), target, headers, body)
+                    if status == 404 and op.get("x-agentd-pending"):
+                        continue
+                    if status == 400:
+                        self.assertNotIn(b"unknown query parameter", data, data)
+        target, headers, _ = self.build("/v1/fs/stat", {"query": {"path": "{root}", "surprise": "1"}})
+        status, _, data = self.send("get", target, headers, None)
+        self.assertEqual((status, json.loads(data)["error"]["field"]), (400, "surprise"),
+                         "the probe above can fail: an unknown parameter is refused by name")
 
     def test_every_secured_operation_refuses_a_missing_token(self):
         for path, method, _, op in operations(self.spec):
