@@ -134,22 +134,29 @@ class Client:
 
     @staticmethod
     def exec_request(argv: Optional[Sequence[str]] = None, *, command: Optional[str] = None,
+                     runtime: Optional[str] = None, code: Optional[str] = None,
                      shell: Optional[str] = None, env: Optional[Mapping[str, Optional[str]]] = None,
                      cwd: Optional[str] = None, user: Optional[str] = None,
                      group: Optional[str] = None, stdin: Union[None, str, bytes] = None,
                      stdin_stream: bool = False, timeout_sec: Optional[int] = None,
                      kill_grace_sec: Optional[int] = None,
-                     pty: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-        """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv, command."""
+                     pty: Optional[Mapping[str, Any]] = None,
+                     **limits: Union[int, float, bool]) -> Dict[str, Any]:
+        """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
+        command, or runtime with code ("Run code": as a detached exec). `limits`
+        are the resource limits of "Limits": memory_mb, pids, cpu_sec,
+        file_size_mb, output_bytes, kill_on_output, cpus."""
         body: Dict[str, Any] = {}
         if argv is not None:
             body["argv"] = list(argv)
         if command is not None:
             body["command"] = command
-        for name, value in (("shell", shell), ("cwd", cwd), ("user", user), ("group", group),
-                            ("timeout_sec", timeout_sec), ("kill_grace_sec", kill_grace_sec)):
+        for name, value in (("runtime", runtime), ("code", code), ("shell", shell), ("cwd", cwd),
+                            ("user", user), ("group", group), ("timeout_sec", timeout_sec),
+                            ("kill_grace_sec", kill_grace_sec)):
             if value is not None:
                 body[name] = value
+        body.update(_limits(limits))
         if env is not None:
             body["env"] = dict(env)
         if isinstance(stdin, str):
@@ -422,15 +429,23 @@ class Client:
                          trunc["stdout"], trunc["stderr"], final)
 
     def run_code(self, runtime: str, code: str, *, timeout_sec: Optional[int] = None,
-                 cwd: Optional[str] = None) -> CodeRunResult:
-        """POST /v1/run: one code action (shell, python, ts) to completion.
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, Optional[str]]] = None,
+                 user: Optional[str] = None, group: Optional[str] = None,
+                 stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
+                 **limits: Union[int, float, bool]) -> CodeRunResult:
+        """POST /v1/run: one code action (shell, python, ts) to completion: a
+        one-line summary, bounded output and the files it changed under cwd.
 
-        Not retried once sent (running code twice is not harmless)."""
+        `limits` as for exec_request. Not retried once sent (running code
+        twice is not harmless)."""
         body: Dict[str, Any] = {"runtime": runtime, "code": code}
-        if timeout_sec is not None:
-            body["timeout_sec"] = timeout_sec
-        if cwd is not None:
-            body["cwd"] = cwd
+        for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
+                            ("group", group), ("stdin", stdin), ("scan_changes", scan_changes)):
+            if value is not None:
+                body[name] = value
+        if env is not None:
+            body["env"] = dict(env)
+        body.update(_limits(limits))
         return CodeRunResult.from_json(self._json("POST", "/v1/run", body, idempotent=False))
 
     # -- files ---------------------------------------------------------------
@@ -599,6 +614,18 @@ class Client:
                     continue
                 raise
         raise AssertionError("unreachable")
+
+
+LIMITS = ("memory_mb", "pids", "cpu_sec", "file_size_mb", "output_bytes", "kill_on_output",
+          "cpus")
+
+
+def _limits(limits: Mapping[str, Union[int, float, bool]]) -> Dict[str, Union[int, float, bool]]:
+    unknown = sorted(set(limits) - set(LIMITS))
+    if unknown:
+        raise InvalidRequest("unknown option %r (limits are %s)" % (unknown[0], ", ".join(LIMITS)),
+                             details={"field": unknown[0]})
+    return {k: v for k, v in limits.items() if v is not None}
 
 
 def _retryable_stream_failure(e: AgentdError) -> bool:

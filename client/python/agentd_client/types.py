@@ -16,6 +16,14 @@ def _int(v: Any, default: int = 0) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else default
 
 
+def _dict(v: Any) -> Dict[str, Any]:
+    return dict(v) if isinstance(v, dict) else {}
+
+
+def _opt_dict(v: Any) -> Optional[Dict[str, Any]]:
+    return dict(v) if isinstance(v, dict) else None
+
+
 @dataclass
 class Health:
     status: str
@@ -30,6 +38,8 @@ class Health:
     ack_ttl_sec: int
     #: The retention caps in force: {"stream_bytes": ..., "total_bytes": ...}.
     retention: Dict[str, int]
+    #: The limit mechanism: {"mechanism", "supported", "defaults", "run_timeout_sec"}.
+    limits: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @staticmethod
@@ -41,7 +51,7 @@ class Health:
                       _int(d.get("execs")), _int(d.get("uptime_ms")),
                       [r for r in d.get("runtimes") or [] if isinstance(r, str)],
                       _int(d.get("ack_ttl_sec")),
-                      {k: _int(v) for k, v in retention.items()}, d)
+                      {k: _int(v) for k, v in retention.items()}, _dict(d.get("limits")), d)
 
 
 @dataclass
@@ -70,6 +80,10 @@ class ExecInfo:
     stderr_retained_from: int
     acked: bool
     error: Optional[str]
+    #: The resource limits in force (only those set): {"timeout_sec": 30, "memory_mb": 256}.
+    limits: Dict[str, Any] = field(default_factory=dict)
+    #: The limit that ended the exec: {"name": "memory", "value": 256, "unit": "MiB"}.
+    limit: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -88,7 +102,8 @@ class ExecInfo:
             stderr_bytes=_int(d.get("stderr_bytes")),
             stdout_retained_from=_int(d.get("stdout_retained_from")),
             stderr_retained_from=_int(d.get("stderr_retained_from")),
-            acked=bool(d.get("acked")), error=_opt_str(d.get("error")), raw=d)
+            acked=bool(d.get("acked")), error=_opt_str(d.get("error")),
+            limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")), raw=d)
 
 
 @dataclass
@@ -185,8 +200,9 @@ class RunResult:
 
 @dataclass
 class ChangedFile:
-    path: str
+    path: str  # relative to the run's cwd
     change: str  # "added", "modified" or "removed"
+    type: str = ""  # "file", "dir", "symlink" or "other"
 
 
 @dataclass
@@ -201,6 +217,20 @@ class CodeRunResult:
     truncated: bool
     duration_ms: int
     changed_files: List[ChangedFile]
+    #: True when a scan bound left changes out; the bound: {"name", "value", "unit"}.
+    changed_files_truncated: bool = False
+    changed_files_bound: Optional[Dict[str, Any]] = None
+    signal: Optional[str] = None
+    timed_out: bool = False
+    killed_by: Optional[str] = None
+    limit: Optional[Dict[str, Any]] = None
+    #: The whole output lengths (stdout and stderr carry at most 64 KiB each).
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    runtime: str = ""
+    cwd: str = ""
+    timeout_sec: int = 0
+    error: Optional[str] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @staticmethod
@@ -209,8 +239,13 @@ class CodeRunResult:
             str(d.get("summary", "")), _int(d.get("exit_code"), -1), bool(d.get("success")),
             str(d.get("stdout", "")), str(d.get("stderr", "")), bool(d.get("truncated")),
             _int(d.get("duration_ms")),
-            [ChangedFile(str(c.get("path", "")), str(c.get("change", "")))
-             for c in d.get("changed_files") or [] if isinstance(c, dict)], d)
+            [ChangedFile(str(c.get("path", "")), str(c.get("change", "")), str(c.get("type", "")))
+             for c in d.get("changed_files") or [] if isinstance(c, dict)],
+            bool(d.get("changed_files_truncated")), _opt_dict(d.get("changed_files_bound")),
+            _opt_str(d.get("signal")), bool(d.get("timed_out")), _opt_str(d.get("killed_by")),
+            _opt_dict(d.get("limit")), _int(d.get("stdout_bytes")), _int(d.get("stderr_bytes")),
+            str(d.get("runtime", "")), str(d.get("cwd", "")), _int(d.get("timeout_sec")),
+            _opt_str(d.get("error")), d)
 
 
 @dataclass

@@ -17,7 +17,7 @@ import { writeTree } from "./tar.js";
 import { bodyChunks, Transport, type Body, type ClientOptions, type Request } from "./transport.js";
 import type {
   BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, FileStat, Health,
-  OutputChunk, PollOptions, PollResult, RunResult, StreamEvent, TreeStats,
+  OutputChunk, PollOptions, PollResult, RunCodeOptions, RunResult, StreamEvent, TreeStats,
 } from "./types.js";
 
 const EXEC_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -300,9 +300,11 @@ export class Client {
     };
   }
 
-  /** POST /v1/run: one code action to completion (not retried once sent). */
-  runCode(runtime: "shell" | "python" | "ts", code: string,
-          options: { timeout_sec?: number; cwd?: string } = {}): Promise<CodeRunResult> {
+  /**
+   * POST /v1/run: one code action to completion: a one-line summary, bounded
+   * output and the files it changed under cwd (not retried once sent).
+   */
+  runCode(runtime: "shell" | "python" | "ts", code: string, options: RunCodeOptions = {}): Promise<CodeRunResult> {
     return this.json("POST", "/v1/run", { runtime, code, ...options }, false);
   }
 

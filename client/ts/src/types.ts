@@ -14,6 +14,27 @@ export interface Health {
   ack_ttl_sec: number;
   /** The retention caps in force; unread output beyond them becomes gaps. */
   retention: { stream_bytes: number; total_bytes: number };
+  /** The limit mechanism in force, what it enforces, and the defaults. */
+  limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
+             defaults: Limits; run_timeout_sec: number };
+}
+
+/** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */
+export interface Limits {
+  memory_mb?: number;
+  pids?: number;
+  cpu_sec?: number;
+  file_size_mb?: number;
+  output_bytes?: number;
+  kill_on_output?: boolean;
+  cpus?: number;
+}
+
+/** The limit that ended an exec or run: {"name": "memory", "value": 256, "unit": "MiB"}. */
+export interface LimitHit {
+  name: string;
+  value: number;
+  unit: string;
 }
 
 export interface BootstrapResult {
@@ -21,10 +42,13 @@ export interface BootstrapResult {
   replayed: boolean;
 }
 
-/** The start request: exactly one of argv and command. */
-export interface ExecRequest {
+/** The start request: exactly one of argv, command, or runtime with code. */
+export interface ExecRequest extends Limits {
   argv?: string[];
   command?: string;
+  /** A code action as a detached exec ("Run code"). */
+  runtime?: "shell" | "python" | "ts";
+  code?: string;
   shell?: string;
   env?: Record<string, string | null>;
   cwd?: string;
@@ -55,6 +79,9 @@ export interface ExecInfo {
   stderr_retained_from: number;
   acked: boolean;
   error: string | null;
+  /** The limits in force (only those set). */
+  limits?: Limits & { timeout_sec?: number };
+  limit?: LimitHit | null;
 }
 
 /** Bytes [from, next) of one stream from a poll; gap: bytes lost before them. */
@@ -121,7 +148,33 @@ export interface CodeRunResult {
   stderr: string;
   truncated: boolean;
   duration_ms: number;
-  changed_files: { path: string; change: "added" | "modified" | "removed" }[];
+  /** What changed under cwd, paths relative to it, sorted by path. */
+  changed_files: { path: string; change: "added" | "modified" | "removed";
+                   type: "file" | "dir" | "symlink" | "other" }[];
+  changed_files_truncated: boolean;
+  changed_files_bound: { name: string; value: number; unit: string } | null;
+  signal: string | null;
+  timed_out: boolean;
+  killed_by: string | null;
+  limit: LimitHit | null;
+  /** The whole output lengths (stdout and stderr carry at most 64 KiB each). */
+  stdout_bytes: number;
+  stderr_bytes: number;
+  runtime: string;
+  cwd: string;
+  timeout_sec: number;
+  error: string | null;
+}
+
+/** POST /v1/run's members beside runtime and code. */
+export interface RunCodeOptions extends Limits {
+  timeout_sec?: number;
+  cwd?: string;
+  env?: Record<string, string | null>;
+  user?: string;
+  group?: string;
+  stdin?: string;
+  scan_changes?: boolean;
 }
 
 export interface FileStat {
