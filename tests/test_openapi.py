@@ -82,11 +82,11 @@ def validate(spec, schema, value, where="$"):
             problems.append("%s: too short" % where)
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             problems.append("%s: too long" % where)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            problems.append("%s: %d < %d" % (where, value, schema["minimum"]))
+            problems.append("%s: %s < %s" % (where, value, schema["minimum"]))
         if "maximum" in schema and value > schema["maximum"]:
-            problems.append("%s: %d > %d" % (where, value, schema["maximum"]))
+            problems.append("%s: %s > %s" % (where, value, schema["maximum"]))
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             problems.append("%s: fewer than %d items" % (where, schema["minItems"]))

@@ -4,8 +4,9 @@ Accepted: block mappings and block sequences (each nested level indented
 deeper than its parent; a sequence item may open a mapping on its dash
 line), flow sequences of scalars (``[a, "b", 3]``), the empty ``{}`` and
 ``[]``, plain scalars (YAML 1.2 core schema: null, true, false, integers,
-otherwise strings), double-quoted scalars (JSON escapes), block scalars
-``|`` and ``>`` (clip chomping), and ``#`` comments. Anything else raises
+decimal floats such as ``0.01``, otherwise strings), double-quoted scalars
+(JSON escapes), block scalars ``|`` and ``>`` (clip chomping), and ``#``
+comments. Anything else raises
 YamlError naming the line, so the file cannot silently leave the subset
 that both this reader and every YAML 1.2 parser read the same way.
 """
@@ -14,6 +15,7 @@ import json
 import re
 
 _INT = re.compile(r"^-?(0|[1-9][0-9]*)$")
+_FLOAT = re.compile(r"^-?(0|[1-9][0-9]*)\.[0-9]+$")
 _KEY = re.compile(r'^("(?:[^"\\]|\\.)*"|[^\s"\'#{}\[\],&*!|>%@`-][^:#]*?|-[^\s:#][^:#]*?)\s*:(?:\s+|$)')
 
 
@@ -81,9 +83,10 @@ def _scalar(text, lineno):
         return text == "true"
     if _INT.match(text):
         return int(text)
-    if re.match(r"^-?[0-9.]+([eE][-+]?[0-9]+)?$", text) and text.count(".") == 1 \
-            and not re.match(r"^[0-9]+\.[0-9]+\.", text):
-        raise YamlError("line %d: floats are outside the subset: %r" % (lineno, text))
+    if _FLOAT.match(text):
+        return float(text)
+    if re.match(r"^-?[0-9.]+([eE][-+]?[0-9]+)?$", text) and text.count(".") == 1:
+        raise YamlError("line %d: a float outside the subset (write D.D): %r" % (lineno, text))
     return text
 
 
