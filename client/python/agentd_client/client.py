@@ -13,30 +13,24 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import re
 import secrets
 import time
-from typing import (IO, Any, Callable, Dict, Generator, Iterable, Iterator, List, Mapping,
-                    Optional, Sequence, Tuple, Union, cast)
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
 
-from . import _tree
+from ._base import check_id, retryable_stream_failure
+from ._events import apply_event
+from ._files import FileCalls
 from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
-from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
-                     TransportError, RETRYABLE_FOR_STREAMS)
-from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, FileStat,
-                    GapEvent, Health, OutputChunk, OutputEvent, PollResult, RunResult,
-                    StreamEvent, TreeStats)
+from .errors import AgentdError, DeadlineExceeded, InvalidRequest, TransportError
+from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
+                    Health, OutputChunk, OutputEvent, PollResult, RunResult, StreamEvent)
 
-_EXEC_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
 # longer than that is dead even if the socket does not say so.
 STREAM_SILENCE_LIMIT = 45.0
 # One long-poll round of wait().
 WAIT_ROUND_MS = 30000
-
-FileData = Union[bytes, bytearray, str, IO[bytes], Iterable[bytes]]
 
 
 def mint_exec_id(prefix: str = "x") -> str:
@@ -47,22 +41,7 @@ def mint_exec_id(prefix: str = "x") -> str:
     return "%s-%011x-%016x" % (prefix[:98], ms, secrets.randbits(64))
 
 
-def _check_id(exec_id: str) -> str:
-    if not isinstance(exec_id, str) or not _EXEC_ID.match(exec_id):
-        raise InvalidRequest("an exec id is 1 to 128 characters of [A-Za-z0-9._-]",
-                             details={"field": "id", "id": exec_id})
-    return exec_id
-
-
-def _mode_text(mode: Union[int, str]) -> str:
-    return "%04o" % mode if isinstance(mode, int) else mode
-
-
-def _json_body(doc: Any) -> bytes:
-    return json.dumps(doc, separators=(",", ":")).encode("utf-8")
-
-
-class Client:
+class Client(FileCalls):
     """Talks to one agentd. ``url``: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
 
     def __init__(self, url: str = "http://127.0.0.1:7700", token: Optional[str] = None, *,
@@ -99,20 +78,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- plumbing ------------------------------------------------------------
-
-    def _json(self, method: str, target: str, body: Any = None, *, idempotent: bool,
-              extra_wait: float = 0.0) -> Any:
-        req = Request(method, target, idempotent=idempotent, extra_wait=extra_wait)
-        if body is not None:
-            req.body = _json_body(body)
-            req.headers["Content-Type"] = "application/json"
-        _, _, data = self._t.call(req)
-        try:
-            return json.loads(data.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ProtocolError("the daemon's answer is not JSON: %s" % e) from e
 
     # -- health and bootstrap ------------------------------------------------
 
@@ -176,7 +141,7 @@ class Client:
         start a second process; the same id with another request raises
         ExecIdConflict."""
         body = self.exec_request(argv, **options)
-        doc = self._json("PUT", "/v1/execs/" + quote_value(_check_id(exec_id)), body,
+        doc = self._json("PUT", "/v1/execs/" + quote_value(check_id(exec_id)), body,
                          idempotent=True)
         return ExecInfo.from_json(doc)
 
@@ -194,7 +159,7 @@ class Client:
                 query.append("%s=%d" % (name, value))
         if wait_ms > 0:
             query.append("wait_ms=%d" % wait_ms)
-        target = "/v1/execs/" + quote_value(_check_id(exec_id))
+        target = "/v1/execs/" + quote_value(check_id(exec_id))
         if query:
             target += "?" + "&".join(query)
         doc = self._json("GET", target, idempotent=True, extra_wait=wait_ms / 1000.0)
@@ -224,12 +189,12 @@ class Client:
         if grace_sec is not None:
             body["grace_sec"] = grace_sec
         return ExecInfo.from_json(self._json(
-            "POST", "/v1/execs/%s/kill" % quote_value(_check_id(exec_id)), body, idempotent=True))
+            "POST", "/v1/execs/%s/kill" % quote_value(check_id(exec_id)), body, idempotent=True))
 
     def ack(self, exec_id: str) -> ExecInfo:
         """POST /v1/execs/{id}/ack: marks an exited exec read (idempotent)."""
         return ExecInfo.from_json(self._json(
-            "POST", "/v1/execs/%s/ack" % quote_value(_check_id(exec_id)), {}, idempotent=True))
+            "POST", "/v1/execs/%s/ack" % quote_value(check_id(exec_id)), {}, idempotent=True))
 
     def list_execs(self) -> List[ExecInfo]:
         """GET /v1/execs: every record, in start order."""
@@ -243,7 +208,7 @@ class Client:
         Retry-safe: bytes the daemon already took are skipped. Resend from
         the answer when it is short of offset + len(data)."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        target = "/v1/execs/%s/stdin?offset=%d%s" % (quote_value(_check_id(exec_id)), offset,
+        target = "/v1/execs/%s/stdin?offset=%d%s" % (quote_value(check_id(exec_id)), offset,
                                                       "&eof=1" if eof else "")
         req = Request("POST", target, body=raw, idempotent=True,
                       headers={"Content-Type": "application/octet-stream"})
@@ -254,7 +219,7 @@ class Client:
     def resize(self, exec_id: str, rows: int, cols: int) -> ExecInfo:
         """POST /v1/execs/{id}/resize (PTY execs)."""
         return ExecInfo.from_json(self._json(
-            "POST", "/v1/execs/%s/resize" % quote_value(_check_id(exec_id)),
+            "POST", "/v1/execs/%s/resize" % quote_value(check_id(exec_id)),
             {"rows": rows, "cols": cols}, idempotent=True))
 
     def read_output(self, exec_id: str, stream: str = "stdout", start: int = 0) -> OutputChunk:
@@ -263,7 +228,7 @@ class Client:
         `chunk.start` > `start` means bytes before it are no longer retained."""
         if stream not in ("stdout", "stderr"):
             raise InvalidRequest('stream must be "stdout" or "stderr"', details={"field": "stream"})
-        req = Request("GET", "/v1/execs/%s/%s?from=%d" % (quote_value(_check_id(exec_id)),
+        req = Request("GET", "/v1/execs/%s/%s?from=%d" % (quote_value(check_id(exec_id)),
                                                           stream, start), idempotent=True)
         _, headers, body = self._t.call(req, max_body=1 << 40)
         first = int(headers.get("agentd-from", start))
@@ -281,7 +246,7 @@ class Client:
         On a lost or silent connection it reconnects with Last-Event-ID after
         a jittered backoff; ``max_stream_reconnects`` bounds reconnects in a
         row that deliver nothing."""
-        _check_id(exec_id)
+        check_id(exec_id)
         out_next, err_next = int(cursors[0]), int(cursors[1])
         quiet = 0
         attempt = 0
@@ -294,7 +259,7 @@ class Client:
             try:
                 resp = self._t.open(req)
             except AgentdError as e:
-                if not _retryable_stream_failure(e):
+                if not retryable_stream_failure(e):
                     raise
                 failure = e
             else:
@@ -311,7 +276,7 @@ class Client:
                             failure = TransportError("event stream ended before the exit event")
                             break
                         for ev in decoder.feed(chunk):
-                            out = self._stream_event(ev, out_next, err_next)
+                            out = apply_event(ev, out_next, err_next)
                             if out is None:
                                 continue
                             event, out_next, err_next = out
@@ -330,66 +295,6 @@ class Client:
             if on_reconnect is not None:
                 on_reconnect(attempt, failure)
             time.sleep(self._t.backoff(max(quiet, 1)))
-
-    @staticmethod
-    def _stream_event(ev: Any, out_next: int, err_next: int
-                      ) -> Optional[Tuple[Optional[StreamEvent], int, int]]:
-        """Applies one SSE event to the cursors: (event to yield or None, cursors)."""
-        try:
-            doc = json.loads(ev.data)
-        except ValueError as e:
-            raise ProtocolError("bad event data: %s" % e) from e
-        if not isinstance(doc, dict):
-            raise ProtocolError("bad event data")
-        event: Optional[StreamEvent] = None
-        pos = _parse_event_id(ev.id)
-        if ev.event in ("stdout", "stderr"):
-            offset, b64 = doc.get("offset"), doc.get("data_b64")
-            if not isinstance(offset, int) or offset < 0 or not isinstance(b64, str):
-                raise ProtocolError("bad output event")
-            data = base64.b64decode(b64)
-            nxt = out_next if ev.event == "stdout" else err_next
-            end = offset + len(data)
-            fresh = b""
-            if offset <= nxt < end:
-                # Only bytes past the cursor: exactly once, whatever the daemon repeats.
-                fresh = data[nxt - offset:]
-                nxt = end
-            if ev.event == "stdout":
-                start, out_next = out_next, nxt
-            else:
-                start, err_next = err_next, nxt
-            if pos:
-                out_next, err_next = max(out_next, pos[0]), max(err_next, pos[1])
-            if fresh:
-                event = OutputEvent(ev.event, start, fresh, Cursors(out_next, err_next))
-            return event, out_next, err_next
-        if ev.event == "gap":
-            stream, first, last = doc.get("stream"), doc.get("from"), doc.get("to")
-            if stream not in ("stdout", "stderr") or not isinstance(first, int) or \
-                    not isinstance(last, int):
-                raise ProtocolError("bad gap event")
-            nxt = out_next if stream == "stdout" else err_next
-            lost_from = max(nxt, first)
-            if last > nxt:
-                nxt = last
-            else:
-                lost_from = -1
-            if stream == "stdout":
-                out_next = nxt
-            else:
-                err_next = nxt
-            if pos:
-                out_next, err_next = max(out_next, pos[0]), max(err_next, pos[1])
-            if lost_from >= 0:
-                event = GapEvent("gap", stream, lost_from, last, Cursors(out_next, err_next))
-            return event, out_next, err_next
-        if ev.event == "exit":
-            if pos:
-                out_next, err_next = max(out_next, pos[0]), max(err_next, pos[1])
-            return (ExitEvent("exit", ExecInfo.from_json(doc), Cursors(out_next, err_next)),
-                    out_next, err_next)
-        return None  # an event kind this client does not know: ignored
 
     def run(self, command: Union[str, Sequence[str]], *, id: Optional[str] = None,
             max_stdout_bytes: int = 64 << 20, max_stderr_bytes: int = 64 << 20, ack: bool = True,
@@ -448,172 +353,6 @@ class Client:
         body.update(_limits(limits))
         return CodeRunResult.from_json(self._json("POST", "/v1/run", body, idempotent=False))
 
-    # -- files ---------------------------------------------------------------
-
-    def _read_request(self, path: str, start_line: Optional[int], end_line: Optional[int],
-                      byte_range: Optional[Tuple[int, Optional[int]]]) -> Request:
-        target = "/v1/fs/file?path=" + quote_value(path)
-        if start_line is not None:
-            target += "&start_line=%d" % start_line
-        if end_line is not None:
-            target += "&end_line=%d" % end_line
-        req = Request("GET", target, idempotent=True)
-        if byte_range is not None:
-            first, last = byte_range
-            req.headers["Range"] = "bytes=%d-%s" % (first, "" if last is None else "%d" % last)
-        return req
-
-    def read_file_to(self, path: str, sink: Union[IO[bytes], Callable[[bytes], Any]], *,
-                     start_line: Optional[int] = None, end_line: Optional[int] = None,
-                     byte_range: Optional[Tuple[int, Optional[int]]] = None) -> int:
-        """GET /v1/fs/file streamed into `sink` (a binary file or a callable); answers the
-        byte count. Retried until the body starts; a body cut short raises
-        TransportError after the sink received part of it."""
-        write = sink if callable(sink) else sink.write
-        resp = self._t.open(self._read_request(path, start_line, end_line, byte_range))
-        total = 0
-        with resp:
-            while True:
-                chunk = resp.read_chunk(1 << 20)
-                if not chunk:
-                    return total
-                total += len(chunk)
-                write(chunk)
-
-    def read_file(self, path: str, *, start_line: Optional[int] = None,
-                  end_line: Optional[int] = None,
-                  byte_range: Optional[Tuple[int, Optional[int]]] = None,
-                  max_bytes: int = 256 << 20) -> bytes:
-        """The whole file, lines [start_line, end_line] (1-based, inclusive), or a
-        byte range (first, last) with last inclusive or None for the end."""
-        req = self._read_request(path, start_line, end_line, byte_range)
-        _, _, body = self._t.call(req, max_body=max_bytes)
-        return body
-
-    def write_file(self, path: str, data: FileData, *, mode: Union[int, str, None] = None,
-                   parents: bool = False, user: Optional[str] = None,
-                   group: Optional[str] = None) -> FileStat:
-        """PUT /v1/fs/file: atomically replaces the file; `mode` exactly (0o755 or "0755").
-
-        bytes/str bodies are retried (the same bytes leave the same file); a
-        file object or an iterator is streamed chunked and not retried."""
-        target = "/v1/fs/file?path=" + quote_value(path)
-        if mode is not None:
-            target += "&mode=" + _mode_text(mode)
-        if parents:
-            target += "&parents=1"
-        if user is not None:
-            target += "&user=" + quote_value(user)
-        if group is not None:
-            target += "&group=" + quote_value(group)
-        req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
-        if isinstance(data, str):
-            req.body, req.idempotent = data.encode("utf-8"), True
-        elif isinstance(data, (bytes, bytearray, memoryview)):
-            req.body, req.idempotent = bytes(data), True
-        elif hasattr(data, "read"):
-            f = cast(IO[bytes], data)
-
-            def blocks() -> Iterator[bytes]:
-                while True:
-                    block = f.read(1 << 20)
-                    if not block:
-                        return
-                    yield block
-            req.body = blocks()
-        else:
-            req.body = iter(data)
-        _, _, body = self._t.call(req)
-        return FileStat.from_json(json.loads(body.decode("utf-8")))
-
-    def stat(self, path: str, follow: bool = False) -> FileStat:
-        target = "/v1/fs/stat?path=" + quote_value(path) + ("&follow=1" if follow else "")
-        return FileStat.from_json(self._json("GET", target, idempotent=True))
-
-    def list_dir(self, path: str) -> List[FileStat]:
-        doc = self._json("GET", "/v1/fs/list?path=" + quote_value(path), idempotent=True)
-        return [FileStat.from_json(e) for e in doc.get("entries") or []]
-
-    def mkdir(self, path: str, mode: Union[int, str, None] = None, parents: bool = False,
-              user: Optional[str] = None, group: Optional[str] = None) -> FileStat:
-        """POST /v1/fs/mkdir. Retried only with `parents` (then an existing directory
-        is a success; without it a retry could see its own first attempt)."""
-        body: Dict[str, Any] = {"path": path}
-        if mode is not None:
-            body["mode"] = _mode_text(mode)
-        if parents:
-            body["parents"] = True
-        if user is not None:
-            body["user"] = user
-        if group is not None:
-            body["group"] = group
-        return FileStat.from_json(self._json("POST", "/v1/fs/mkdir", body, idempotent=parents))
-
-    def rename(self, src: str, dst: str, overwrite: Optional[bool] = None) -> FileStat:
-        """POST /v1/fs/rename (never retried once sent)."""
-        body: Dict[str, Any] = {"from": src, "to": dst}
-        if overwrite is not None:
-            body["overwrite"] = overwrite
-        return FileStat.from_json(self._json("POST", "/v1/fs/rename", body, idempotent=False))
-
-    def remove(self, path: str, recursive: bool = False) -> int:
-        """DELETE /v1/fs: answers the number of entries removed (never retried once sent)."""
-        target = "/v1/fs?path=" + quote_value(path) + ("&recursive=1" if recursive else "")
-        return int(self._json("DELETE", target, idempotent=False).get("removed", 0))
-
-    def realpath(self, path: str) -> str:
-        return str(self._json("GET", "/v1/fs/realpath?path=" + quote_value(path),
-                              idempotent=True)["path"])
-
-    # -- trees ---------------------------------------------------------------
-
-    def upload_dir(self, local: str, remote: str, *, compress: str = "none",
-                   parents: bool = False) -> TreeStats:
-        """PUT /v1/fs/tar: `local`'s contents extracted under `remote` with full fidelity.
-
-        The tar is built on a worker thread while it is sent; if the local
-        walk fails the final chunk is never sent and the daemon keeps
-        nothing. A lost connection rebuilds and resends the archive."""
-        if compress not in ("none", "gzip"):
-            raise InvalidRequest('compress must be "none" or "gzip" (zstd is not in '
-                                 "Python's standard library)", details={"field": "compress"})
-        target = "/v1/fs/tar?path=" + quote_value(remote) + ("&parents=1" if parents else "")
-        for attempt in range(1, self._t.max_attempts + 1):
-            stats = TreeStats(0, 0)
-            req = Request("PUT", target, body=_tree.tar_chunks(local, compress, stats),
-                          headers={"Content-Type": "application/gzip" if compress == "gzip"
-                                   else "application/x-tar"})
-            try:
-                _, _, body = self._t.call(req)
-            except AgentdError as e:
-                if attempt < self._t.max_attempts and _retryable_stream_failure(e):
-                    time.sleep(self._t.backoff(attempt))
-                    continue
-                raise
-            doc = json.loads(body.decode("utf-8"))
-            return TreeStats(int(doc.get("entries", stats.entries)), stats.bytes)
-        raise AssertionError("unreachable")
-
-    def download_dir(self, remote: str, local: str, *, compress: str = "none",
-                     policy: str = "fidelity", keep_setid: bool = False) -> TreeStats:
-        """GET /v1/fs/tar extracted into `local`, confined and staged (see _tree).
-
-        A cut transfer starts again from scratch in a fresh staging directory."""
-        if compress not in ("none", "gzip"):
-            raise InvalidRequest('compress must be "none" or "gzip"', details={"field": "compress"})
-        target = "/v1/fs/tar?path=%s&compress=%s" % (quote_value(remote), compress)
-        for attempt in range(1, self._t.max_attempts + 1):
-            resp = self._t.open(Request("GET", target, idempotent=True))
-            try:
-                with resp:
-                    return _tree.extract_tar(lambda: resp.read_chunk(1 << 20), local, policy,
-                                             keep_setid)
-            except AgentdError as e:
-                if attempt < self._t.max_attempts and _retryable_stream_failure(e):
-                    time.sleep(self._t.backoff(attempt))
-                    continue
-                raise
-        raise AssertionError("unreachable")
 
 
 LIMITS = ("memory_mb", "pids", "cpu_sec", "file_size_mb", "output_bytes", "kill_on_output",
@@ -626,16 +365,3 @@ def _limits(limits: Mapping[str, Union[int, float, bool]]) -> Dict[str, Union[in
         raise InvalidRequest("unknown option %r (limits are %s)" % (unknown[0], ", ".join(LIMITS)),
                              details={"field": unknown[0]})
     return {k: v for k, v in limits.items() if v is not None}
-
-
-def _retryable_stream_failure(e: AgentdError) -> bool:
-    return isinstance(e, RETRYABLE_FOR_STREAMS) or e.status in (500, 502, 503, 504)
-
-
-def _parse_event_id(text: Optional[str]) -> Optional[Tuple[int, int]]:
-    if not text:
-        return None
-    a, sep, b = text.partition(":")
-    if not sep or not a.isdigit() or not b.isdigit():
-        return None
-    return int(a), int(b)
