@@ -54,6 +54,10 @@ int CmdExec(Context& ctx) {
     req->stdin_stream = true;
   }
   std::string id = ctx.args().Get("id").value_or(client::MintExecId("agentctl"));
+  if (ctx.args().Has("tty")) {
+    if (stdin_fd >= 0) return ctx.out().UsageError("--tty reads the terminal; drop --stdin");
+    return RunExecOnTty(ctx, std::move(*req), std::move(id));
+  }
   bool json = ctx.out().json();
 
   asio::io_context io;

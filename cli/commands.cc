@@ -21,6 +21,8 @@ std::vector<FlagSpec> StartFlags(bool attached) {
   flags.push_back({"stdin", "FILE|-",
                    attached ? "stream FILE (or - for this stdin) to the command"
                             : "send FILE (or - for this stdin) as the command's input"});
+  if (attached)
+    flags.push_back({"tty", "", "run on a remote terminal driven by this one (raw mode, resize)"});
   if (!attached)
     flags.push_back({"stdin-stream", "", "accept stdin later through 'agentctl stdin'"});
   return flags;
@@ -58,6 +60,15 @@ const std::vector<Command>& Commands() {
         {"grace", "SECONDS", "seconds before KILL (default 5)"}},
        1, 1, &CmdKill},
       {"ps", "", "list exec records", {}, 0, 0, &CmdPs},
+      {"watch", "PATH", "print changes under a guest directory as they happen",
+       {{"recursive", "", "follow subdirectories, new ones included"},
+        {"count", "N", "stop after N events"},
+        {"for", "SECONDS", "stop after this long"}},
+       1, 1, &CmdWatch},
+      {"ports", "", "list TCP ports listening in the guest", {}, 0, 0, &CmdPorts},
+      {"forward", "LOCAL:REMOTE", "listen on a local port and tunnel each connection to a guest port",
+       {{"bind", "ADDR", "local address to listen on (default 127.0.0.1)"}},
+       1, 1, &CmdForward},
       {"stdin", "ID [FILE|-]", "send bytes to a streamed-stdin exec at an offset",
        {{"offset", "N", "stdin offset of the first byte (default 0)"},
         {"eof", "", "close the exec's stdin after these bytes"}},

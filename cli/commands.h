@@ -14,6 +14,12 @@ int CmdManifest(Context& ctx);
 // cmd_exec.cc
 int CmdExec(Context& ctx);
 int CmdStart(Context& ctx);
+// cmd_exec_tty.cc: exec --tty
+int RunExecOnTty(Context& ctx, ExecStartRequest req, std::string id);
+// cmd_watch_forward.cc
+int CmdWatch(Context& ctx);
+int CmdPorts(Context& ctx);
+int CmdForward(Context& ctx);
 // cmd_exec_ops.cc
 int CmdPoll(Context& ctx);
 int CmdLogs(Context& ctx);

@@ -57,6 +57,8 @@ int Serve(DaemonConfig& config) {
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
+  RegisterFsWatchRoutes(router, ctx, **fs);
+  RegisterPortRoutes(router, ctx);
 
   HttpServer server(io, config.limits,
                     [&router](Request& req, Response& res) { return router.Dispatch(req, res); });

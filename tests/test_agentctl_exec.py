@@ -143,7 +143,7 @@ class ErrorsAndManifestTest(AgentctlTestCase):
         m = self.manifest()
         names = {c["name"] for c in m["commands"]}
         for cmd in ["health", "bootstrap", "exec", "start", "poll", "logs", "wait", "ack", "kill",
-                    "ps", "stdin", "manifest", "version"]:
+                    "ps", "stdin", "watch", "ports", "forward", "manifest", "version"]:
             self.assertIn(cmd, names)
         codes = {e["name"]: e["code"] for e in m["exit_codes"]}
         self.assertEqual(codes["usage"], 2)

@@ -2,6 +2,7 @@
 
 #include "exec_calls.h"
 #include "file_calls.h"
+#include "reactive_calls.h"
 #include "transport.h"
 #include "tree_transfer.h"
 
@@ -160,6 +161,23 @@ asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std
 asio::awaitable<Result<TreeStats>> AsyncClient::DownloadDir(std::string remote, std::string local,
                                                             TarCompression compression) {
   co_return co_await DownloadTree(*transport_, std::move(remote), std::move(local), compression);
+}
+
+asio::awaitable<Result<ExecInfo>> AsyncClient::ResizeExec(std::string id, int rows, int cols) {
+  co_return co_await ResizeExecCall(*transport_, std::move(id), rows, cols);
+}
+
+asio::awaitable<Result<uint64_t>> AsyncClient::Watch(std::string path, WatchOptions options,
+                                                     WatchCallbacks callbacks) {
+  co_return co_await WatchCall(*transport_, std::move(path), options, std::move(callbacks));
+}
+
+asio::awaitable<Result<std::vector<GuestPort>>> AsyncClient::ListPorts() {
+  co_return co_await ListPortsCall(*transport_);
+}
+
+asio::awaitable<Result<std::unique_ptr<Tunnel>>> AsyncClient::OpenTunnel(uint16_t port) {
+  co_return co_await OpenTunnelCall(*transport_, port);
 }
 
 }  // namespace agentd::client

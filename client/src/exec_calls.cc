@@ -125,6 +125,14 @@ asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, Kil
   co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
+asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, int rows, int cols) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req =
+      JsonRequest("POST", ExecPath(id) + "/resize", EncodeResizeRequest(ResizeRequest{rows, cols}));
+  req.idempotent = true;  // the same size twice is the same terminal
+  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+}
+
 asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id) {
   AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
   HttpRequest req = JsonRequest("POST", ExecPath(id) + "/ack", json::Object());

@@ -17,6 +17,7 @@ asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string
 asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
                                                std::chrono::milliseconds timeout);
 asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request);
+asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, int rows, int cols);
 asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id);
 asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t);
 asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, uint64_t offset,

@@ -179,7 +179,8 @@ asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::Open(
       co_return last;
     }
     int status = a->head.status;
-    if (status >= 200 && status < 300) {
+    // 101: the connection now carries another protocol (a tunnel).
+    if ((status >= 200 && status < 300) || status == 101) {
       co_return std::make_unique<ResponseStream>(*this, std::move(a->conn), std::move(a->head));
     }
     // An error answer: read its (bounded) JSON body into a Status.

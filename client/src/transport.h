@@ -76,8 +76,8 @@ class Transport {
   // The whole exchange; the body is bounded by `max_body` bytes.
   asio::awaitable<Result<HttpResponse>> Call(const HttpRequest& request,
                                              size_t max_body = 64u << 20);
-  // Sends the request and reads the head; a 2xx answer is returned as a
-  // stream, anything else as the daemon's Status. Retried like Call until
+  // Sends the request and reads the head; a 2xx (or 101) answer is
+  // returned as a stream, anything else as the daemon's Status. Retried like Call until
   // the head arrives.
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Open(const HttpRequest& request);
 

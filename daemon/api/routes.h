@@ -17,5 +17,8 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
+// docs/PROTOCOL.md, "Watch" and "Ports".
+void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterPortRoutes(Router& router, ApiContext& ctx);
 
 }  // namespace agentd

@@ -39,6 +39,11 @@ struct DaemonConfig {
   uint64_t tar_max_entries = 65536;
   uint64_t tar_max_entry_bytes = 8ull << 30;
   uint64_t tar_max_total_bytes = 16ull << 30;
+
+  // Watch streams and port-forwarding tunnels.
+  int64_t max_watches = 64;
+  int64_t watch_max_dirs = 8192;
+  int64_t max_tunnels = 256;
 };
 
 struct ParsedFlags {

@@ -144,6 +144,12 @@ const std::vector<Flag>& Flags() {
        Integer<uint64_t>("tar-max-entry-bytes", &DaemonConfig::tar_max_entry_bytes, 0, UINT64_MAX)},
       {"tar-max-total-bytes", "N", "Total size of one uploaded archive. Default 16 GiB.",
        Integer<uint64_t>("tar-max-total-bytes", &DaemonConfig::tar_max_total_bytes, 0, UINT64_MAX)},
+      {"max-watches", "N", "File system watch streams served at once (503 beyond). Default 64.",
+       Integer<int64_t>("max-watches", &DaemonConfig::max_watches, 1, 100'000)},
+      {"watch-max-dirs", "N", "Directories one recursive watch follows. Default 8192.",
+       Integer<int64_t>("watch-max-dirs", &DaemonConfig::watch_max_dirs, 1, 10'000'000)},
+      {"max-tunnels", "N", "Port-forwarding tunnels open at once (503 beyond). Default 256.",
+       Integer<int64_t>("max-tunnels", &DaemonConfig::max_tunnels, 1, 100'000)},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };

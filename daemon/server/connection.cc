@@ -282,6 +282,14 @@ asio::awaitable<Status> Connection::WriteAll(asio::const_buffer buffer) {
   co_return co_await WriteAll(std::move(buffers));
 }
 
+std::string Connection::TakeOver() {
+  std::string rest(buf_.data() + begin_, end_ - begin_);
+  begin_ = end_ = 0;
+  body_queue_.clear();
+  broken_ = true;  // never parsed as HTTP again
+  return rest;
+}
+
 asio::awaitable<Status> Connection::SendFile(int fd, uint64_t offset, uint64_t length) {
   off_t off = static_cast<off_t>(offset);
   uint64_t left = length;

@@ -133,6 +133,18 @@ asio::awaitable<Status> Response::End() {
   co_return Status::Ok();
 }
 
+asio::awaitable<Status> Response::SwitchProtocols(std::string_view protocol) {
+  if (started_) co_return Status::Internal("response already started");
+  started_ = true;
+  finished_ = true;
+  close_after_ = true;
+  status_ = 101;
+  std::string head = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ";
+  head += protocol;
+  head += "\r\n\r\n";
+  co_return co_await conn_.WriteAll(asio::buffer(head));
+}
+
 asio::awaitable<Status> Response::Send(int status, std::string_view content_type,
                                        std::string_view body, const Headers& extra) {
   if (started_) co_return Status::Internal("response already started");

@@ -42,6 +42,10 @@ class Response {
   // through user space).
   asio::awaitable<Status> WriteFromFile(int fd, uint64_t offset, uint64_t length);
   asio::awaitable<Status> End();
+  // Answers "101 Switching Protocols" to `protocol` (Upgrade: protocol).
+  // The response is then complete and the connection is the route's to
+  // relay (Connection::TakeOver); it closes when the route returns.
+  asio::awaitable<Status> SwitchProtocols(std::string_view protocol);
 
   // Asks for the connection to close after this response.
   void CloseAfter() { close_after_ = true; }

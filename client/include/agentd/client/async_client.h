@@ -21,6 +21,7 @@
 #include "agentd/client/exec.h"
 #include "agentd/client/files.h"
 #include "agentd/client/options.h"
+#include "agentd/client/reactive.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/status.h"
@@ -96,6 +97,8 @@ class AsyncClient {
   // exactly where an earlier one stopped.
   asio::awaitable<Result<ExecInfo>> Stream(std::string id, StreamCursors cursors,
                                            StreamCallbacks callbacks);
+  // POST /v1/execs/{id}/resize: a PTY exec's terminal size (SIGWINCH).
+  asio::awaitable<Result<ExecInfo>> ResizeExec(std::string id, int rows, int cols);
   // Start, stream, wait, ack: the blocking convenience of harnesses.
   asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
 
@@ -129,6 +132,20 @@ class AsyncClient {
   // is written outside `local`, and a refused archive changes nothing.
   asio::awaitable<Result<TreeStats>> DownloadDir(
       std::string remote, std::string local, TarCompression compression = TarCompression::kNone);
+
+  // --- Watch and tunnels (docs/CLIENT.md, "Watch" and "Tunnels") ---
+  // GET /v1/fs/watch: delivers each change under `path` until on_event
+  // returns false or the directory goes away; answers the number of events
+  // delivered. A lost connection is re-established (bounded backoff) and
+  // reported as an `overflow` event with reason "reconnected": changes in
+  // between are unknown, so the caller rescans.
+  asio::awaitable<Result<uint64_t>> Watch(std::string path, WatchOptions options,
+                                          WatchCallbacks callbacks);
+  // GET /v1/ports/{port}/connect: a raw byte tunnel to 127.0.0.1:port in
+  // the guest. A closed port is port_unreachable (502).
+  asio::awaitable<Result<std::unique_ptr<Tunnel>>> OpenTunnel(uint16_t port);
+  // GET /v1/ports: the TCP ports listening in the guest.
+  asio::awaitable<Result<std::vector<GuestPort>>> ListPorts();
 
   template <typename Token>
   auto AsyncHealth(Token&& token) {
@@ -176,6 +193,24 @@ class AsyncClient {
                    Token&& token) {
     return detail::Launch(executor_, Stream(std::move(id), cursors, std::move(callbacks)),
                           std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncResizeExec(std::string id, int rows, int cols, Token&& token) {
+    return detail::Launch(executor_, ResizeExec(std::move(id), rows, cols),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWatch(std::string path, WatchOptions options, WatchCallbacks callbacks, Token&& token) {
+    return detail::Launch(executor_, Watch(std::move(path), options, std::move(callbacks)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncListPorts(Token&& token) {
+    return detail::Launch(executor_, ListPorts(), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncOpenTunnel(uint16_t port, Token&& token) {
+    return detail::Launch(executor_, OpenTunnel(port), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {

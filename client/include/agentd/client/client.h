@@ -52,6 +52,18 @@ class Client {
   Result<ExecInfo> Stream(std::string id, StreamCursors cursors, StreamCallbacks callbacks) {
     return Wait(async_.Stream(std::move(id), cursors, std::move(callbacks)));
   }
+  Result<ExecInfo> ResizeExec(std::string id, int rows, int cols) {
+    return Wait(async_.ResizeExec(std::move(id), rows, cols));
+  }
+  Result<uint64_t> Watch(std::string path, WatchOptions options, WatchCallbacks callbacks) {
+    return Wait(async_.Watch(std::move(path), options, std::move(callbacks)));
+  }
+  // The tunnel's socket belongs to this client's io_context: use its
+  // blocking ReadSome/WriteAll from any one thread.
+  Result<std::unique_ptr<Tunnel>> OpenTunnel(uint16_t port) {
+    return Wait(async_.OpenTunnel(port));
+  }
+  Result<std::vector<GuestPort>> ListPorts() { return Wait(async_.ListPorts()); }
   Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
     return Wait(async_.Run(std::move(request), std::move(options)));
   }
