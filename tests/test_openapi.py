@@ -279,6 +279,7 @@ class OpenApiLiveTest(unittest.TestCase):
         with open(os.path.join(cls.root, "to-rename"), "w") as f:
             f.write("r")
         os.makedirs(os.path.join(cls.root, "to-remove", "inner"))
+        cls.fixtures["daemon_port"] = str(d.port)
         cls.counter = 0
 
     @classmethod
@@ -295,7 +296,7 @@ class OpenApiLiveTest(unittest.TestCase):
                 OpenApiLiveTest.counter += 1
                 return "openapi-new-%d-%d" % (os.getpid(), OpenApiLiveTest.counter)
             return self.fixtures[name]
-        return re.sub(r"\{(exited|acked|running|pty|new|unknown|root)\}", sub, text)
+        return re.sub(r"\{(exited|acked|running|pty|new|unknown|root|daemon_port)\}", sub, text)
 
     def fill_json(self, value):
         if isinstance(value, str):
@@ -307,6 +308,8 @@ class OpenApiLiveTest(unittest.TestCase):
         return value
 
     def build(self, path, case):
+        if "then_remove" in case:  # a directory the request watches, made afresh for each send
+            os.makedirs(os.path.join(self.fill(case["then_remove"]), "sub"), exist_ok=True)
         target = path
         for name, value in (case.get("path") or {}).items():
             target = target.replace("{%s}" % name, quote(self.fill(str(value)), safe=""))
@@ -333,7 +336,10 @@ class OpenApiLiveTest(unittest.TestCase):
             tf.addfile(info, io.BytesIO(data))
         return buf.getvalue()
 
-    def send(self, method, target, headers, body, auth="token"):
+    def send(self, method, target, headers, body, auth="token", then_remove=None):
+        """(status, headers, body). A 101 answer's connection is closed unread;
+        with `then_remove`, that directory is removed once the head arrived
+        (a watch stream then reports it and ends)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.daemon.port, timeout=30)
         try:
             h = dict(headers)
@@ -343,6 +349,10 @@ class OpenApiLiveTest(unittest.TestCase):
                 h["Authorization"] = "Bearer wrong-" + self.daemon.token
             conn.request(method.upper(), target, body=body, headers=h)
             resp = conn.getresponse()
+            if resp.status == 101:
+                return resp.status, {k.lower(): v for k, v in resp.getheaders()}, b""
+            if then_remove and resp.status == 200:
+                shutil.rmtree(self.fill(then_remove))
             data = resp.read()
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
         finally:
@@ -356,6 +366,9 @@ class OpenApiLiveTest(unittest.TestCase):
             if h.get("required"):
                 self.assertIn(name.lower(), headers, where)
         content = response.get("content") or {}
+        if not content:
+            self.assertEqual(data, b"", "%s: a body where none is described" % where)
+            return
         ctype = headers.get("content-type", "").split(";")[0].strip()
         self.assertIn(ctype, content, "%s: Content-Type %r is not described" % (where, ctype))
         media = content[ctype]
@@ -370,10 +383,10 @@ class OpenApiLiveTest(unittest.TestCase):
             self.assertTrue(events, where)
             for kind, payload, event_id in events:
                 self.assertIn(kind, media["x-agentd-events"], where)
-                self.assertRegex(event_id or "", r"^[0-9]+:[0-9]+$", where)
+                self.assertRegex(event_id or "", media.get("x-agentd-id", r"^[0-9]+:[0-9]+$"), where)
                 self.assertEqual(validate(self.spec, media["x-agentd-events"][kind],
                                           json.loads(payload)), [], where)
-            self.assertEqual(events[-1][0], "exit", where)
+            self.assertEqual(events[-1][0], media.get("x-agentd-final-event", "exit"), where)
 
     @staticmethod
     def sse(data):
@@ -401,7 +414,8 @@ class OpenApiLiveTest(unittest.TestCase):
                 with self.subTest(op=op["operationId"], case=case_name):
                     target, headers, body = self.build(path, case)
                     status, rh, data = self.send(case.get("method", method), target, headers,
-                                                 body, auth=case.get("auth", "token"))
+                                                 body, auth=case.get("auth", "token"),
+                                                 then_remove=case.get("then_remove"))
                     if op.get("x-agentd-pending") and status == 404 and \
                             error_code(json.loads(data)) == "route_not_found":
                         self.skipTest("%s: pending in the contract; this daemon does not "

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -100,6 +101,15 @@ class PyClientExecTest(unittest.TestCase):
         with self.assertRaises(ac.InvalidRequest) as cm:
             c.start("bad-field", ["true"], timeout_sec=0)
         self.assertEqual(cm.exception.details.get("field"), "timeout_sec")
+
+    def test_every_stable_error_code_of_protocol_md_has_its_exception_class(self):
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "docs", "PROTOCOL.md"), encoding="utf-8") as f:
+            codes = re.findall(r"^\| `([a-z_]+)` \| \d{3} \|", f.read(), re.M)
+        self.assertGreater(len(codes), 30)
+        missing = [c for c in codes if c not in ac.ERROR_CLASSES]
+        self.assertEqual(missing, [])
+        self.assertIsInstance(ac.error_for("not_found", "x", 404), ac.NotFound)
 
     def test_an_invalid_exec_id_is_refused_before_sending(self):
         with self.assertRaises(ac.InvalidRequest) as cm:

@@ -221,6 +221,10 @@ class CrossDevice(AgentdError):
     code = "cross_device"
 
 
+class TooManyWatches(AgentdError):
+    code = "too_many_watches"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -231,7 +235,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists, PermissionDenied,
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, PortUnreachable, IoError,
-        InternalError, CrossDevice)
+        InternalError, CrossDevice, TooManyWatches)
 }
 
 
