@@ -231,6 +231,13 @@ class OpenApiDocumentTest(unittest.TestCase):
         self.assertEqual(sorted(described - read), [],
                          "described query parameters the daemon never reads")
 
+    def test_the_metric_families_are_exactly_those_of_protocol_md(self):
+        with open(os.path.join(REPO, "docs", "PROTOCOL.md"), encoding="utf-8") as f:
+            table = re.findall(r"^\| `(agentd_[a-z_]+)` \| (?:counter|gauge|histogram) \|", f.read(), re.M)
+        media = self.spec["paths"]["/v1/metrics"]["get"]["responses"]["200"]["content"]["text/plain"]
+        self.assertGreater(len(table), 10)
+        self.assertEqual(sorted(media["x-agentd-metrics"]), sorted(table))
+
     def test_every_operation_has_a_valid_and_an_invalid_request(self):
         for path, method, item, op in operations(self.spec):
             with self.subTest(op=op["operationId"]):
@@ -378,6 +385,10 @@ class OpenApiLiveTest(unittest.TestCase):
             self.assertEqual(problems, [], "%s: %s" % (where, doc))
             if status >= 400:
                 self.assertIn(error_code(doc), response["x-agentd-codes"], where)
+        elif "x-agentd-metrics" in media:
+            families = set(re.findall(r"^# TYPE (\S+) ", data.decode(), re.M))
+            self.assertEqual(sorted(set(media["x-agentd-metrics"]) - families), [],
+                             "%s: described metric families missing" % where)
         elif ctype == "text/event-stream":
             events = self.sse(data)
             self.assertTrue(events, where)

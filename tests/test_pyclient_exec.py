@@ -9,6 +9,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -284,17 +285,55 @@ class PyClientExecTest(unittest.TestCase):
         self.assertIn(b"agentd:", r.stderr)
         self.assertTrue(r.exec.error)
 
-    def test_run_code_uses_v1_run(self):
+    def test_run_code_answers_a_summary_bounded_output_and_the_changed_files(self):
+        work = tempfile.mkdtemp(prefix="pyclient-run-")
+        self.addCleanup(shutil.rmtree, work, True)
         c = self.client()
-        try:
-            res = c.run_code("shell", "echo hi; exit 2", timeout_sec=10)
-        except ac.RouteNotFound:
-            self.skipTest("this daemon has no POST /v1/run yet (another branch builds it); "
-                          "the call is kept and its OpenAPI entry marked pending")
-        self.assertEqual((res.exit_code, res.success, res.stdout), (2, False, "hi\n"))
-        self.assertTrue(res.summary)
-        with self.assertRaises(ac.RuntimeUnavailable):
+        res = c.run_code("shell", "echo hi; echo made > made.txt; echo oops >&2; exit 2",
+                         cwd=work, timeout_sec=10)
+        self.assertEqual((res.exit_code, res.success, res.stdout, res.stderr),
+                         (2, False, "hi\n", "oops\n"))
+        self.assertRegex(res.summary, r"^exit 2 in \d+ ms; 1 file changed: oops$")
+        self.assertEqual([(f.path, f.change, f.type) for f in res.changed_files],
+                         [("made.txt", "added", "file")])
+        self.assertEqual((res.runtime, res.timeout_sec, res.stdout_bytes, res.stderr_bytes),
+                         ("shell", 10, 3, 5))
+        self.assertFalse(res.changed_files_truncated)
+        py = c.run_code("python", "import sys; print(sys.stdin.read().upper())", cwd=work,
+                        stdin="quiet", env={"X": "1"}, scan_changes=False)
+        self.assertEqual((py.exit_code, py.success, py.stdout, py.changed_files),
+                         (0, True, "QUIET\n", []))
+        with self.assertRaises(ac.InvalidRequest) as cm:
             c.run_code("cobol", "x")
+        self.assertEqual(cm.exception.details["field"], "runtime")
+
+    def test_run_code_and_execs_carry_limits_and_report_the_one_that_ended_them(self):
+        c = self.client()
+        res = c.run_code("shell", "yes", output_bytes=4096, kill_on_output=True, timeout_sec=30)
+        self.assertEqual((res.success, res.killed_by, res.limit),
+                         (False, "output", {"name": "output", "value": 4096, "unit": "bytes"}))
+        r = c.run(["sh", "-c", "sleep 30"], timeout_sec=1, output_bytes=8192)
+        self.assertEqual((r.exit_code, r.timed_out, r.killed_by), (124, True, "timeout"))
+        self.assertEqual(r.exec.limit, {"name": "timeout", "value": 1, "unit": "s"})
+        self.assertEqual(r.exec.limits, {"timeout_sec": 1, "output_bytes": 8192})
+        with self.assertRaises(ac.InvalidRequest) as cm:
+            c.start(ac.mint_exec_id(), ["true"], memory_gb=1)
+        self.assertEqual(cm.exception.details["field"], "memory_gb")
+
+    def test_a_detached_code_exec_streams_like_any_exec(self):
+        c = self.client()
+        exec_id = ac.mint_exec_id("code")
+        c.start(exec_id, runtime="python", code="print(6 * 7)")
+        again = c.start(exec_id, runtime="python", code="print(6 * 7)")  # retry-safe
+        self.assertEqual(again.id, exec_id)
+        out, _, _, final, _ = self.collect(c.stream(exec_id))
+        self.assertEqual((out, final.exit_code), (b"42\n", 0))
+
+    def test_health_reports_the_limit_mechanism(self):
+        h = ac.Client(self.url).health()
+        self.assertIn(h.limits["mechanism"], ("cgroup2", "cgroup1", "rlimit"))
+        self.assertIn("output", h.limits["supported"])
+        self.assertEqual(h.limits["run_timeout_sec"], 60)
 
     # -- streams --------------------------------------------------------------
 

@@ -205,6 +205,10 @@ class RuntimeUnavailable(AgentdError):
     code = "runtime_unavailable"
 
 
+class LimitUnsupported(AgentdError):
+    code = "limit_unsupported"
+
+
 class PortUnreachable(AgentdError):
     code = "port_unreachable"
 
@@ -234,7 +238,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         StdinNotStreamed, StdinOffsetMismatch, StdinClosed, UnknownUser, UnknownGroup,
         NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists, PermissionDenied,
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
-        ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, PortUnreachable, IoError,
+        ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
         InternalError, CrossDevice, TooManyWatches)
 }
 

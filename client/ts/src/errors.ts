@@ -15,7 +15,7 @@ export type ErrorCode =
   | "unknown_group" | "not_a_pty" | "not_found" | "is_directory" | "not_a_directory"
   | "already_exists" | "permission_denied" | "directory_not_empty" | "unsafe_path"
   | "invalid_range" | "range_not_satisfiable" | "invalid_archive" | "archive_too_large"
-  | "insufficient_storage" | "runtime_unavailable" | "port_unreachable" | "io_error"
+  | "insufficient_storage" | "runtime_unavailable" | "limit_unsupported" | "port_unreachable" | "io_error"
   | "internal" | "cross_device" | "too_many_watches"
   | "transport_error" | "deadline_exceeded" | "protocol_error";
 

@@ -205,17 +205,43 @@ describe("exec", () => {
     assert.deepEqual([...bytes.stdout], [0, 255, 1]);
   });
 
-  test("runCode uses POST /v1/run", async (t) => {
-    try {
-      const r = await c.runCode("shell", "echo hi; exit 2", { timeout_sec: 10 });
-      assert.deepEqual([r.exit_code, r.success, r.stdout], [2, false, "hi\n"]);
-    } catch (e) {
-      if (e instanceof AgentdError && e.code === "route_not_found") {
-        t.skip("this daemon has no POST /v1/run yet (built on another branch)");
-        return;
-      }
-      throw e;
-    }
+  test("runCode answers a summary, bounded output and the changed files", async () => {
+    const work = mkdtempSync(join(tmp, "run-"));
+    const r = await c.runCode("shell", "echo hi; echo made > made.txt; echo oops >&2; exit 2",
+      { cwd: work, timeout_sec: 10 });
+    assert.deepEqual([r.exit_code, r.success, r.stdout, r.stderr], [2, false, "hi\n", "oops\n"]);
+    assert.match(r.summary, /^exit 2 in \d+ ms; 1 file changed: oops$/);
+    assert.deepEqual(r.changed_files, [{ path: "made.txt", change: "added", type: "file" }]);
+    assert.deepEqual([r.runtime, r.timeout_sec, r.stdout_bytes, r.stderr_bytes], ["shell", 10, 3, 5]);
+    const py = await c.runCode("python", "import sys; print(sys.stdin.read().upper())",
+      { cwd: work, stdin: "quiet", scan_changes: false });
+    assert.deepEqual([py.exit_code, py.success, py.stdout, py.changed_files], [0, true, "QUIET\n", []]);
+    const e = await rejectsWith(c.runCode("cobol" as "shell", "x"), "invalid_request", 400);
+    assert.equal(e.details.field, "runtime");
+  });
+
+  test("limits ride on runs and execs, and the one that ended them is reported", async () => {
+    const r = await c.runCode("shell", "yes", { output_bytes: 4096, kill_on_output: true, timeout_sec: 30 });
+    assert.deepEqual([r.success, r.killed_by, r.limit], [false, "output", { name: "output", value: 4096, unit: "bytes" }]);
+    const x = await c.run(["sh", "-c", "sleep 30"], { timeout_sec: 1, output_bytes: 8192 });
+    assert.deepEqual([x.exitCode, x.timedOut, x.killedBy], [124, true, "timeout"]);
+    assert.deepEqual(x.exec.limit, { name: "timeout", value: 1, unit: "s" });
+    assert.deepEqual(x.exec.limits, { timeout_sec: 1, output_bytes: 8192 });
+  });
+
+  test("a detached code exec streams like any exec", async () => {
+    const id = mintExecId("code");
+    await c.startExec(id, { runtime: "python", code: "print(6 * 7)" });
+    assert.equal((await c.startExec(id, { runtime: "python", code: "print(6 * 7)" })).id, id);
+    const r = await collect(c.stream(id));
+    assert.deepEqual([r.out.toString(), r.exitCode], ["42\n", 0]);
+  });
+
+  test("health reports the limit mechanism", async () => {
+    const h = await c.health();
+    assert.ok(["cgroup2", "cgroup1", "rlimit"].includes(h.limits!.mechanism));
+    assert.ok(h.limits!.supported.includes("output"));
+    assert.equal(h.limits!.run_timeout_sec, 60);
   });
 });
 
