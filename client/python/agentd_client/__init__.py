@@ -1,0 +1,25 @@
+"""agentd_client: a dependency-free Python client for agentd (docs/PROTOCOL.md).
+
+    from agentd_client import Client
+    with Client("http://10.0.2.15:7700", token=token) as guest:
+        r = guest.run("pytest -q", cwd="/workspace/repo", timeout_sec=900)
+        print(r.exit_code, r.stdout_text)
+"""
+
+from __future__ import annotations
+
+from .client import Client, mint_exec_id
+from .errors import *  # noqa: F401,F403  (the typed exceptions)
+from .errors import AgentdError, ERROR_CLASSES, error_for
+from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, ExecInfo, ExitEvent,
+                    FileStat, GapEvent, Health, OutputChunk, OutputEvent, PollResult, RunResult,
+                    StreamEvent, TreeStats)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
+    "ChangedFile", "CodeRunResult", "Cursors", "ExecInfo", "ExitEvent", "FileStat", "GapEvent",
+    "Health", "OutputChunk", "OutputEvent", "PollResult", "RunResult", "StreamEvent",
+    "TreeStats", "__version__",
+] + [cls.__name__ for cls in ERROR_CLASSES.values()]

@@ -1,0 +1,190 @@
+"""File and tree calls of Client (docs/PROTOCOL.md, "Files" and "Trees")."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+
+from . import _tree
+from ._base import CallsBase, retryable_stream_failure
+from ._transport import Request, quote_value
+from .errors import AgentdError, InvalidRequest
+from .types import FileStat, TreeStats
+
+FileData = Union[bytes, bytearray, str, IO[bytes], Iterable[bytes]]
+
+
+def _mode_text(mode: Union[int, str]) -> str:
+    return "%04o" % mode if isinstance(mode, int) else mode
+
+
+class FileCalls(CallsBase):
+    """Reads and writes single files, metadata, and whole trees."""
+
+    # -- files ---------------------------------------------------------------
+
+    def _read_request(self, path: str, start_line: Optional[int], end_line: Optional[int],
+                      byte_range: Optional[Tuple[int, Optional[int]]]) -> Request:
+        target = "/v1/fs/file?path=" + quote_value(path)
+        if start_line is not None:
+            target += "&start_line=%d" % start_line
+        if end_line is not None:
+            target += "&end_line=%d" % end_line
+        req = Request("GET", target, idempotent=True)
+        if byte_range is not None:
+            first, last = byte_range
+            req.headers["Range"] = "bytes=%d-%s" % (first, "" if last is None else "%d" % last)
+        return req
+
+    def read_file_to(self, path: str, sink: Union[IO[bytes], Callable[[bytes], Any]], *,
+                     start_line: Optional[int] = None, end_line: Optional[int] = None,
+                     byte_range: Optional[Tuple[int, Optional[int]]] = None) -> int:
+        """GET /v1/fs/file streamed into `sink` (a binary file or a callable); answers the
+        byte count. Retried until the body starts; a body cut short raises
+        TransportError after the sink received part of it."""
+        write = sink if callable(sink) else sink.write
+        resp = self._t.open(self._read_request(path, start_line, end_line, byte_range))
+        total = 0
+        with resp:
+            while True:
+                chunk = resp.read_chunk(1 << 20)
+                if not chunk:
+                    return total
+                total += len(chunk)
+                write(chunk)
+
+    def read_file(self, path: str, *, start_line: Optional[int] = None,
+                  end_line: Optional[int] = None,
+                  byte_range: Optional[Tuple[int, Optional[int]]] = None,
+                  max_bytes: int = 256 << 20) -> bytes:
+        """The whole file, lines [start_line, end_line] (1-based, inclusive), or a
+        byte range (first, last) with last inclusive or None for the end."""
+        req = self._read_request(path, start_line, end_line, byte_range)
+        _, _, body = self._t.call(req, max_body=max_bytes)
+        return body
+
+    def write_file(self, path: str, data: FileData, *, mode: Union[int, str, None] = None,
+                   parents: bool = False, user: Optional[str] = None,
+                   group: Optional[str] = None) -> FileStat:
+        """PUT /v1/fs/file: atomically replaces the file; `mode` exactly (0o755 or "0755").
+
+        bytes/str bodies are retried (the same bytes leave the same file); a
+        file object or an iterator is streamed chunked and not retried."""
+        target = "/v1/fs/file?path=" + quote_value(path)
+        if mode is not None:
+            target += "&mode=" + _mode_text(mode)
+        if parents:
+            target += "&parents=1"
+        if user is not None:
+            target += "&user=" + quote_value(user)
+        if group is not None:
+            target += "&group=" + quote_value(group)
+        req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
+        if isinstance(data, str):
+            req.body, req.idempotent = data.encode("utf-8"), True
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            req.body, req.idempotent = bytes(data), True
+        elif hasattr(data, "read"):
+            f = cast(IO[bytes], data)
+
+            def blocks() -> Iterator[bytes]:
+                while True:
+                    block = f.read(1 << 20)
+                    if not block:
+                        return
+                    yield block
+            req.body = blocks()
+        else:
+            req.body = iter(data)
+        _, _, body = self._t.call(req)
+        return FileStat.from_json(json.loads(body.decode("utf-8")))
+
+    def stat(self, path: str, follow: bool = False) -> FileStat:
+        target = "/v1/fs/stat?path=" + quote_value(path) + ("&follow=1" if follow else "")
+        return FileStat.from_json(self._json("GET", target, idempotent=True))
+
+    def list_dir(self, path: str) -> List[FileStat]:
+        doc = self._json("GET", "/v1/fs/list?path=" + quote_value(path), idempotent=True)
+        return [FileStat.from_json(e) for e in doc.get("entries") or []]
+
+    def mkdir(self, path: str, mode: Union[int, str, None] = None, parents: bool = False,
+              user: Optional[str] = None, group: Optional[str] = None) -> FileStat:
+        """POST /v1/fs/mkdir. Retried only with `parents` (then an existing directory
+        is a success; without it a retry could see its own first attempt)."""
+        body: Dict[str, Any] = {"path": path}
+        if mode is not None:
+            body["mode"] = _mode_text(mode)
+        if parents:
+            body["parents"] = True
+        if user is not None:
+            body["user"] = user
+        if group is not None:
+            body["group"] = group
+        return FileStat.from_json(self._json("POST", "/v1/fs/mkdir", body, idempotent=parents))
+
+    def rename(self, src: str, dst: str, overwrite: Optional[bool] = None) -> FileStat:
+        """POST /v1/fs/rename (never retried once sent)."""
+        body: Dict[str, Any] = {"from": src, "to": dst}
+        if overwrite is not None:
+            body["overwrite"] = overwrite
+        return FileStat.from_json(self._json("POST", "/v1/fs/rename", body, idempotent=False))
+
+    def remove(self, path: str, recursive: bool = False) -> int:
+        """DELETE /v1/fs: answers the number of entries removed (never retried once sent)."""
+        target = "/v1/fs?path=" + quote_value(path) + ("&recursive=1" if recursive else "")
+        return int(self._json("DELETE", target, idempotent=False).get("removed", 0))
+
+    def realpath(self, path: str) -> str:
+        return str(self._json("GET", "/v1/fs/realpath?path=" + quote_value(path),
+                              idempotent=True)["path"])
+
+    # -- trees ---------------------------------------------------------------
+
+    def upload_dir(self, local: str, remote: str, *, compress: str = "none",
+                   parents: bool = False) -> TreeStats:
+        """PUT /v1/fs/tar: `local`'s contents extracted under `remote` with full fidelity.
+
+        The tar is built on a worker thread while it is sent; if the local
+        walk fails the final chunk is never sent and the daemon keeps
+        nothing. A lost connection rebuilds and resends the archive."""
+        if compress not in ("none", "gzip"):
+            raise InvalidRequest('compress must be "none" or "gzip" (zstd is not in '
+                                 "Python's standard library)", details={"field": "compress"})
+        target = "/v1/fs/tar?path=" + quote_value(remote) + ("&parents=1" if parents else "")
+        for attempt in range(1, self._t.max_attempts + 1):
+            stats = TreeStats(0, 0)
+            req = Request("PUT", target, body=_tree.tar_chunks(local, compress, stats),
+                          headers={"Content-Type": "application/gzip" if compress == "gzip"
+                                   else "application/x-tar"})
+            try:
+                _, _, body = self._t.call(req)
+            except AgentdError as e:
+                if attempt < self._t.max_attempts and retryable_stream_failure(e):
+                    time.sleep(self._t.backoff(attempt))
+                    continue
+                raise
+            doc = json.loads(body.decode("utf-8"))
+            return TreeStats(int(doc.get("entries", stats.entries)), stats.bytes)
+        raise AssertionError("unreachable")
+
+    def download_dir(self, remote: str, local: str, *, compress: str = "none",
+                     policy: str = "fidelity", keep_setid: bool = False) -> TreeStats:
+        """GET /v1/fs/tar extracted into `local`, confined and staged (see _tree).
+
+        A cut transfer starts again from scratch in a fresh staging directory."""
+        if compress not in ("none", "gzip"):
+            raise InvalidRequest('compress must be "none" or "gzip"', details={"field": "compress"})
+        target = "/v1/fs/tar?path=%s&compress=%s" % (quote_value(remote), compress)
+        for attempt in range(1, self._t.max_attempts + 1):
+            resp = self._t.open(Request("GET", target, idempotent=True))
+            try:
+                with resp:
+                    return _tree.extract_tar(lambda: resp.read_chunk(1 << 20), local, policy,
+                                             keep_setid)
+            except AgentdError as e:
+                if attempt < self._t.max_attempts and retryable_stream_failure(e):
+                    time.sleep(self._t.backoff(attempt))
+                    continue
+                raise
+        raise AssertionError("unreachable")

@@ -1,0 +1,454 @@
+"""HTTP/1.1 transport: endpoints, a keep-alive pool, and the retry policy.
+
+The policy mirrors the C++ client (docs/CLIENT.md, "Retry policy"):
+
+- a request whose connection could not be made is retried whatever it is
+  (nothing was sent);
+- after bytes were sent, only idempotent requests are retried: on a lost
+  connection, a deadline, or HTTP 500/502/503/504, with the same method,
+  target and body, up to ``max_attempts`` with jittered exponential backoff;
+- a request whose body is streamed from an iterator is never retried once
+  sent (the iterator cannot be replayed).
+
+Thread-safety: a Transport may be used from many threads at once; every
+request takes its own connection from the pool.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from urllib.parse import quote
+
+from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
+                     TransportError, error_from_body)
+
+RETRYABLE_STATUSES = (500, 502, 503, 504)
+MAX_ERROR_BODY = 1 << 20
+# Bodies above this (and every streamed body) wait for "100 Continue".
+EXPECT_CONTINUE_BYTES = 1 << 20
+# How long to wait for "100 Continue" before sending the body anyway.
+CONTINUE_WAIT = 3.0
+USER_AGENT = "agentd-client-python/1"
+
+Body = Union[None, bytes, Iterable[bytes]]
+
+
+def quote_value(value: str) -> str:
+    """Percent-encodes a query value (every byte but unreserved ones)."""
+    return quote(value, safe="", errors="surrogateescape")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the daemon listens: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
+
+    kind: str  # "tcp", "unix" or "vsock"
+    host: str = ""
+    port: int = 0
+    path: str = ""
+    cid: int = 0
+    url: str = ""
+
+    @staticmethod
+    def parse(url: str) -> "Endpoint":
+        if url.startswith("unix:"):
+            path = url[len("unix:"):]
+            if path.startswith("//"):
+                path = path[2:]
+            if not path:
+                raise InvalidRequest("unix: URL without a socket path", details={"url": url})
+            return Endpoint("unix", path=path, url=url)
+        if url.startswith("vsock:"):
+            parts = url[len("vsock:"):].split(":")
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                raise InvalidRequest("vsock URL must be vsock:CID:PORT", details={"url": url})
+            return Endpoint("vsock", cid=int(parts[0]), port=int(parts[1]), url=url)
+        if url.startswith("http://"):
+            rest = url[len("http://"):].rstrip("/")
+            if "/" in rest:
+                raise InvalidRequest("the URL must not have a path", details={"url": url})
+            if rest.startswith("["):
+                host, sep, port = rest[1:].partition("]:")
+            else:
+                host, sep, port = rest.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise InvalidRequest("the URL must be http://HOST:PORT", details={"url": url})
+            return Endpoint("tcp", host=host, port=int(port), url=url)
+        raise InvalidRequest("unsupported URL (http://HOST:PORT, unix:/path, vsock:CID:PORT)",
+                             details={"url": url})
+
+    def host_header(self) -> str:
+        if self.kind == "tcp":
+            host = "[%s]" % self.host if ":" in self.host else self.host
+            return "%s:%d" % (host, self.port)
+        return "localhost"
+
+
+class _Connection(http.client.HTTPConnection):
+    """An HTTPConnection that can also dial a Unix socket or AF_VSOCK."""
+
+    def __init__(self, endpoint: Endpoint, connect_timeout: float) -> None:
+        host = endpoint.host if endpoint.kind == "tcp" else "localhost"
+        super().__init__(host, endpoint.port or None, timeout=connect_timeout)
+        self.endpoint = endpoint
+
+    def connect(self) -> None:
+        e = self.endpoint
+        if e.kind == "tcp":
+            super().connect()
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return
+        if e.kind == "unix":
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            target: Union[str, Tuple[int, int]] = e.path
+        else:
+            family = getattr(socket, "AF_VSOCK", None)
+            if family is None:
+                raise OSError("AF_VSOCK is not available on this host")
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            target = (e.cid, e.port)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(target)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+    def await_continue(self, wait: float) -> bool:
+        """After a head with ``Expect: 100-continue``: True to send the body.
+
+        True when "100 Continue" arrived (getresponse() skips it) or nothing
+        arrived within `wait` (a server that ignores Expect); False when
+        the daemon answered without the body (a refusal from the head).
+        """
+        deadline = time.monotonic() + wait
+        status = b""
+        while len(status) < 12:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            readable, _, _ = select.select([self.sock], [], [], left)
+            if not readable:
+                return True
+            status = self.sock.recv(12, socket.MSG_PEEK)
+            if not status:
+                return False  # closed: getresponse() reports it
+            if len(status) < 12:
+                time.sleep(0.001)
+        return status[9:12] == b"100"
+
+    def peer_closed(self) -> bool:
+        """True when an idle connection was closed by the daemon (or has stray bytes)."""
+        if self.sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    body: Body = None
+    headers: Dict[str, str] = field(default_factory=dict)
+    idempotent: bool = False
+    extra_wait: float = 0.0  # seconds a long poll adds to the request deadline
+
+
+class Response:
+    """A 2xx answer whose body has not been read yet (see Transport.open)."""
+
+    def __init__(self, transport: "Transport", conn: _Connection,
+                 resp: http.client.HTTPResponse) -> None:
+        self._transport = transport
+        self._conn: Optional[_Connection] = conn
+        self.raw = resp
+        self.status = resp.status
+        self.headers = {k.lower(): v for k, v in resp.getheaders()}
+
+    def set_timeout(self, seconds: Optional[float]) -> None:
+        if self._conn is not None and self._conn.sock is not None:
+            self._conn.sock.settimeout(seconds)
+
+    def read_chunk(self, size: int = 65536) -> bytes:
+        """The next bytes of the body; b"" at its (complete) end.
+
+        A body that ends early (a cut connection, a chunked body without its
+        final chunk) raises TransportError; a silent peer, DeadlineExceeded.
+        """
+        try:
+            data = self.raw.read1(size)
+        except socket.timeout as e:
+            self.close()
+            raise DeadlineExceeded("no answer bytes within the deadline") from e
+        except (http.client.HTTPException, OSError) as e:
+            self.close()
+            raise TransportError("the answer was cut short: %s" % _describe(e)) from e
+        if not data:
+            # A chunked body that lost its final chunk raised above; a
+            # Content-Length body that ended early still has length left.
+            if self.raw.length:
+                self.close()
+                raise TransportError("the answer was cut short (%d bytes missing)"
+                                     % self.raw.length)
+            self.finish()
+        return data
+
+    def read_all(self, limit: int) -> bytes:
+        parts: List[bytes] = []
+        total = 0
+        while True:
+            chunk = self.read_chunk()
+            if not chunk:
+                return b"".join(parts)
+            total += len(chunk)
+            if total > limit:
+                self.close()
+                raise ProtocolError("the answer is larger than %d bytes" % limit,
+                                    details={"limit": limit})
+            parts.append(chunk)
+
+    def finish(self) -> None:
+        """The body was read whole: the connection may be reused."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            self._transport._recycle(conn, self.raw)
+
+    def close(self) -> None:
+        """Abandons the body and the connection."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
+
+    def __enter__(self) -> "Response":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e)
+    return "%s%s" % (type(e).__name__, ": " + text if text else "")
+
+
+class Transport:
+    """Sends requests to one endpoint with pooled connections and retries."""
+
+    def __init__(self, url: str, token: Optional[str], *, connect_timeout: float,
+                 request_timeout: float, max_attempts: int, backoff_initial: float,
+                 backoff_max: float, max_idle_connections: int) -> None:
+        self.endpoint = Endpoint.parse(url)
+        self.token = token
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.max_idle_connections = max_idle_connections
+        self._idle: List[_Connection] = []
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+
+    # -- backoff -------------------------------------------------------------
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry `attempt` (1-based): full jitter in [base/2, base]."""
+        base = self.backoff_initial
+        for _ in range(1, attempt):
+            if base >= self.backoff_max:
+                break
+            base *= 2
+        base = min(base, self.backoff_max)
+        with self._lock:
+            return self._rng.uniform(base / 2, base)
+
+    # -- connections ---------------------------------------------------------
+
+    def _acquire(self) -> _Connection:
+        with self._lock:
+            while self._idle:
+                conn = self._idle.pop()
+                if not conn.peer_closed():
+                    return conn
+                conn.close()
+        conn = _Connection(self.endpoint, self.connect_timeout)
+        conn.connect()
+        return conn
+
+    def _recycle(self, conn: _Connection, resp: http.client.HTTPResponse) -> None:
+        will_close = resp.will_close
+        resp.close()  # releases the response's file object; the socket stays open
+        if will_close or conn.sock is None:
+            conn.close()
+            return
+        with self._lock:
+            if len(self._idle) < self.max_idle_connections:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    # -- requests ------------------------------------------------------------
+
+    def _headers(self, req: Request) -> Dict[str, str]:
+        h = {"Host": self.endpoint.host_header(), "User-Agent": USER_AGENT}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        if isinstance(req.body, (bytes, bytearray)):
+            h["Content-Length"] = str(len(req.body))
+        elif req.body is not None:
+            h["Transfer-Encoding"] = "chunked"
+        elif req.method in ("POST", "PUT"):
+            h["Content-Length"] = "0"
+        if _expects_continue(req):
+            h["Expect"] = "100-continue"
+        h.update(req.headers)
+        return h
+
+    def _attempt(self, req: Request) -> Tuple[_Connection, http.client.HTTPResponse, bool]:
+        """One exchange up to the response head. Raises (error, sent) pairs as _Failed."""
+        try:
+            conn = self._acquire()
+        except socket.timeout as e:
+            raise _Failed(DeadlineExceeded("connect to %s timed out" % self.endpoint.url),
+                          sent=False) from e
+        except OSError as e:
+            raise _Failed(TransportError("cannot connect to %s: %s" % (
+                self.endpoint.url, _describe(e))), sent=False) from e
+        streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
+        try:
+            conn.sock.settimeout(self.request_timeout + req.extra_wait)
+            conn.putrequest(req.method, req.target, skip_host=True, skip_accept_encoding=True)
+            for name, value in self._headers(req).items():
+                conn.putheader(name, value)
+            conn.endheaders()
+            # A large or streamed body waits for "100 Continue", so a refusal
+            # the daemon makes from the head alone (507 for a size beyond
+            # free space, 413, 401) arrives before any of it is sent, and is
+            # not lost to a connection the daemon closes mid-body.
+            if _expects_continue(req) and not conn.await_continue(CONTINUE_WAIT):
+                resp = conn.getresponse()
+                resp.will_close = True  # the body was never sent: do not reuse
+                return conn, resp, True
+            if streamed:
+                source: Iterator[bytes] = iter(cast(Iterable[bytes], req.body))
+                while True:
+                    try:
+                        chunk = next(source)
+                    except StopIteration:
+                        break
+                    except BaseException as e:
+                        raise _SourceFailed(e) from e
+                    if chunk:
+                        conn.send(b"%x\r\n%s\r\n" % (len(chunk), bytes(chunk)))
+                conn.send(b"0\r\n\r\n")
+            elif isinstance(req.body, (bytes, bytearray)) and req.body:
+                conn.send(bytes(req.body))
+            resp = conn.getresponse()
+        except _SourceFailed as e:
+            # The body's source failed: the final chunk was never sent, so the
+            # daemon sees a cut request and keeps nothing of it.
+            conn.close()
+            raise e.cause from None
+        except socket.timeout as e:
+            conn.close()
+            raise _Failed(DeadlineExceeded("no answer from %s within %.1f s" % (
+                self.endpoint.url, self.request_timeout + req.extra_wait)), sent=True) from e
+        except (http.client.HTTPException, OSError) as e:
+            conn.close()
+            raise _Failed(TransportError("connection to %s lost: %s" % (
+                self.endpoint.url, _describe(e))), sent=True) from e
+        return conn, resp, True
+
+    def open(self, req: Request) -> Response:
+        """Sends `req` (with retries) and answers its 2xx response, body unread.
+
+        A non-2xx answer raises the daemon's error as an AgentdError subclass.
+        """
+        resp, _ = self._run(req, None)
+        return resp
+
+    def call(self, req: Request, max_body: int = 64 << 20) -> Tuple[int, Dict[str, str], bytes]:
+        """Sends `req` and reads the whole 2xx body: (status, headers, body).
+
+        A body cut short counts as a lost answer: an idempotent request is
+        sent again.
+        """
+        resp, body = self._run(req, max_body)
+        assert body is not None
+        return resp.status, resp.headers, body
+
+    def _run(self, req: Request, max_body: Optional[int]) -> Tuple[Response, Optional[bytes]]:
+        last: Optional[AgentdError] = None
+        streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
+        for attempt in range(1, self.max_attempts + 1):
+            if attempt > 1:
+                time.sleep(self.backoff(attempt - 1))
+            may_retry = attempt < self.max_attempts
+            try:
+                conn, resp, _ = self._attempt(req)
+            except _Failed as f:
+                last = f.error
+                if may_retry and (not f.sent or (req.idempotent and not streamed)):
+                    continue
+                raise f.error from None
+            answer = Response(self, conn, resp)
+            if 200 <= resp.status < 300:
+                if max_body is None:
+                    return answer, None
+                try:
+                    return answer, answer.read_all(max_body)
+                except (TransportError, DeadlineExceeded) as e:
+                    last = e
+                    if may_retry and req.idempotent and not streamed:
+                        continue
+                    raise
+            try:
+                body = answer.read_all(MAX_ERROR_BODY)
+            except AgentdError:
+                body = b""
+            last = error_from_body(resp.status, body)
+            if (may_retry and req.idempotent and not streamed
+                    and resp.status in RETRYABLE_STATUSES):
+                continue
+            raise last
+        assert last is not None
+        raise last
+
+
+def _expects_continue(req: Request) -> bool:
+    if req.body is None:
+        return False
+    if isinstance(req.body, (bytes, bytearray)):
+        return len(req.body) > EXPECT_CONTINUE_BYTES
+    return True
+
+
+class _SourceFailed(Exception):
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Failed(Exception):
+    def __init__(self, error: AgentdError, sent: bool) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.sent = sent

@@ -1,0 +1,367 @@
+"""Client: the blocking Python face of the agentd protocol (docs/PROTOCOL.md).
+
+Mirrors the C++ client (docs/CLIENT.md): caller-minted exec ids so starts are
+retry-safe, idempotent calls retried with jittered backoff, ``stream()``
+resuming with ``Last-Event-ID`` so every output byte arrives exactly once,
+and confined, staged tree downloads.
+
+Thread-safety: a Client may be shared by threads; each call takes its own
+pooled connection. Iterate one ``stream()`` generator from one thread.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
+
+from ._base import check_id, retryable_stream_failure
+from ._events import apply_event
+from ._files import FileCalls
+from ._sse import SseDecoder
+from ._transport import Request, Transport, quote_value
+from .errors import AgentdError, DeadlineExceeded, InvalidRequest, TransportError
+from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
+                    Health, OutputChunk, OutputEvent, PollResult, RunResult, StreamEvent)
+
+# The daemon sends a keepalive at least every 15 s; a stream silent for much
+# longer than that is dead even if the socket does not say so.
+STREAM_SILENCE_LIMIT = 45.0
+# One long-poll round of wait().
+WAIT_ROUND_MS = 30000
+
+
+def mint_exec_id(prefix: str = "x") -> str:
+    """A fresh exec id: `prefix` plus time and 64 random bits, so ids from many
+    hosts never collide and sort roughly by start time. Persist it before
+    starting, so a harness that crashes between start and answer retries it."""
+    ms = int(time.time() * 1000)
+    return "%s-%011x-%016x" % (prefix[:98], ms, secrets.randbits(64))
+
+
+class Client(FileCalls):
+    """Talks to one agentd. ``url``: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
+
+    def __init__(self, url: str = "http://127.0.0.1:7700", token: Optional[str] = None, *,
+                 connect_timeout: float = 5.0, request_timeout: float = 60.0,
+                 max_attempts: int = 6, backoff_initial: float = 0.05, backoff_max: float = 2.0,
+                 max_stream_reconnects: int = 20, max_idle_connections: int = 8) -> None:
+        self._t = Transport(url, token, connect_timeout=connect_timeout,
+                            request_timeout=request_timeout, max_attempts=max_attempts,
+                            backoff_initial=backoff_initial, backoff_max=backoff_max,
+                            max_idle_connections=max_idle_connections)
+        self.max_stream_reconnects = max_stream_reconnects
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self._t.endpoint.url
+
+    def set_token(self, token: Optional[str]) -> None:
+        """Use a re-minted token from now on (calls in flight keep the old one)."""
+        self._t.token = token
+
+    def close(self) -> None:
+        self._t.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001  (interpreter shutdown)
+            pass
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- health and bootstrap ------------------------------------------------
+
+    def health(self) -> Health:
+        """GET /v1/health (no token needed)."""
+        return Health.from_json(self._json("GET", "/v1/health", idempotent=True))
+
+    def bootstrap(self, token: str, env: Optional[Mapping[str, str]] = None) -> BootstrapResult:
+        """POST /v1/bootstrap; a repeat with the same token replays (retry-safe).
+        The client uses `token` for its later calls."""
+        body: Dict[str, Any] = {"token": token}
+        if env:
+            body["env"] = dict(env)
+        doc = self._json("POST", "/v1/bootstrap", body, idempotent=True)
+        self.set_token(token)
+        return BootstrapResult(bool(doc.get("ok")), bool(doc.get("replayed")))
+
+    # -- exec ----------------------------------------------------------------
+
+    @staticmethod
+    def exec_request(argv: Optional[Sequence[str]] = None, *, command: Optional[str] = None,
+                     runtime: Optional[str] = None, code: Optional[str] = None,
+                     shell: Optional[str] = None, env: Optional[Mapping[str, Optional[str]]] = None,
+                     cwd: Optional[str] = None, user: Optional[str] = None,
+                     group: Optional[str] = None, stdin: Union[None, str, bytes] = None,
+                     stdin_stream: bool = False, timeout_sec: Optional[int] = None,
+                     kill_grace_sec: Optional[int] = None,
+                     pty: Optional[Mapping[str, Any]] = None,
+                     **limits: Union[int, float, bool]) -> Dict[str, Any]:
+        """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
+        command, or runtime with code ("Run code": as a detached exec). `limits`
+        are the resource limits of "Limits": memory_mb, pids, cpu_sec,
+        file_size_mb, output_bytes, kill_on_output, cpus."""
+        body: Dict[str, Any] = {}
+        if argv is not None:
+            body["argv"] = list(argv)
+        if command is not None:
+            body["command"] = command
+        for name, value in (("runtime", runtime), ("code", code), ("shell", shell), ("cwd", cwd),
+                            ("user", user), ("group", group), ("timeout_sec", timeout_sec),
+                            ("kill_grace_sec", kill_grace_sec)):
+            if value is not None:
+                body[name] = value
+        body.update(_limits(limits))
+        if env is not None:
+            body["env"] = dict(env)
+        if isinstance(stdin, str):
+            body["stdin"] = stdin
+        elif stdin is not None:
+            body["stdin_b64"] = base64.b64encode(bytes(stdin)).decode("ascii")
+        if stdin_stream:
+            body["stdin_stream"] = True
+        if pty is not None:
+            body["pty"] = dict(pty)
+        return body
+
+    def start(self, exec_id: str, argv: Optional[Sequence[str]] = None, **options: Any) -> ExecInfo:
+        """PUT /v1/execs/{id}: starts a detached exec (options as exec_request).
+
+        Retry-safe: the same id and request answer the same exec and never
+        start a second process; the same id with another request raises
+        ExecIdConflict."""
+        body = self.exec_request(argv, **options)
+        doc = self._json("PUT", "/v1/execs/" + quote_value(check_id(exec_id)), body,
+                         idempotent=True)
+        return ExecInfo.from_json(doc)
+
+    def poll(self, exec_id: str, *, stdout_from: Optional[int] = None,
+             stderr_from: Optional[int] = None, max_bytes: Optional[int] = None,
+             wait_ms: int = 0) -> PollResult:
+        """GET /v1/execs/{id}: the exec object and output past the cursors.
+
+        With `wait_ms`, a long poll: answers when there is output past a
+        given cursor, the exec exited, or the time is up."""
+        query = []
+        for name, value in (("stdout_from", stdout_from), ("stderr_from", stderr_from),
+                            ("max_bytes", max_bytes)):
+            if value is not None:
+                query.append("%s=%d" % (name, value))
+        if wait_ms > 0:
+            query.append("wait_ms=%d" % wait_ms)
+        target = "/v1/execs/" + quote_value(check_id(exec_id))
+        if query:
+            target += "?" + "&".join(query)
+        doc = self._json("GET", target, idempotent=True, extra_wait=wait_ms / 1000.0)
+        return PollResult(ExecInfo.from_json(doc),
+                          OutputChunk.from_json(doc["stdout"]) if "stdout" in doc else None,
+                          OutputChunk.from_json(doc["stderr"]) if "stderr" in doc else None)
+
+    def wait(self, exec_id: str, timeout: Optional[float] = None) -> ExecInfo:
+        """Long polls until the exec has exited; DeadlineExceeded after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left_ms = WAIT_ROUND_MS if deadline is None else int(
+                max(0.0, deadline - time.monotonic()) * 1000)
+            info = self.poll(exec_id, wait_ms=min(left_ms, WAIT_ROUND_MS)).exec
+            if not info.running:
+                return info
+            if deadline is not None and time.monotonic() >= deadline:
+                raise DeadlineExceeded("exec %s still running after %.1f s" % (exec_id, timeout or 0.0),
+                                       details={"id": exec_id})
+
+    def kill(self, exec_id: str, signal: Optional[str] = None,
+             grace_sec: Optional[int] = None) -> ExecInfo:
+        """POST /v1/execs/{id}/kill: signals the whole process group (idempotent)."""
+        body: Dict[str, Any] = {}
+        if signal is not None:
+            body["signal"] = signal
+        if grace_sec is not None:
+            body["grace_sec"] = grace_sec
+        return ExecInfo.from_json(self._json(
+            "POST", "/v1/execs/%s/kill" % quote_value(check_id(exec_id)), body, idempotent=True))
+
+    def ack(self, exec_id: str) -> ExecInfo:
+        """POST /v1/execs/{id}/ack: marks an exited exec read (idempotent)."""
+        return ExecInfo.from_json(self._json(
+            "POST", "/v1/execs/%s/ack" % quote_value(check_id(exec_id)), {}, idempotent=True))
+
+    def list_execs(self) -> List[ExecInfo]:
+        """GET /v1/execs: every record, in start order."""
+        doc = self._json("GET", "/v1/execs", idempotent=True)
+        return [ExecInfo.from_json(e) for e in doc.get("execs") or []]
+
+    def write_stdin(self, exec_id: str, offset: int, data: Union[bytes, str],
+                    eof: bool = False) -> int:
+        """POST /v1/execs/{id}/stdin: bytes at stdin `offset`; answers the daemon's next offset.
+
+        Retry-safe: bytes the daemon already took are skipped. Resend from
+        the answer when it is short of offset + len(data)."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        target = "/v1/execs/%s/stdin?offset=%d%s" % (quote_value(check_id(exec_id)), offset,
+                                                      "&eof=1" if eof else "")
+        req = Request("POST", target, body=raw, idempotent=True,
+                      headers={"Content-Type": "application/octet-stream"})
+        _, _, body = self._t.call(req)
+        doc = json.loads(body.decode("utf-8"))
+        return int(doc["next"])
+
+    def resize(self, exec_id: str, rows: int, cols: int) -> ExecInfo:
+        """POST /v1/execs/{id}/resize (PTY execs)."""
+        return ExecInfo.from_json(self._json(
+            "POST", "/v1/execs/%s/resize" % quote_value(check_id(exec_id)),
+            {"rows": rows, "cols": cols}, idempotent=True))
+
+    def read_output(self, exec_id: str, stream: str = "stdout", start: int = 0) -> OutputChunk:
+        """GET /v1/execs/{id}/stdout|stderr (no follow): the retained bytes from `start`.
+
+        `chunk.start` > `start` means bytes before it are no longer retained."""
+        if stream not in ("stdout", "stderr"):
+            raise InvalidRequest('stream must be "stdout" or "stderr"', details={"field": "stream"})
+        req = Request("GET", "/v1/execs/%s/%s?from=%d" % (quote_value(check_id(exec_id)),
+                                                          stream, start), idempotent=True)
+        _, headers, body = self._t.call(req, max_body=1 << 40)
+        first = int(headers.get("agentd-from", start))
+        nxt = int(headers.get("agentd-next", first + len(body)))
+        return OutputChunk(first, nxt, body, (start, first) if first > start else None)
+
+    def stream(self, exec_id: str, cursors: Cursors = Cursors(), *,
+               on_reconnect: Optional[Callable[[int, AgentdError], None]] = None
+               ) -> Generator[StreamEvent, None, None]:
+        """GET /v1/execs/{id}/events as an iterator of events, from `cursors` on.
+
+        Yields OutputEvent (stdout/stderr bytes, each byte exactly once and in
+        order), GapEvent (bytes the daemon no longer retains) and finally one
+        ExitEvent. Every event carries the cursors to persist for a reattach.
+        On a lost or silent connection it reconnects with Last-Event-ID after
+        a jittered backoff; ``max_stream_reconnects`` bounds reconnects in a
+        row that deliver nothing."""
+        check_id(exec_id)
+        out_next, err_next = int(cursors[0]), int(cursors[1])
+        quiet = 0
+        attempt = 0
+        while True:
+            req = Request("GET", "/v1/execs/%s/events" % quote_value(exec_id), idempotent=True,
+                          headers={"Accept": "text/event-stream",
+                                   "Last-Event-ID": "%d:%d" % (out_next, err_next)})
+            delivered = False
+            failure: AgentdError
+            try:
+                resp = self._t.open(req)
+            except AgentdError as e:
+                if not retryable_stream_failure(e):
+                    raise
+                failure = e
+            else:
+                resp.set_timeout(STREAM_SILENCE_LIMIT)
+                decoder = SseDecoder()
+                try:
+                    while True:
+                        try:
+                            chunk = resp.read_chunk()
+                        except (TransportError, DeadlineExceeded) as e:
+                            failure = e
+                            break
+                        if not chunk:
+                            failure = TransportError("event stream ended before the exit event")
+                            break
+                        for ev in decoder.feed(chunk):
+                            out = apply_event(ev, out_next, err_next)
+                            if out is None:
+                                continue
+                            event, out_next, err_next = out
+                            delivered = True
+                            if event is not None:
+                                yield event
+                                if isinstance(event, ExitEvent):
+                                    return
+                finally:
+                    resp.close()  # the daemon ends the stream after exit; never reuse
+            quiet = 0 if delivered else quiet + 1
+            if quiet > self.max_stream_reconnects:
+                failure.details.setdefault("reconnects", quiet - 1)
+                raise failure
+            attempt += 1
+            if on_reconnect is not None:
+                on_reconnect(attempt, failure)
+            time.sleep(self._t.backoff(max(quiet, 1)))
+
+    def run(self, command: Union[str, Sequence[str]], *, id: Optional[str] = None,
+            max_stdout_bytes: int = 64 << 20, max_stderr_bytes: int = 64 << 20, ack: bool = True,
+            **options: Any) -> RunResult:
+        """Start, stream to the end, ack: the whole outcome of one command.
+
+        `command` is a shell command line (str) or an argv (a sequence).
+        Output beyond max_*_bytes is counted, not kept (``*_truncated``)."""
+        exec_id = id or mint_exec_id("run")
+        if isinstance(command, str):
+            options["command"] = command
+            argv = None
+        else:
+            argv = list(command)
+        self.start(exec_id, argv, **options)
+        out, err = bytearray(), bytearray()
+        trunc = {"stdout": False, "stderr": False}
+        final: Optional[ExecInfo] = None
+        for ev in self.stream(exec_id):
+            if isinstance(ev, OutputEvent):
+                buf, limit = (out, max_stdout_bytes) if ev.kind == "stdout" else \
+                    (err, max_stderr_bytes)
+                room = max(0, limit - len(buf))
+                if len(ev.data) > room:
+                    trunc[ev.kind] = True
+                buf += ev.data[:room]
+            elif isinstance(ev, GapEvent):
+                trunc[ev.stream] = True
+            else:
+                final = ev.exec
+        assert final is not None
+        if ack:
+            final = self.ack(exec_id)
+        ec = final.exit_code
+        return RunResult(exec_id, ec if ec is not None else -1, final.signal, final.timed_out,
+                         final.killed_by, final.duration_ms, bytes(out), bytes(err),
+                         trunc["stdout"], trunc["stderr"], final)
+
+    def run_code(self, runtime: str, code: str, *, timeout_sec: Optional[int] = None,
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, Optional[str]]] = None,
+                 user: Optional[str] = None, group: Optional[str] = None,
+                 stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
+                 **limits: Union[int, float, bool]) -> CodeRunResult:
+        """POST /v1/run: one code action (shell, python, ts) to completion: a
+        one-line summary, bounded output and the files it changed under cwd.
+
+        `limits` as for exec_request. Not retried once sent (running code
+        twice is not harmless)."""
+        body: Dict[str, Any] = {"runtime": runtime, "code": code}
+        for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
+                            ("group", group), ("stdin", stdin), ("scan_changes", scan_changes)):
+            if value is not None:
+                body[name] = value
+        if env is not None:
+            body["env"] = dict(env)
+        body.update(_limits(limits))
+        return CodeRunResult.from_json(self._json("POST", "/v1/run", body, idempotent=False))
+
+
+
+LIMITS = ("memory_mb", "pids", "cpu_sec", "file_size_mb", "output_bytes", "kill_on_output",
+          "cpus")
+
+
+def _limits(limits: Mapping[str, Union[int, float, bool]]) -> Dict[str, Union[int, float, bool]]:
+    unknown = sorted(set(limits) - set(LIMITS))
+    if unknown:
+        raise InvalidRequest("unknown option %r (limits are %s)" % (unknown[0], ", ".join(LIMITS)),
+                             details={"field": unknown[0]})
+    return {k: v for k, v in limits.items() if v is not None}

@@ -1,0 +1,277 @@
+"""Result types of the Python client. Each keeps the daemon's whole JSON
+object in ``raw``, so members added by a newer daemon stay reachable."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+
+
+def _opt_str(v: Any) -> Optional[str]:
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any, default: int = 0) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _dict(v: Any) -> Dict[str, Any]:
+    return dict(v) if isinstance(v, dict) else {}
+
+
+def _opt_dict(v: Any) -> Optional[Dict[str, Any]]:
+    return dict(v) if isinstance(v, dict) else None
+
+
+@dataclass
+class Health:
+    status: str
+    version: str
+    protocol: int
+    bootstrapped: bool
+    busy: bool
+    execs: int
+    uptime_ms: int
+    runtimes: List[str]
+    #: How long an acked record lingers (the daemon's --ack-ttl-sec).
+    ack_ttl_sec: int
+    #: The retention caps in force: {"stream_bytes": ..., "total_bytes": ...}.
+    retention: Dict[str, int]
+    #: The limit mechanism: {"mechanism", "supported", "defaults", "run_timeout_sec"}.
+    limits: Dict[str, Any] = field(default_factory=dict)
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Health":
+        raw_retention = d.get("retention")
+        retention: Dict[str, Any] = raw_retention if isinstance(raw_retention, dict) else {}
+        return Health(str(d.get("status", "")), str(d.get("version", "")),
+                      _int(d.get("protocol")), bool(d.get("bootstrapped")), bool(d.get("busy")),
+                      _int(d.get("execs")), _int(d.get("uptime_ms")),
+                      [r for r in d.get("runtimes") or [] if isinstance(r, str)],
+                      _int(d.get("ack_ttl_sec")),
+                      {k: _int(v) for k, v in retention.items()}, _dict(d.get("limits")), d)
+
+
+@dataclass
+class BootstrapResult:
+    ok: bool
+    replayed: bool
+
+
+@dataclass
+class ExecInfo:
+    """The exec object (docs/PROTOCOL.md, "The exec object")."""
+
+    id: str
+    state: str  # "running" or "exited"
+    pid: int
+    exit_code: Optional[int]
+    signal: Optional[str]
+    timed_out: bool
+    killed_by: Optional[str]
+    started_at: str
+    ended_at: Optional[str]
+    duration_ms: int
+    stdout_bytes: int
+    stderr_bytes: int
+    stdout_retained_from: int
+    stderr_retained_from: int
+    acked: bool
+    error: Optional[str]
+    #: The resource limits in force (only those set): {"timeout_sec": 30, "memory_mb": 256}.
+    limits: Dict[str, Any] = field(default_factory=dict)
+    #: The limit that ended the exec: {"name": "memory", "value": 256, "unit": "MiB"}.
+    limit: Optional[Dict[str, Any]] = None
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "ExecInfo":
+        ec = d.get("exit_code")
+        return ExecInfo(
+            id=str(d.get("id", "")), state=str(d.get("state", "")), pid=_int(d.get("pid")),
+            exit_code=ec if isinstance(ec, int) else None, signal=_opt_str(d.get("signal")),
+            timed_out=bool(d.get("timed_out")), killed_by=_opt_str(d.get("killed_by")),
+            started_at=str(d.get("started_at", "")), ended_at=_opt_str(d.get("ended_at")),
+            duration_ms=_int(d.get("duration_ms")), stdout_bytes=_int(d.get("stdout_bytes")),
+            stderr_bytes=_int(d.get("stderr_bytes")),
+            stdout_retained_from=_int(d.get("stdout_retained_from")),
+            stderr_retained_from=_int(d.get("stderr_retained_from")),
+            acked=bool(d.get("acked")), error=_opt_str(d.get("error")),
+            limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")), raw=d)
+
+
+@dataclass
+class OutputChunk:
+    """Bytes [start, next) of one stream from a poll; `gap` = (from, to) lost before them."""
+
+    start: int
+    next: int
+    data: bytes
+    gap: Optional[Tuple[int, int]] = None
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "OutputChunk":
+        gap = d.get("gap")
+        return OutputChunk(_int(d.get("from")), _int(d.get("next")),
+                           base64.b64decode(d.get("data_b64") or ""),
+                           (_int(gap.get("from")), _int(gap.get("to")))
+                           if isinstance(gap, dict) else None)
+
+
+@dataclass
+class PollResult:
+    exec: ExecInfo
+    stdout: Optional[OutputChunk]
+    stderr: Optional[OutputChunk]
+
+
+class Cursors(NamedTuple):
+    """The next byte offset of each stream: persist these with the exec id to reattach."""
+
+    stdout: int = 0
+    stderr: int = 0
+
+
+@dataclass
+class OutputEvent:
+    """`data` is stream bytes at absolute `offset`; each byte is delivered exactly once."""
+
+    kind: str  # "stdout" or "stderr"
+    offset: int
+    data: bytes
+    cursors: Cursors
+
+
+@dataclass
+class GapEvent:
+    """Bytes [start, end) of `stream` are no longer retained by the daemon."""
+
+    kind: str  # "gap"
+    stream: str
+    start: int
+    end: int
+    cursors: Cursors
+
+
+@dataclass
+class ExitEvent:
+    """The exec exited and every byte was delivered; the last event of a stream."""
+
+    kind: str  # "exit"
+    exec: ExecInfo
+    cursors: Cursors
+
+
+StreamEvent = Union[OutputEvent, GapEvent, ExitEvent]
+
+
+@dataclass
+class RunResult:
+    id: str
+    exit_code: int  # 128+n for a signal, 124 for a timeout; -1 when unknown
+    signal: Optional[str]
+    timed_out: bool
+    killed_by: Optional[str]
+    duration_ms: int
+    stdout: bytes
+    stderr: bytes
+    stdout_truncated: bool
+    stderr_truncated: bool
+    exec: ExecInfo
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def stdout_text(self) -> str:
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def stderr_text(self) -> str:
+        return self.stderr.decode("utf-8", "replace")
+
+
+@dataclass
+class ChangedFile:
+    path: str  # relative to the run's cwd
+    change: str  # "added", "modified" or "removed"
+    type: str = ""  # "file", "dir", "symlink" or "other"
+
+
+@dataclass
+class CodeRunResult:
+    """The answer of POST /v1/run."""
+
+    summary: str
+    exit_code: int
+    success: bool
+    stdout: str
+    stderr: str
+    truncated: bool
+    duration_ms: int
+    changed_files: List[ChangedFile]
+    #: True when a scan bound left changes out; the bound: {"name", "value", "unit"}.
+    changed_files_truncated: bool = False
+    changed_files_bound: Optional[Dict[str, Any]] = None
+    signal: Optional[str] = None
+    timed_out: bool = False
+    killed_by: Optional[str] = None
+    limit: Optional[Dict[str, Any]] = None
+    #: The whole output lengths (stdout and stderr carry at most 64 KiB each).
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    runtime: str = ""
+    cwd: str = ""
+    timeout_sec: int = 0
+    error: Optional[str] = None
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "CodeRunResult":
+        return CodeRunResult(
+            str(d.get("summary", "")), _int(d.get("exit_code"), -1), bool(d.get("success")),
+            str(d.get("stdout", "")), str(d.get("stderr", "")), bool(d.get("truncated")),
+            _int(d.get("duration_ms")),
+            [ChangedFile(str(c.get("path", "")), str(c.get("change", "")), str(c.get("type", "")))
+             for c in d.get("changed_files") or [] if isinstance(c, dict)],
+            bool(d.get("changed_files_truncated")), _opt_dict(d.get("changed_files_bound")),
+            _opt_str(d.get("signal")), bool(d.get("timed_out")), _opt_str(d.get("killed_by")),
+            _opt_dict(d.get("limit")), _int(d.get("stdout_bytes")), _int(d.get("stderr_bytes")),
+            str(d.get("runtime", "")), str(d.get("cwd", "")), _int(d.get("timeout_sec")),
+            _opt_str(d.get("error")), d)
+
+
+@dataclass
+class FileStat:
+    """The stat object (docs/PROTOCOL.md, "Stat"); `mode` is an int (0o755)."""
+
+    path: str
+    type: str  # "file", "dir", "symlink" or "other"
+    size: int
+    mode: int
+    uid: int
+    gid: int
+    mtime: str
+    target: Optional[str]
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "FileStat":
+        mode = d.get("mode")
+        return FileStat(str(d.get("path", "")), str(d.get("type", "")), _int(d.get("size")),
+                        int(mode, 8) if isinstance(mode, str) and mode else 0,
+                        _int(d.get("uid")), _int(d.get("gid")), str(d.get("mtime", "")),
+                        _opt_str(d.get("target")), d)
+
+
+@dataclass
+class TreeStats:
+    entries: int  # archive members written or extracted
+    bytes: int  # regular-file content bytes

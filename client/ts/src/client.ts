@@ -1,0 +1,258 @@
+// Client: the TypeScript face of the agentd protocol (docs/PROTOCOL.md).
+//
+// Mirrors the C++ client (docs/CLIENT.md): caller-minted exec ids make
+// starts retry-safe, idempotent calls are retried with jittered backoff,
+// stream() resumes with Last-Event-ID so every output byte arrives exactly
+// once, and tree downloads are confined and staged. Calls may overlap; each
+// takes its own pooled connection.
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { AgentdError, invalidRequest, isRetryable, transportError } from "./errors.js";
+import { applyEvent } from "./events.js";
+import { FileCalls } from "./files.js";
+import { SseDecoder } from "./sse.js";
+import { bodyChunks } from "./transport.js";
+import type {
+  BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, OutputChunk,
+  PollOptions, PollResult, RunCodeOptions, RunResult, StreamEvent,
+} from "./types.js";
+
+export type { Compression, ReadOptions, WriteOptions } from "./files.js";
+
+const EXEC_ID = /^[A-Za-z0-9._-]{1,128}$/;
+/** The daemon sends a keepalive at least every 15 s; longer silence means a dead stream. */
+const STREAM_SILENCE_MS = 45000;
+const WAIT_ROUND_MS = 30000;
+
+/**
+ * A fresh exec id: `prefix` plus time and 64 random bits, so ids from many
+ * hosts never collide and sort roughly by start time. Persist it before
+ * starting, so a harness that crashes between start and answer retries it.
+ */
+export function mintExecId(prefix = "x"): string {
+  const ms = Date.now().toString(16).padStart(11, "0");
+  return `${prefix.slice(0, 98)}-${ms}-${randomBytes(8).toString("hex")}`;
+}
+
+function checkId(id: string): string {
+  if (!EXEC_ID.test(id)) {
+    throw invalidRequest("an exec id is 1 to 128 characters of [A-Za-z0-9._-]", { field: "id", id });
+  }
+  return id;
+}
+
+const q = encodeURIComponent;
+
+export interface RunOptions extends ExecRequest {
+  /** The exec id; minted when absent. */
+  id?: string;
+  /** Output kept per stream (default 64 MiB); the rest is counted, not kept. */
+  maxStdoutBytes?: number;
+  maxStderrBytes?: number;
+  /** Ack the exec once its output was read (default true). */
+  ack?: boolean;
+}
+
+export interface StreamOptions {
+  /** Called before each reconnect after a lost connection (attempt counts from 1). */
+  onReconnect?: (attempt: number, why: AgentdError) => void;
+  signal?: AbortSignal;
+}
+
+export class Client extends FileCalls {
+  // -- health and bootstrap ------------------------------------------------
+
+  /** GET /v1/health (no token needed). */
+  health(): Promise<Health> {
+    return this.json("GET", "/v1/health", undefined, true);
+  }
+
+  /** POST /v1/bootstrap; the same token replays (retry-safe). The client then uses `token`. */
+  async bootstrap(token: string, env?: Record<string, string>): Promise<BootstrapResult> {
+    const r = await this.json<BootstrapResult>("POST", "/v1/bootstrap", env ? { token, env } : { token }, true);
+    this.setToken(token);
+    return r;
+  }
+
+  // -- exec ------------------------------------------------------------------
+
+  private static startBody(r: ExecRequest): Record<string, unknown> {
+    const { stdin, ...rest } = r;
+    const body: Record<string, unknown> = { ...rest };
+    for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
+    if (typeof stdin === "string") body.stdin = stdin;
+    else if (stdin !== undefined) body.stdin_b64 = Buffer.from(stdin).toString("base64");
+    return body;
+  }
+
+  /**
+   * PUT /v1/execs/{id}: start a detached exec. Retry-safe: the same id and
+   * request answer the same exec and never start a second process; the same
+   * id with another request is exec_id_conflict.
+   */
+  startExec(id: string, request: ExecRequest): Promise<ExecInfo> {
+    return this.json("PUT", `/v1/execs/${q(checkId(id))}`, Client.startBody(request), true);
+  }
+
+  /** GET /v1/execs/{id}: the exec object and output past the cursors (long poll with waitMs). */
+  async pollExec(id: string, o: PollOptions = {}): Promise<PollResult> {
+    const params: string[] = [];
+    if (o.stdoutFrom !== undefined) params.push(`stdout_from=${o.stdoutFrom}`);
+    if (o.stderrFrom !== undefined) params.push(`stderr_from=${o.stderrFrom}`);
+    if (o.maxBytes !== undefined) params.push(`max_bytes=${o.maxBytes}`);
+    if (o.waitMs) params.push(`wait_ms=${o.waitMs}`);
+    const path = `/v1/execs/${q(checkId(id))}${params.length ? "?" + params.join("&") : ""}`;
+    const doc = await this.json<Record<string, unknown>>("GET", path, undefined, true, o.waitMs ?? 0);
+    const { stdout, stderr, ...exec } = doc;
+    const chunk = (c: unknown): OutputChunk | undefined => {
+      if (!c) return undefined;
+      const x = c as { from: number; next: number; data_b64: string; gap?: { from: number; to: number } };
+      return { from: x.from, next: x.next, data: Buffer.from(x.data_b64, "base64"), ...(x.gap ? { gap: x.gap } : {}) };
+    };
+    return { exec: exec as unknown as ExecInfo, stdout: chunk(stdout), stderr: chunk(stderr) };
+  }
+
+  /** Long polls until the exec exited; deadline_exceeded after `timeoutMs`. */
+  async waitExec(id: string, timeoutMs?: number): Promise<ExecInfo> {
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline === undefined ? WAIT_ROUND_MS : Math.max(0, deadline - Date.now());
+      const r = await this.pollExec(id, { waitMs: Math.min(left, WAIT_ROUND_MS) });
+      if (r.exec.state !== "running") return r.exec;
+      if (deadline !== undefined && Date.now() >= deadline) {
+        throw new AgentdError("deadline_exceeded", `exec ${id} still running after ${timeoutMs} ms`, 0, { id });
+      }
+    }
+  }
+
+  /** POST /v1/execs/{id}/kill: the signal goes to the whole process group (idempotent). */
+  killExec(id: string, request: { signal?: string; grace_sec?: number } = {}): Promise<ExecInfo> {
+    return this.json("POST", `/v1/execs/${q(checkId(id))}/kill`, request, true);
+  }
+
+  /** POST /v1/execs/{id}/ack: marks an exited exec read (idempotent). */
+  ackExec(id: string): Promise<ExecInfo> {
+    return this.json("POST", `/v1/execs/${q(checkId(id))}/ack`, {}, true);
+  }
+
+  /** GET /v1/execs. */
+  async listExecs(): Promise<ExecInfo[]> {
+    return (await this.json<{ execs: ExecInfo[] }>("GET", "/v1/execs", undefined, true)).execs;
+  }
+
+  /**
+   * POST /v1/execs/{id}/stdin: bytes at stdin `offset`; answers the daemon's
+   * next offset. Retry-safe: bytes the daemon already took are skipped.
+   */
+  async writeStdin(id: string, offset: number, data: string | Uint8Array, eof = false): Promise<number> {
+    const a = await this.t.call({
+      method: "POST", path: `/v1/execs/${q(checkId(id))}/stdin?offset=${offset}${eof ? "&eof=1" : ""}`,
+      body: Buffer.from(data), headers: { "Content-Type": "application/octet-stream" }, idempotent: true,
+    });
+    return (JSON.parse(a.body.toString("utf8")) as { next: number }).next;
+  }
+
+  /** POST /v1/execs/{id}/resize (PTY execs). */
+  resizeExec(id: string, rows: number, cols: number): Promise<ExecInfo> {
+    return this.json("POST", `/v1/execs/${q(checkId(id))}/resize`, { rows, cols }, true);
+  }
+
+  /**
+   * GET /v1/execs/{id}/events as an async iterator, from `cursors` on: stdout
+   * and stderr events (each byte exactly once, in order), gap events (bytes
+   * the daemon no longer retains), then one exit event. Every event carries
+   * the cursors to persist for a reattach. A lost or silent connection is
+   * resumed with Last-Event-ID after a jittered backoff.
+   */
+  async *stream(id: string, cursors: Cursors = { stdout: 0, stderr: 0 },
+                opts: StreamOptions = {}): AsyncGenerator<StreamEvent> {
+    checkId(id);
+    const cur: Cursors = { ...cursors };
+    let quiet = 0;
+    for (let attempt = 1; ; attempt++) {
+      let delivered = false;
+      let failure: AgentdError;
+      try {
+        const res = await this.t.open({
+          method: "GET", path: `/v1/execs/${q(id)}/events`, idempotent: true,
+          headers: { Accept: "text/event-stream", "Last-Event-ID": `${cur.stdout}:${cur.stderr}` },
+          idleTimeoutMs: STREAM_SILENCE_MS,
+        });
+        const decoder = new SseDecoder();
+        const abort = () => res.destroy();
+        opts.signal?.addEventListener("abort", abort);
+        try {
+          for await (const chunk of bodyChunks(res)) {
+            for (const ev of decoder.feed(chunk)) {
+              const out = applyEvent(ev, cur);
+              delivered = true;
+              if (out) {
+                yield out;
+                if (out.kind === "exit") return;
+              }
+            }
+          }
+          failure = transportError("event stream ended before the exit event");
+        } finally {
+          opts.signal?.removeEventListener("abort", abort);
+          res.destroy(); // the daemon ends the stream after exit; never reuse
+        }
+      } catch (e) {
+        if (opts.signal?.aborted) throw e;
+        if (!isRetryable(e)) throw e;
+        failure = e as AgentdError;
+      }
+      quiet = delivered ? 0 : quiet + 1;
+      if (quiet > this.t.opts.maxStreamReconnects) {
+        failure.details.reconnects = quiet - 1;
+        throw failure;
+      }
+      opts.onReconnect?.(attempt, failure);
+      await sleep(this.t.backoff(Math.max(quiet, 1)));
+    }
+  }
+
+  /** Start, stream to the end, ack: the whole outcome of one command. */
+  async run(command: string | string[], options: RunOptions = {}): Promise<RunResult> {
+    const { id, maxStdoutBytes = 64 << 20, maxStderrBytes = 64 << 20, ack = true, ...request } = options;
+    const execId = id ?? mintExecId("run");
+    if (typeof command === "string") request.command = command;
+    else request.argv = command;
+    await this.startExec(execId, request);
+    const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
+    const size = { stdout: 0, stderr: 0 };
+    const truncated = { stdout: false, stderr: false };
+    const limit = { stdout: maxStdoutBytes, stderr: maxStderrBytes };
+    let final: ExecInfo | undefined;
+    for await (const ev of this.stream(execId)) {
+      if (ev.kind === "stdout" || ev.kind === "stderr") {
+        const room = Math.max(0, limit[ev.kind] - size[ev.kind]);
+        if (ev.data.length > room) truncated[ev.kind] = true;
+        const part = ev.data.subarray(0, room);
+        kept[ev.kind].push(part);
+        size[ev.kind] += part.length;
+      } else if (ev.kind === "gap") {
+        truncated[ev.stream] = true;
+      } else if (ev.kind === "exit") {
+        final = ev.exec;
+      }
+    }
+    if (!final) throw transportError("the stream ended without an exit event");
+    if (ack) final = await this.ackExec(execId);
+    return {
+      id: execId, exitCode: final.exit_code ?? -1, signal: final.signal, timedOut: final.timed_out,
+      killedBy: final.killed_by, durationMs: final.duration_ms,
+      stdout: Buffer.concat(kept.stdout), stderr: Buffer.concat(kept.stderr),
+      stdoutTruncated: truncated.stdout, stderrTruncated: truncated.stderr, exec: final,
+    };
+  }
+
+  /**
+   * POST /v1/run: one code action to completion: a one-line summary, bounded
+   * output and the files it changed under cwd (not retried once sent).
+   */
+  runCode(runtime: "shell" | "python" | "ts", code: string, options: RunCodeOptions = {}): Promise<CodeRunResult> {
+    return this.json("POST", "/v1/run", { runtime, code, ...options }, false);
+  }
+}

@@ -1,0 +1,209 @@
+// File and tree calls (docs/PROTOCOL.md, "Files" and "Trees"): streamed
+// reads and atomic writes, metadata, and tree transfers through the
+// package's own tar writer and confined, staged extraction.
+import { Readable } from "node:stream";
+import { setTimeout as sleep } from "node:timers/promises";
+import * as zlib from "node:zlib";
+
+import { Base } from "./base.js";
+import { AgentdError, invalidRequest, isRetryable } from "./errors.js";
+import { extractTree, type ExtractOptions } from "./extract.js";
+import { writeTree } from "./tar.js";
+import { bodyChunks, type Body, type Request } from "./transport.js";
+import type { FileStat, TreeStats } from "./types.js";
+
+const q = encodeURIComponent;
+const modeText = (mode: number | string) => typeof mode === "number" ? mode.toString(8).padStart(4, "0") : mode;
+
+export type Compression = "none" | "gzip" | "zstd";
+
+export interface ReadOptions {
+  /** 1-based inclusive lines; endLine past EOF reads through EOF. */
+  startLine?: number;
+  endLine?: number;
+  /** A byte range [first, last] (last inclusive; absent: to the end). */
+  range?: { first: number; last?: number };
+  /** readFile refuses answers larger than this (default 256 MiB; use readFileStream). */
+  maxBytes?: number;
+}
+
+export interface WriteOptions {
+  /** Exactly this mode: 0o755 or "0755". */
+  mode?: number | string;
+  parents?: boolean;
+  user?: string;
+  group?: string;
+}
+
+export class FileCalls extends Base {
+  // -- files -----------------------------------------------------------------
+
+  private readRequest(path: string, o: ReadOptions): Request {
+    let target = `/v1/fs/file?path=${q(path)}`;
+    if (o.startLine !== undefined) target += `&start_line=${o.startLine}`;
+    if (o.endLine !== undefined) target += `&end_line=${o.endLine}`;
+    const headers: Record<string, string> = {};
+    if (o.range) headers.Range = `bytes=${o.range.first}-${o.range.last ?? ""}`;
+    return { method: "GET", path: target, headers, idempotent: true };
+  }
+
+  /** A file's bytes, lines [startLine, endLine], or a byte range. */
+  async readFile(path: string, o: ReadOptions = {}): Promise<Buffer> {
+    return (await this.t.call(this.readRequest(path, o), o.maxBytes ?? 256 << 20)).body;
+  }
+
+  /** The file as a stream of chunks (retried until the body starts; a cut body throws). */
+  async *readFileStream(path: string, o: ReadOptions = {}): AsyncGenerator<Buffer> {
+    const res = await this.t.open(this.readRequest(path, o));
+    try {
+      yield* bodyChunks(res);
+    } finally {
+      res.destroy();
+    }
+  }
+
+  /** PUT /v1/fs/file: atomically replace the file; bytes and strings are retried, streams are not. */
+  async writeFile(path: string, data: string | Uint8Array | Readable | AsyncIterable<Uint8Array>,
+                  o: WriteOptions = {}): Promise<FileStat> {
+    let target = `/v1/fs/file?path=${q(path)}`;
+    if (o.mode !== undefined) target += `&mode=${modeText(o.mode)}`;
+    if (o.parents) target += "&parents=1";
+    if (o.user !== undefined) target += `&user=${q(o.user)}`;
+    if (o.group !== undefined) target += `&group=${q(o.group)}`;
+    const whole = typeof data === "string" || data instanceof Uint8Array;
+    const body: Body = typeof data === "string" ? Buffer.from(data)
+      : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy
+      : data as Body;
+    const a = await this.t.call({ method: "PUT", path: target, body, idempotent: whole,
+      headers: { "Content-Type": "application/octet-stream" } });
+    return JSON.parse(a.body.toString("utf8")) as FileStat;
+  }
+
+  stat(path: string, follow = false): Promise<FileStat> {
+    return this.json("GET", `/v1/fs/stat?path=${q(path)}${follow ? "&follow=1" : ""}`, undefined, true);
+  }
+
+  async listDir(path: string): Promise<FileStat[]> {
+    return (await this.json<{ entries: FileStat[] }>("GET", `/v1/fs/list?path=${q(path)}`, undefined, true)).entries;
+  }
+
+  /** POST /v1/fs/mkdir; retried only with parents (then an existing directory is a success). */
+  mkdir(path: string, o: WriteOptions = {}): Promise<FileStat> {
+    const body: Record<string, unknown> = { path };
+    if (o.mode !== undefined) body.mode = modeText(o.mode);
+    if (o.parents) body.parents = true;
+    if (o.user !== undefined) body.user = o.user;
+    if (o.group !== undefined) body.group = o.group;
+    return this.json("POST", "/v1/fs/mkdir", body, !!o.parents);
+  }
+
+  /** POST /v1/fs/rename (never retried once sent). */
+  rename(from: string, to: string, overwrite?: boolean): Promise<FileStat> {
+    return this.json("POST", "/v1/fs/rename", overwrite === undefined ? { from, to } : { from, to, overwrite }, false);
+  }
+
+  /** DELETE /v1/fs: answers the number of entries removed (never retried once sent). */
+  async remove(path: string, recursive = false): Promise<number> {
+    const r = await this.json<{ removed: number }>("DELETE", `/v1/fs?path=${q(path)}${recursive ? "&recursive=1" : ""}`,
+      undefined, false);
+    return r.removed;
+  }
+
+  async realpath(path: string): Promise<string> {
+    return (await this.json<{ path: string }>("GET", `/v1/fs/realpath?path=${q(path)}`, undefined, true)).path;
+  }
+
+  // -- trees -----------------------------------------------------------------
+
+  /**
+   * PUT /v1/fs/tar: `local`'s contents extracted under `remote` with full
+   * fidelity. The tar is produced while it is sent; a local failure never
+   * sends the final chunk, so the daemon keeps nothing. A lost connection
+   * rebuilds and resends the archive.
+   */
+  async uploadDir(local: string, remote: string,
+                  o: { compress?: Compression; parents?: boolean } = {}): Promise<TreeStats> {
+    const compress = o.compress ?? "none";
+    const path = `/v1/fs/tar?path=${q(remote)}${o.parents ? "&parents=1" : ""}`;
+    for (let attempt = 1; ; attempt++) {
+      const stats = { entries: 0, bytes: 0 };
+      let body: Body = Readable.from(writeTree(local, stats), { objectMode: false });
+      if (compress !== "none") body = (body as Readable).pipe(compressor(compress));
+      try {
+        const a = await this.t.call({ method: "PUT", path, body,
+          headers: { "Content-Type": compress === "none" ? "application/x-tar" : `application/${compress}` } });
+        const doc = JSON.parse(a.body.toString("utf8")) as { entries: number };
+        return { entries: doc.entries, bytes: stats.bytes };
+      } catch (e) {
+        if (attempt < this.t.opts.maxAttempts && isRetryable(e)) {
+          await sleep(this.t.backoff(attempt));
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * GET /v1/fs/tar extracted into `local`, confined and staged (see
+   * extract.ts). A cut transfer starts again in a fresh staging directory.
+   */
+  async downloadDir(remote: string, local: string,
+                    o: { compress?: Compression } & ExtractOptions = {}): Promise<TreeStats> {
+    const compress = o.compress ?? "none";
+    if (compress === "zstd") compressor("zstd"); // refuses early where zlib has no zstd
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.t.open({ method: "GET", path: `/v1/fs/tar?path=${q(remote)}&compress=${compress}`,
+        idempotent: true });
+      try {
+        return await extractTree(decompressed(bodyChunks(res)), local, o);
+      } catch (e) {
+        res.destroy();
+        if (attempt < this.t.opts.maxAttempts && isRetryable(e)) {
+          await sleep(this.t.backoff(attempt));
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+}
+
+function compressor(kind: "gzip" | "zstd"): zlib.Gzip {
+  if (kind === "gzip") return zlib.createGzip({ level: 6 });
+  const make = (zlib as unknown as { createZstdCompress?: () => zlib.Gzip }).createZstdCompress;
+  if (!make) throw invalidRequest("this Node.js has no zstd in node:zlib (Node 22.15+); use gzip", { field: "compress" });
+  return make();
+}
+
+/** Chunks of the archive, decompressed by its magic bytes (gzip, zstd or plain). */
+async function* decompressed(chunks: AsyncGenerator<Buffer>): AsyncGenerator<Buffer> {
+  const first = await chunks.next();
+  if (first.done) return;
+  const head = first.value;
+  const rest = async function* () {
+    yield head;
+    yield* chunks;
+  };
+  let inflater: NodeJS.ReadWriteStream | undefined;
+  if (head[0] === 0x1f && head[1] === 0x8b) inflater = zlib.createGunzip();
+  else if (head.readUInt32LE(0) === 0xfd2fb528) {
+    const make = (zlib as unknown as { createZstdDecompress?: () => NodeJS.ReadWriteStream }).createZstdDecompress;
+    if (!make) throw invalidRequest("this Node.js has no zstd in node:zlib", { field: "compress" });
+    inflater = make();
+  }
+  if (!inflater) {
+    yield* rest();
+    return;
+  }
+  const source = Readable.from(rest());
+  source.on("error", (e) => (inflater as unknown as Readable).destroy(e));
+  source.pipe(inflater as unknown as NodeJS.WritableStream);
+  try {
+    for await (const chunk of inflater as unknown as AsyncIterable<Buffer>) yield chunk;
+  } catch (e) {
+    if (e instanceof AgentdError) throw e;
+    throw new AgentdError("invalid_archive", `malformed archive: ${(e as Error).message}`, 0,
+      { reason: (e as Error).message });
+  }
+}

@@ -1,0 +1,13 @@
+// @agentd/client: a zero-dependency client for agentd (docs/PROTOCOL.md).
+//
+//   import { Client } from "@agentd/client";
+//   const guest = new Client({ url: "http://10.0.2.15:7700", token });
+//   const r = await guest.run("pytest -q", { cwd: "/workspace/repo", timeout_sec: 900 });
+//   console.log(r.exitCode, r.stdout.toString());
+export { Client, mintExecId } from "./client.js";
+export type { Compression, ReadOptions, RunOptions, StreamOptions, WriteOptions } from "./client.js";
+export { AgentdError, isRetryable } from "./errors.js";
+export type { ErrorCode, ErrorDetails } from "./errors.js";
+export type { ExtractOptions } from "./extract.js";
+export type { ClientOptions } from "./transport.js";
+export type * from "./types.js";

@@ -1,0 +1,197 @@
+// Wire types of protocol v1 (docs/PROTOCOL.md; docs/openapi.yaml), named
+// as on the wire. Answers may carry members a newer daemon added.
+
+export interface Health {
+  status: "ok";
+  version: string;
+  protocol: number;
+  bootstrapped: boolean;
+  busy: boolean;
+  execs: number;
+  uptime_ms: number;
+  runtimes: string[];
+  /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
+  ack_ttl_sec: number;
+  /** The retention caps in force; unread output beyond them becomes gaps. */
+  retention: { stream_bytes: number; total_bytes: number };
+  /** The limit mechanism in force, what it enforces, and the defaults. */
+  limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
+             defaults: Limits; run_timeout_sec: number };
+}
+
+/** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */
+export interface Limits {
+  memory_mb?: number;
+  pids?: number;
+  cpu_sec?: number;
+  file_size_mb?: number;
+  output_bytes?: number;
+  kill_on_output?: boolean;
+  cpus?: number;
+}
+
+/** The limit that ended an exec or run: {"name": "memory", "value": 256, "unit": "MiB"}. */
+export interface LimitHit {
+  name: string;
+  value: number;
+  unit: string;
+}
+
+export interface BootstrapResult {
+  ok: boolean;
+  replayed: boolean;
+}
+
+/** The start request: exactly one of argv, command, or runtime with code. */
+export interface ExecRequest extends Limits {
+  argv?: string[];
+  command?: string;
+  /** A code action as a detached exec ("Run code"). */
+  runtime?: "shell" | "python" | "ts";
+  code?: string;
+  shell?: string;
+  env?: Record<string, string | null>;
+  cwd?: string;
+  user?: string;
+  group?: string;
+  /** Whole stdin: a string is sent as UTF-8 text, bytes as stdin_b64. */
+  stdin?: string | Uint8Array;
+  stdin_stream?: boolean;
+  timeout_sec?: number;
+  kill_grace_sec?: number;
+  pty?: { rows: number; cols: number; term?: string };
+}
+
+export interface ExecInfo {
+  id: string;
+  state: "running" | "exited";
+  pid: number;
+  exit_code: number | null;
+  signal: string | null;
+  timed_out: boolean;
+  killed_by: string | null;
+  started_at: string;
+  ended_at: string | null;
+  duration_ms: number;
+  stdout_bytes: number;
+  stderr_bytes: number;
+  stdout_retained_from: number;
+  stderr_retained_from: number;
+  acked: boolean;
+  error: string | null;
+  /** The limits in force (only those set). */
+  limits?: Limits & { timeout_sec?: number };
+  limit?: LimitHit | null;
+}
+
+/** Bytes [from, next) of one stream from a poll; gap: bytes lost before them. */
+export interface OutputChunk {
+  from: number;
+  next: number;
+  data: Buffer;
+  gap?: { from: number; to: number };
+}
+
+export interface PollResult {
+  exec: ExecInfo;
+  stdout?: OutputChunk;
+  stderr?: OutputChunk;
+}
+
+export interface PollOptions {
+  stdoutFrom?: number;
+  stderrFrom?: number;
+  maxBytes?: number;
+  waitMs?: number;
+}
+
+/** The next byte offset of each stream: persist with the exec id to reattach. */
+export interface Cursors {
+  stdout: number;
+  stderr: number;
+}
+
+/** Output bytes at absolute `offset`; every byte is delivered exactly once, in order. */
+export interface OutputEvent<K extends "stdout" | "stderr" = "stdout" | "stderr"> {
+  kind: K;
+  offset: number;
+  data: Buffer;
+  cursors: Cursors;
+}
+
+export type StreamEvent =
+  | OutputEvent<"stdout">
+  | OutputEvent<"stderr">
+  | { kind: "gap"; stream: "stdout" | "stderr"; from: number; to: number; cursors: Cursors }
+  | { kind: "exit"; exec: ExecInfo; cursors: Cursors };
+
+export interface RunResult {
+  id: string;
+  /** 128+n for a signal, 124 for a timeout, -1 when unknown. */
+  exitCode: number;
+  signal: string | null;
+  timedOut: boolean;
+  killedBy: string | null;
+  durationMs: number;
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  exec: ExecInfo;
+}
+
+export interface CodeRunResult {
+  summary: string;
+  exit_code: number;
+  success: boolean;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  duration_ms: number;
+  /** What changed under cwd, paths relative to it, sorted by path. */
+  changed_files: { path: string; change: "added" | "modified" | "removed";
+                   type: "file" | "dir" | "symlink" | "other" }[];
+  changed_files_truncated: boolean;
+  changed_files_bound: { name: string; value: number; unit: string } | null;
+  signal: string | null;
+  timed_out: boolean;
+  killed_by: string | null;
+  limit: LimitHit | null;
+  /** The whole output lengths (stdout and stderr carry at most 64 KiB each). */
+  stdout_bytes: number;
+  stderr_bytes: number;
+  runtime: string;
+  cwd: string;
+  timeout_sec: number;
+  error: string | null;
+}
+
+/** POST /v1/run's members beside runtime and code. */
+export interface RunCodeOptions extends Limits {
+  timeout_sec?: number;
+  cwd?: string;
+  env?: Record<string, string | null>;
+  user?: string;
+  group?: string;
+  stdin?: string;
+  scan_changes?: boolean;
+}
+
+export interface FileStat {
+  path: string;
+  type: "file" | "dir" | "symlink" | "other";
+  size: number;
+  /** Four octal digits: "0755", "4755". */
+  mode: string;
+  uid: number;
+  gid: number;
+  mtime: string;
+  target: string | null;
+}
+
+export interface TreeStats {
+  /** Archive members written or extracted. */
+  entries: number;
+  /** Regular-file content bytes. */
+  bytes: number;
+}
