@@ -39,6 +39,11 @@ struct DaemonConfig {
   uint64_t tar_max_entries = 65536;
   uint64_t tar_max_entry_bytes = 8ull << 30;
   uint64_t tar_max_total_bytes = 16ull << 30;
+
+  // PID 1 mode (docs/OPERATIONS.md, "PID 1 mode"): `agentd --init [--] CMD...`.
+  bool init = false;
+  bool exit_with_cmd = false;        // the workload's exit stops the daemon, with its code
+  std::vector<std::string> command;  // the workload's argv; empty: none
 };
 
 struct ParsedFlags {
@@ -47,7 +52,9 @@ struct ParsedFlags {
   DaemonConfig config;
 };
 
-// Errors are invalid_request naming the flag.
+// Errors are invalid_request naming the flag. After `--`, or from the first
+// argument that does not start with "--", the rest is the workload command
+// (only with --init).
 Result<ParsedFlags> ParseFlags(int argc, const char* const* argv);
 std::string HelpText();
 

@@ -144,10 +144,37 @@ const std::vector<Flag>& Flags() {
        Integer<uint64_t>("tar-max-entry-bytes", &DaemonConfig::tar_max_entry_bytes, 0, UINT64_MAX)},
       {"tar-max-total-bytes", "N", "Total size of one uploaded archive. Default 16 GiB.",
        Integer<uint64_t>("tar-max-total-bytes", &DaemonConfig::tar_max_total_bytes, 0, UINT64_MAX)},
+      {"init", nullptr,
+       "PID 1 mode: reap every orphan, run CMD (after the flags or --) as a child, forward "
+       "SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to its process group; SIGTERM "
+       "and SIGINT also stop the daemon once CMD has exited.",
+       [](DaemonConfig& c, std::string_view) {
+         c.init = true;
+         return Status::Ok();
+       }},
+      {"exit-with-cmd", nullptr,
+       "With --init: when CMD exits, stop the daemon and exit with CMD's exit code.",
+       [](DaemonConfig& c, std::string_view) {
+         c.exit_with_cmd = true;
+         return Status::Ok();
+       }},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };
   return flags;
+}
+
+// A command belongs to --init, and --exit-with-cmd to a command.
+Status CheckInitFlags(const DaemonConfig& c) {
+  if (!c.init && !c.command.empty()) {
+    return Status::InvalidRequest("unexpected argument \"" + c.command.front() +
+                                  "\" (a command needs --init)");
+  }
+  if (c.exit_with_cmd && c.command.empty()) {
+    return Status::InvalidRequest("--exit-with-cmd needs --init and a command")
+        .With("flag", std::string("exit-with-cmd"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -156,8 +183,9 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
   ParsedFlags out;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (!arg.starts_with("--")) {
-      return Status::InvalidRequest("unexpected argument \"" + std::string(arg) + "\"");
+    if (arg == "--" || !arg.starts_with("--")) {
+      out.config.command.assign(argv + i + (arg == "--" ? 1 : 0), argv + argc);
+      break;
     }
     arg.remove_prefix(2);
     std::string_view value;
@@ -179,6 +207,7 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
       if (has_value) return Status::InvalidRequest("--" + std::string(arg) + " takes no value");
       if (arg == "help") out.action = ParsedFlags::Action::kHelp;
       if (arg == "version") out.action = ParsedFlags::Action::kVersion;
+      if (flag->apply) AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
       continue;
     }
     if (!has_value) {
@@ -190,13 +219,15 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
     }
     AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
   }
+  AGENTD_RETURN_IF_ERROR(CheckInitFlags(out.config));
   return out;
 }
 
 std::string HelpText() {
   std::string text =
       "agentd: the in-guest exec and file daemon.\n\n"
-      "usage: agentd [FLAGS]\n\n"
+      "usage: agentd [FLAGS]\n"
+      "       agentd --init [FLAGS] [--] CMD [ARGS...]\n\n"
       "The wire protocol is docs/PROTOCOL.md; every flag is described in docs/OPERATIONS.md.\n\n";
   for (const Flag& f : Flags()) {
     std::string left = std::string("  --") + f.name;
