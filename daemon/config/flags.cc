@@ -102,7 +102,8 @@ const std::vector<Flag>& Flags() {
       {"ack-ttl-sec", "N", "Seconds an acked exec's record and output are kept. Default 60.",
        Integer<int64_t>("ack-ttl-sec", &DaemonConfig::ack_ttl_sec, 0, 7 * 86400)},
       {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
-      {"workdir", "DIR", "Default working directory of /v1/run.", Text(&DaemonConfig::workdir)},
+      {"workdir", "DIR", "Working directory of /v1/run when a run names none.",
+       Text(&DaemonConfig::workdir)},
       {"log-level", "LEVEL", "debug, info, warn or error. Default info.",
        [](DaemonConfig& c, std::string_view v) {
          auto level = ParseLogLevel(v);
