@@ -69,7 +69,6 @@ int Suite::Run() {
     r.area = check.area;
     r.name = check.name;
     auto start = std::chrono::steady_clock::now();
-    bool skip = false;
     try {
       check.run(ctx);
       r.passed = true;
@@ -77,25 +76,25 @@ int Suite::Run() {
       r.reason = f.reason;
     } catch (const CheckSkipped& s) {
       r.reason = s.reason;
-      skip = true;
+      r.skipped = true;
     } catch (const std::exception& e) {
       r.reason = std::string("exception: ") + e.what();
     }
     r.duration = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
-    const char* verdict = skip ? "SKIP" : (r.passed ? "PASS" : "FAIL");
+    const char* verdict = r.skipped ? "SKIP" : (r.passed ? "PASS" : "FAIL");
     std::printf("%s  %s (%lld ms)%s%s\n", verdict, full.c_str(),
                 static_cast<long long>(r.duration.count()), r.reason.empty() ? "" : ": ",
                 r.reason.c_str());
     std::fflush(stdout);
-    if (skip) {
+    if (r.skipped) {
       ++skipped;
     } else if (r.passed) {
       ++passed;
     } else {
       ++failed;
     }
-    if (!skip) results.push_back(std::move(r));
+    results.push_back(std::move(r));
   }
   if (made.ok()) {
     Result<DeleteResponse> removed = client.Remove(scratch_dir_, /*recursive=*/true);
@@ -113,20 +112,23 @@ int Suite::Run() {
 
 void Suite::WriteJunit(const std::vector<CheckResult>& results) const {
   std::ofstream out(options_.junit_path);
-  int failures = 0;
+  int failures = 0, skipped = 0;
   double total = 0;
   for (const CheckResult& r : results) {
-    failures += r.passed ? 0 : 1;
+    failures += r.passed || r.skipped ? 0 : 1;
+    skipped += r.skipped ? 1 : 0;
     total += static_cast<double>(r.duration.count()) / 1000.0;
   }
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<testsuite name=\"agentd-conformance\" tests=\"" << results.size() << "\" failures=\""
-      << failures << "\" time=\"" << total << "\">\n";
+      << failures << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
   for (const CheckResult& r : results) {
     out << "  <testcase classname=\"" << XmlEscape(r.area) << "\" name=\"" << XmlEscape(r.name)
         << "\" time=\"" << static_cast<double>(r.duration.count()) / 1000.0 << "\"";
     if (r.passed) {
       out << "/>\n";
+    } else if (r.skipped) {
+      out << ">\n    <skipped message=\"" << XmlEscape(r.reason) << "\"/>\n  </testcase>\n";
     } else {
       out << ">\n    <failure message=\"" << XmlEscape(r.reason) << "\"/>\n  </testcase>\n";
     }

@@ -25,6 +25,7 @@ struct CheckResult {
   std::string area;
   std::string name;
   bool passed = false;
+  bool skipped = false;  // the guest lacks what the check needs; reason says what
   std::string reason;
   std::chrono::milliseconds duration{0};
 };

@@ -62,26 +62,33 @@ std::string Base64Encode(std::string_view bytes) {
 std::optional<std::string> Base64Decode(std::string_view text) {
   if (text.size() % 4 != 0) return std::nullopt;
   std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = text[i + k];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-        continue;
-      }
-      if (pad > 0) return std::nullopt;  // data after padding
-      v[k] = kDecode[static_cast<unsigned char>(c)];
-      if (v[k] < 0) return std::nullopt;
-    }
-    uint32_t n = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | v[3];
-    out += static_cast<char>(n >> 16);
-    if (pad < 2) out += static_cast<char>((n >> 8) & 0xFF);
-    if (pad < 1) out += static_cast<char>(n & 0xFF);
+  if (text.empty()) return out;
+  out.resize(text.size() / 4 * 3);
+  char* p = out.data();
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  // Every quad but the last carries no padding: four table loads, one sign
+  // test for all of them (invalid characters decode to -1), three stores.
+  size_t last = text.size() - 4;
+  for (size_t i = 0; i < last; i += 4) {
+    int32_t a = kDecode[s[i]], b = kDecode[s[i + 1]], c = kDecode[s[i + 2]], d = kDecode[s[i + 3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    uint32_t v = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6) | uint32_t(d);
+    p[0] = static_cast<char>(v >> 16);
+    p[1] = static_cast<char>(v >> 8);
+    p[2] = static_cast<char>(v);
+    p += 3;
   }
+  // The last quad: "xx==" or "xxx=" padding allowed, nothing after it.
+  int pad = (s[last + 3] == '=') + (s[last + 3] == '=' && s[last + 2] == '=');
+  int32_t a = kDecode[s[last]], b = kDecode[s[last + 1]];
+  int32_t c = pad >= 2 ? 0 : kDecode[s[last + 2]];
+  int32_t d = pad >= 1 ? 0 : kDecode[s[last + 3]];
+  if ((a | b | c | d) < 0) return std::nullopt;
+  uint32_t v = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6) | uint32_t(d);
+  *p++ = static_cast<char>(v >> 16);
+  if (pad < 2) *p++ = static_cast<char>(v >> 8);
+  if (pad < 1) *p++ = static_cast<char>(v);
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 

@@ -23,7 +23,8 @@ TEST_CASE("base64 round-trips every byte value", "[base64]") {
 }
 
 TEST_CASE("base64 refuses malformed input", "[base64]") {
-  for (const char* bad : {"Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v"}) {
+  for (const char* bad :
+       {"Zg=", "Z===", "Zg==Zg==", "Zm9v!", "Zm=v", "====", "Z=gg", "Zm9v\nZm9v", "Zm9vZ!9v"}) {
     INFO(bad);
     CHECK_FALSE(Base64Decode(bad).has_value());
   }

@@ -1,6 +1,23 @@
 #include "agentd/protocol/sse.h"
 
+#include <cstring>
+
 namespace agentd {
+namespace {
+
+// Offset of the first CR or LF at or after `from` (or the size): two memchr
+// scans, not string_view::find_first_of, which tests the set per byte.
+size_t LineEnd(std::string_view bytes, size_t from) {
+  const char* begin = bytes.data() + from;
+  size_t len = bytes.size() - from;
+  const void* lf = std::memchr(begin, '\n', len);
+  if (lf != nullptr) len = static_cast<size_t>(static_cast<const char*>(lf) - begin);
+  const void* cr = std::memchr(begin, '\r', len);
+  if (cr != nullptr) len = static_cast<size_t>(static_cast<const char*>(cr) - begin);
+  return from + len;
+}
+
+}  // namespace
 
 void AppendSseEvent(std::string& out, std::string_view event, std::string_view data,
                     std::string_view id) {
@@ -39,8 +56,7 @@ bool SseDecoder::Feed(std::string_view bytes) {
       continue;
     }
     // Copy the run of ordinary bytes up to the next line end in one go.
-    size_t end = bytes.find_first_of("\r\n", i);
-    if (end == std::string_view::npos) end = bytes.size();
+    size_t end = LineEnd(bytes, i);
     if (line_.size() + (end - i) > kMaxLineBytes) return false;
     line_.append(bytes.substr(i, end - i));
     i = end;

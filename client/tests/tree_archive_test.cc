@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tree_archive.h"
 
@@ -21,9 +22,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Scratch directories live until the test process exits, then go.
 std::string TempDir(const char* tag) {
+  struct RemovedAtExit {
+    std::vector<std::string> dirs;
+    ~RemovedAtExit() {
+      std::error_code ec;
+      for (const std::string& d : dirs) std::filesystem::remove_all(d, ec);
+    }
+  };
+  static RemovedAtExit scratch;
   std::string tmpl = std::string("/tmp/agentd-") + tag + "-XXXXXX";
-  return mkdtemp(tmpl.data());
+  scratch.dirs.push_back(mkdtemp(tmpl.data()));
+  return scratch.dirs.back();
 }
 
 void WriteFile(const std::string& path, const std::string& content, mode_t mode) {
