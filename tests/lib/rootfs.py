@@ -42,7 +42,12 @@ def debian_minbase():
                 full = os.path.join(tmp, junk, name)
                 if os.path.isfile(full):
                     os.unlink(full)
-        os.rename(tmp, path)
+        try:
+            os.rename(tmp, path)
+        except OSError:
+            if not os.path.isdir(path):  # else the guest scripts built it meanwhile
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
