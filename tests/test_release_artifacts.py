@@ -116,7 +116,8 @@ class ReleaseBinaryTest(unittest.TestCase):
             proc = subprocess.Popen([BINARY, "--listen", "127.0.0.1:0", "--state-dir", state],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             try:
-                proc.stderr.readline()
+                while b'"msg":"ready"' not in proc.stderr.readline():  # signals handled now
+                    self.assertIsNone(proc.poll())
                 bases.append(read("/proc/%d/maps" % proc.pid).split("-", 1)[0])
             finally:
                 proc.terminate()
