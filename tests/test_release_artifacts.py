@@ -121,9 +121,10 @@ class ReleaseBinaryTest(unittest.TestCase):
                 bases.append(read("/proc/%d/maps" % proc.pid).split("-", 1)[0])
             finally:
                 proc.terminate()
-                self.assertEqual(proc.wait(20), 0)
+                status = proc.wait(20)
                 proc.stderr.close()
                 shutil.rmtree(state, ignore_errors=True)
+            self.assertEqual(status, 0)
         self.assertNotEqual(bases[0], bases[1])
 
     @unittest.skipUnless(AS_ROOT, "needs root and unshare")
