@@ -12,6 +12,7 @@
 #include "exec/exec_engine.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
+#include "proc/init_workload.h"
 #include "proc/oom_score.h"
 #include "server/http_server.h"
 #include "server/router.h"
@@ -101,16 +102,37 @@ int Serve(DaemonConfig& config) {
     }
   }
 
-  asio::signal_set signals(io, SIGTERM, SIGINT);
-  signals.async_wait([&](const asio::error_code& ec, int signo) {
-    if (ec) return;
-    Log(LogLevel::kInfo, "shutting down", json::Object().Set("signal", signo));
+  int exit_code = 0;
+  bool stopping = false;
+  auto stop = [&](json::Object why, int code) {
+    if (stopping) return;
+    stopping = true;
+    exit_code = code;
+    Log(LogLevel::kInfo, "shutting down", std::move(why));
     exec.Shutdown();
     // Connections drain while the killed execs end, so their exits are
     // recorded before the daemon stops.
     server.Shutdown(config.shutdown_grace,
                     [&] { exec.WhenFinished(config.shutdown_grace, [&io] { io.stop(); }); });
-  });
+  };
+  // PID 1 mode owns the signals (it forwards them); otherwise they stop us.
+  asio::signal_set signals(io);
+  std::unique_ptr<InitWorkload> init;
+  if (config.init) {
+    init = std::make_unique<InitWorkload>(
+        io, exec.reaper(), config.command, config.exit_with_cmd, exec.child_nofile(),
+        [&](int code) { stop(json::Object().Set("init_exit_code", code), code); });
+    if (Status s = init->Start(); !s.ok()) {
+      std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
+      return 1;
+    }
+  } else {
+    signals.add(SIGTERM);
+    signals.add(SIGINT);
+    signals.async_wait([&](const asio::error_code& ec, int signo) {
+      if (!ec) stop(json::Object().Set("signal", signo), 0);
+    });
+  }
 
   Log(LogLevel::kInfo, "ready",
       json::Object()
@@ -120,8 +142,8 @@ int Serve(DaemonConfig& config) {
   (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   exec.CloseLimits();
-  Log(LogLevel::kInfo, "stopped");
-  return 0;
+  Log(LogLevel::kInfo, "stopped", json::Object().Set("exit_code", exit_code));
+  return exit_code;
 }
 
 }  // namespace

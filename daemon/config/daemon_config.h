@@ -58,6 +58,10 @@ struct DaemonConfig {
   int64_t max_watches = 64;
   int64_t watch_max_dirs = 8192;
   int64_t max_tunnels = 256;
+  // PID 1 mode (docs/OPERATIONS.md, "PID 1 mode"): `agentd --init [--] CMD...`.
+  bool init = false;
+  bool exit_with_cmd = false;        // the workload's exit stops the daemon, with its code
+  std::vector<std::string> command;  // the workload's argv; empty: none
 };
 
 struct ParsedFlags {
@@ -66,7 +70,9 @@ struct ParsedFlags {
   DaemonConfig config;
 };
 
-// Errors are invalid_request naming the flag.
+// Errors are invalid_request naming the flag. After `--`, or from the first
+// argument that does not start with "--", the rest is the workload command
+// (only with --init).
 Result<ParsedFlags> ParseFlags(int argc, const char* const* argv);
 std::string HelpText();
 

@@ -122,7 +122,8 @@ const std::vector<Flag>& Flags() {
       {"ack-ttl-sec", "N", "Seconds an acked exec's record and output are kept. Default 60.",
        Integer<int64_t>("ack-ttl-sec", &DaemonConfig::ack_ttl_sec, 0, 7 * 86400)},
       {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
-      {"workdir", "DIR", "Default working directory of /v1/run.", Text(&DaemonConfig::workdir)},
+      {"workdir", "DIR", "Working directory of /v1/run when a run names none.",
+       Text(&DaemonConfig::workdir)},
       {"log-level", "LEVEL", "debug, info, warn or error. Default info.",
        [](DaemonConfig& c, std::string_view v) {
          auto level = ParseLogLevel(v);
@@ -206,10 +207,37 @@ const std::vector<Flag>& Flags() {
        Integer<int64_t>("watch-max-dirs", &DaemonConfig::watch_max_dirs, 1, 10'000'000)},
       {"max-tunnels", "N", "Port-forwarding tunnels open at once (503 beyond). Default 256.",
        Integer<int64_t>("max-tunnels", &DaemonConfig::max_tunnels, 1, 100'000)},
+      {"init", nullptr,
+       "PID 1 mode: reap every orphan, run CMD (after the flags or --) as a child, forward "
+       "SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to its process group; SIGTERM "
+       "and SIGINT also stop the daemon once CMD has exited.",
+       [](DaemonConfig& c, std::string_view) {
+         c.init = true;
+         return Status::Ok();
+       }},
+      {"exit-with-cmd", nullptr,
+       "With --init: when CMD exits, stop the daemon and exit with CMD's exit code.",
+       [](DaemonConfig& c, std::string_view) {
+         c.exit_with_cmd = true;
+         return Status::Ok();
+       }},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };
   return flags;
+}
+
+// A command belongs to --init, and --exit-with-cmd to a command.
+Status CheckInitFlags(const DaemonConfig& c) {
+  if (!c.init && !c.command.empty()) {
+    return Status::InvalidRequest("unexpected argument \"" + c.command.front() +
+                                  "\" (a command needs --init)");
+  }
+  if (c.exit_with_cmd && c.command.empty()) {
+    return Status::InvalidRequest("--exit-with-cmd needs --init and a command")
+        .With("flag", std::string("exit-with-cmd"));
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -218,8 +246,9 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
   ParsedFlags out;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if (!arg.starts_with("--")) {
-      return Status::InvalidRequest("unexpected argument \"" + std::string(arg) + "\"");
+    if (arg == "--" || !arg.starts_with("--")) {
+      out.config.command.assign(argv + i + (arg == "--" ? 1 : 0), argv + argc);
+      break;
     }
     arg.remove_prefix(2);
     std::string_view value;
@@ -241,6 +270,7 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
       if (has_value) return Status::InvalidRequest("--" + std::string(arg) + " takes no value");
       if (arg == "help") out.action = ParsedFlags::Action::kHelp;
       if (arg == "version") out.action = ParsedFlags::Action::kVersion;
+      if (flag->apply) AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
       continue;
     }
     if (!has_value) {
@@ -252,13 +282,15 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
     }
     AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
   }
+  AGENTD_RETURN_IF_ERROR(CheckInitFlags(out.config));
   return out;
 }
 
 std::string HelpText() {
   std::string text =
       "agentd: the in-guest exec and file daemon.\n\n"
-      "usage: agentd [FLAGS]\n\n"
+      "usage: agentd [FLAGS]\n"
+      "       agentd --init [FLAGS] [--] CMD [ARGS...]\n\n"
       "The wire protocol is docs/PROTOCOL.md; every flag is described in docs/OPERATIONS.md.\n\n";
   for (const Flag& f : Flags()) {
     std::string left = std::string("  --") + f.name;

@@ -39,3 +39,29 @@ TEST_CASE("help lists every contract flag", "[flags]") {
   CHECK(Parse({"--help"})->action == ParsedFlags::Action::kHelp);
   CHECK(Parse({"--version"})->action == ParsedFlags::Action::kVersion);
 }
+
+TEST_CASE("init takes the command after -- or after the last flag", "[flags][init]") {
+  auto dashed = Parse({"--init", "--listen", "127.0.0.1:1", "--", "sh", "-c", "--listen x"});
+  REQUIRE(dashed.ok());
+  CHECK(dashed->config.init);
+  CHECK(dashed->config.command == std::vector<std::string>{"sh", "-c", "--listen x"});
+  CHECK(dashed->config.listen.size() == 1);
+
+  auto bare = Parse({"--exit-with-cmd", "--init", "nginx", "-g", "daemon off;"});
+  REQUIRE(bare.ok());
+  CHECK(bare->config.exit_with_cmd);
+  CHECK(bare->config.command == std::vector<std::string>{"nginx", "-g", "daemon off;"});
+
+  auto alone = Parse({"--init"});
+  REQUIRE(alone.ok());
+  CHECK(alone->config.command.empty());
+}
+
+TEST_CASE("a command without --init and --exit-with-cmd without a command are refused",
+          "[flags][init]") {
+  CHECK_FALSE(Parse({"sleep", "1"}).ok());
+  CHECK_FALSE(Parse({"--", "sleep", "1"}).ok());
+  CHECK_FALSE(Parse({"--init", "--exit-with-cmd"}).ok());
+  CHECK_FALSE(Parse({"--exit-with-cmd", "--", "true"}).ok());
+  CHECK_FALSE(Parse({"--init=yes"}).ok());
+}

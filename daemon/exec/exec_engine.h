@@ -56,6 +56,10 @@ class ExecEngine {
   // `limit`, whichever comes first.
   void WhenFinished(std::chrono::milliseconds limit, std::function<void()> done);
   const std::string& state_dir() const { return state_dir_; }
+  // For PID 1 mode (proc/init_workload.h): its command is one more child
+  // of this Reaper, and gets the RLIMIT_NOFILE execs get.
+  Reaper& reaper() { return reaper_; }
+  const std::optional<struct rlimit>& child_nofile() const { return child_nofile_; }
 
   struct Started {
     std::shared_ptr<ExecRecord> record;

@@ -30,7 +30,7 @@ class Daemon:
     """A running agentd. Use as a context manager or call stop()."""
 
     def __init__(self, *flags, token="test-token", bootstrap=True, env=None,
-                 state_dir=None, listen_tcp=True, log_level="info"):
+                 state_dir=None, listen_tcp=True, log_level="info", wrapper=()):
         self.tmp = tempfile.mkdtemp(prefix="agentd-test-")
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
         self.token = token
@@ -38,6 +38,7 @@ class Daemon:
         self.env = env
         self.listen_tcp = listen_tcp
         self.log_level = log_level
+        self.wrapper = list(wrapper)  # e.g. ["unshare", "--pid", "--fork"]: runs the daemon under it
         self.proc = None
         self.port = None
         self.log_lines = []
@@ -51,7 +52,8 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self):
-        args = [AGENTD_BIN, "--state-dir", self.state_dir, "--log-level", self.log_level]
+        args = self.wrapper + [AGENTD_BIN, "--state-dir", self.state_dir,
+                               "--log-level", self.log_level]
         if self.listen_tcp:
             args += ["--listen", "127.0.0.1:0"]
         args += self.flags

@@ -1,0 +1,184 @@
+"""PID 1 mode: agentd --init [--] CMD reaps every orphan, forwards signals to
+CMD's process group, keeps serving after CMD exits unless --exit-with-cmd
+(docs/OPERATIONS.md, "PID 1 mode")."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from lib.agentd_test import Daemon
+from lib.exec_util import run, wait_until
+
+# Each iteration orphans one sleep: its subshell exits at once, so the sleep
+# is re-parented to the nearest subreaper (PID 1 of the namespace: agentd)
+# and becomes a zombie when it ends unless agentd reaps it.
+STORM = ('i=0; while [ $i -lt {n} ]; do (sleep 0.3 &); i=$((i+1)); done; '
+         'echo done > {marker}')
+STORM_SIZE = 300
+
+
+def children(pid):
+    """Host pids of pid's children."""
+    out = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+            out += [int(p) for p in f.read().split()]
+    return out
+
+
+def zombies_of(parent):
+    """Children of `parent` (host pid) that are zombies."""
+    found = []
+    for pid in children(parent):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        if state == "Z":
+            found.append(pid)
+    return found
+
+
+def reaped_orphans(d):
+    return sum(1 for line in d.logs() if '"msg":"reaped orphan"' in line)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def workload_log(d, message):
+    for line in d.logs():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("msg") == message:
+            return entry
+    return None
+
+
+class InitModeTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="agentd-init-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def wait_file(self, name, timeout=20):
+        wait_until(lambda: os.path.exists(self.path(name)), timeout, what=name)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
+    def test_a_zombie_storm_in_a_pid_namespace_leaves_no_zombie(self):
+        storm = STORM.format(n=STORM_SIZE, marker=self.path("cmd-storm"))
+        with Daemon("--init", "--", "sh", "-c", storm + "; exec sleep 600", log_level="debug",
+                    wrapper=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]) as d:
+            agentd_pid, = children(d.proc.pid)
+            self.wait_file("cmd-storm")
+            # The same storm from an exec: its orphans come to PID 1 as well.
+            obj, _, _ = run(d, "storm", {"command": STORM.format(
+                n=STORM_SIZE, marker=self.path("exec-storm"))})
+            self.assertEqual(obj["exit_code"], 0)
+            wait_until(lambda: reaped_orphans(d) >= 2 * STORM_SIZE, 60, what="every orphan reaped")
+            wait_until(lambda: not zombies_of(agentd_pid), 10, what="no zombies")
+            # Seen from inside the namespace too: agentd is PID 1 there.
+            obj, out, _ = run(d, "count", {"command":
+                "echo $PPID; grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l"})
+            ppid, zombies = out.decode().split()
+            self.assertEqual((ppid, zombies), ("1", "0"))
+            status, health = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual((status, health["status"]), (200, "ok"))
+            # unshare ignores SIGTERM: stop PID 1 itself, as a container runtime does.
+            os.kill(agentd_pid, signal.SIGTERM)
+            self.assertEqual(d.proc.wait(20), 0)
+
+    def test_signals_reach_the_whole_process_group_and_term_stops_the_daemon(self):
+        got = self.path("got")
+        script = (
+            "sh -c 'trap \"echo child-HUP >> {got}\" HUP; while :; do sleep 0.05; done' & "
+            "trap 'echo HUP >> {got}' HUP; trap 'echo TERM >> {got}; exit 7' TERM; "
+            "echo ready > {ready}; while :; do sleep 0.05; done").format(
+                got=got, ready=self.path("ready"))
+        d = Daemon("--init", "--", "sh", "-c", script)
+        try:
+            self.wait_file("ready")
+            time.sleep(0.2)  # the background child has set its trap
+            d.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: os.path.exists(got) and
+                       sorted(read(got).split()) == ["HUP", "child-HUP"], 10,
+                       what="HUP in the command and its child")
+            status, _ = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual(status, 200, "SIGHUP must not stop the daemon")
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.proc.wait(20), 0)
+            self.assertIn("TERM", read(got).split())
+            self.assertEqual(workload_log(d, "workload exited")["exit_code"], 7)
+        finally:
+            d.close()
+
+    def test_the_daemon_keeps_serving_after_the_command_exits(self):
+        with Daemon("--init", "--", "sh", "-c", "exit 3") as d:
+            wait_until(lambda: workload_log(d, "workload exited"), 10, what="the exit")
+            self.assertEqual(workload_log(d, "workload exited")["exit_code"], 3)
+            obj, out, _ = run(d, "after", {"argv": ["echo", "still here"]})
+            self.assertEqual(out, b"still here\n")
+            self.assertIsNone(d.proc.poll())
+
+    def test_exit_with_cmd_exits_with_the_commands_code(self):
+        script = "while [ ! -e {go} ]; do sleep 0.05; done; exit 3".format(go=self.path("go"))
+        d = Daemon("--init", "--exit-with-cmd", "--", "sh", "-c", script)
+        try:
+            obj, out, _ = run(d, "meanwhile", {"argv": ["echo", "served"]})
+            self.assertEqual(out, b"served\n")
+            open(self.path("go"), "w").close()
+            self.assertEqual(d.proc.wait(20), 3)
+        finally:
+            d.close()
+
+    def test_exit_with_cmd_reports_a_forwarded_signal_as_128_plus_n(self):
+        d = Daemon("--init", "--exit-with-cmd", "--", "sleep", "600")
+        try:
+            wait_until(lambda: workload_log(d, "workload started"), 10, what="the start")
+            d.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(d.proc.wait(20), 128 + signal.SIGTERM)
+        finally:
+            d.close()
+
+    def test_exit_with_cmd_exits_127_when_the_command_does_not_exist(self):
+        d = Daemon("--init", "--exit-with-cmd", "--", "no-such-command-agentd-test",
+                   bootstrap=False)
+        try:
+            self.assertEqual(d.proc.wait(20), 127)
+            self.assertIn("no-such-command-agentd-test",
+                          workload_log(d, "workload could not start")["reason"])
+        finally:
+            d.close()
+
+    def test_the_command_gets_the_daemon_environment_without_agentd_variables(self):
+        env = dict(os.environ, AGENTD_SECRET="hidden", IMAGE_SETTING="kept")
+        out = self.path("env")
+        with Daemon("--init", "--", "sh", "-c", "env > " + out, env=env) as d:
+            wait_until(lambda: workload_log(d, "workload exited"), 10, what="the exit")
+            names = [line.split("=", 1)[0] for line in read(out).splitlines()]
+            self.assertIn("IMAGE_SETTING", names)
+            self.assertFalse([n for n in names if n.startswith("AGENTD_")], names)
+
+    def test_a_command_without_init_is_refused(self):
+        from lib.agentd_test import AGENTD_BIN
+        r = subprocess.run([AGENTD_BIN, "--", "true"], capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"needs --init", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,174 @@
+"""packaging/Dockerfile.stanza and packaging/append-agentd on Dockerfiles:
+appending is idempotent and keeps the image's entrypoint as agentd's
+command; and a real Docker engine (Debian's docker.io, started by hand)
+builds such an image and runs agentd in it as PID 1."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from lib.agentd_test import AGENTD_BIN, parse_raw_responses, read_until_close
+from lib import dockerd, rootfs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+APPEND = os.path.join(ROOT, "packaging", "append-agentd")
+STANZA = os.path.join(ROOT, "packaging", "Dockerfile.stanza")
+
+
+def append(dockerfile, *args):
+    r = subprocess.run([APPEND] + list(args) + [dockerfile], capture_output=True, text=True)
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
+def entrypoint(text):
+    lines = [l for l in text.splitlines() if l.startswith("ENTRYPOINT ")]
+    return json.loads(lines[-1][len("ENTRYPOINT "):])
+
+
+def unix_http(path, method, target, body=b"", headers=""):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n%s\r\n"
+               % (method, target, len(body), headers)).encode() + body)
+    (status, _, data), = parse_raw_responses(read_until_close(s))
+    s.close()
+    return status, data
+
+
+class AppendTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentd-append-")
+        self.path = os.path.join(self.tmp, "Dockerfile")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def write(self, text):
+        with open(self.path, "w") as f:
+            f.write(text)
+
+    def read(self):
+        with open(self.path) as f:
+            return f.read()
+
+    def test_appending_twice_changes_nothing_the_second_time(self):
+        self.write("FROM debian:12\nRUN apt-get update\nCMD [\"bash\"]\n\n\n")
+        self.assertEqual(append(self.path)[:2], (0, "appended"))
+        once = self.read()
+        self.assertEqual(append(self.path)[:2], (0, "unchanged"))
+        self.assertEqual(self.read(), once)
+
+    def test_the_appended_block_is_the_stanza_file(self):
+        self.write("FROM scratch\n")
+        append(self.path)
+        with open(STANZA) as f:
+            self.assertEqual(self.read(), "FROM scratch\n\n" + f.read())
+
+    def test_the_final_stages_entrypoint_becomes_agentds_command(self):
+        self.write('FROM debian:12 AS build\nENTRYPOINT ["/not/this"]\n'
+                   'FROM debian:12\nENTRYPOINT ["/docker-entrypoint.sh", "--x"]\nCMD ["postgres"]\n')
+        append(self.path)
+        self.assertEqual(entrypoint(self.read()),
+                         ["/usr/local/bin/agentd", "--init", "--listen=0.0.0.0:7700", "--",
+                          "/docker-entrypoint.sh", "--x"])
+        append(self.path)  # the block's own ENTRYPOINT is not wrapped again
+        self.assertEqual(entrypoint(self.read())[4:], ["/docker-entrypoint.sh", "--x"])
+
+    def test_a_shell_form_entrypoint_runs_under_sh(self):
+        self.write("FROM alpine\nENTRYPOINT exec nginx \\\n  -g 'daemon off;'\n")
+        rc, _, err = append(self.path)
+        self.assertEqual(entrypoint(self.read())[4:],
+                         ["/bin/sh", "-c", "exec nginx -g 'daemon off;'"])
+        self.assertIn("--cmd", err)  # an inherited CMD would be reset: say so
+
+    def test_options_copy_from_a_stage_listen_elsewhere_and_set_cmd(self):
+        self.write("FROM busybox\n")
+        rc, out, _ = append(self.path, "--from", "agentd-build:/out/agentd", "--listen",
+                            "vsock:7700", "--cmd", '["sleep", "1000"]')
+        text = self.read()
+        self.assertIn("COPY --from=agentd-build /out/agentd /usr/local/bin/agentd\n", text)
+        self.assertEqual(entrypoint(text)[2], "--listen=vsock:7700")
+        self.assertIn('CMD ["sleep", "1000"]\n# <<< agentd <<<', text)
+        self.assertEqual(append(self.path, "--from", "agentd-build:/out/agentd", "--listen",
+                                "vsock:7700", "--cmd", '["sleep", "1000"]')[1], "unchanged")
+        self.assertEqual(append(self.path)[1], "updated")
+        self.assertIn("COPY agentd /usr/local/bin/agentd\n", self.read())
+
+    def test_bad_input_is_refused_without_touching_the_file(self):
+        self.write("RUN true\n")
+        self.assertEqual(append(self.path)[0], 2)
+        self.assertEqual(self.read(), "RUN true\n")
+        self.write("FROM x\n# >>> agentd >>>\nCOPY agentd /x\n")
+        self.assertEqual(append(self.path)[0], 2)
+        self.assertEqual(append(self.path, "--cmd", '"sleep 1"')[0], 2)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root for dockerd")
+class DockerBuildTest(unittest.TestCase):
+    """The Dockerfile path end to end on a real engine, when it can run."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentd-docker-")
+        self.engine = dockerd.Dockerd()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.addCleanup(self.engine.close)
+        self.engine.start()
+
+    def test_an_image_built_with_the_stanza_runs_agentd_as_pid_1(self):
+        d = self.engine.docker
+        base = rootfs.busybox_tree(os.path.join(self.tmp, "base"))
+        tar = subprocess.run(["tar", "-C", base, "-cf", "-", "."], capture_output=True,
+                             check=True).stdout
+        d("import", "-", "local/agentd-test-base", input=tar)
+        ctx = os.path.join(self.tmp, "ctx")
+        os.makedirs(ctx)
+        subprocess.run(["strip", "-o", os.path.join(ctx, "agentd"), AGENTD_BIN], check=True)
+        with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+            f.write('FROM local/agentd-test-base\n'
+                    'CMD ["sh", "-c", "echo image command started; exec sleep 600"]\n')
+        subprocess.run([APPEND, "--listen", "unix:/run/agentd-sock/agentd.sock",
+                        os.path.join(ctx, "Dockerfile")], check=True, capture_output=True)
+        d("build", "-q", "-t", "local/agentd-test", ctx)
+        sock_dir = os.path.join(self.tmp, "sock")
+        os.makedirs(sock_dir)
+        d("run", "-d", "--name", "agentd-test", "--network", "none",
+          "-v", sock_dir + ":/run/agentd-sock", "local/agentd-test")
+        sock = os.path.join(sock_dir, "agentd.sock")
+        deadline = time.monotonic() + 20
+        while not os.path.exists(sock):
+            self.assertLess(time.monotonic(), deadline, d("logs", "agentd-test").stderr)
+            time.sleep(0.1)
+
+        status, body = unix_http(sock, "GET", "/v1/health")
+        self.assertEqual((status, json.loads(body)["status"]), (200, "ok"))
+        status, _ = unix_http(sock, "POST", "/v1/bootstrap", b'{"token":"docker-token"}')
+        self.assertEqual(status, 200)
+        auth = "Authorization: Bearer docker-token\r\n"
+        status, body = unix_http(sock, "PUT", "/v1/execs/ps", b'{"command": "echo $PPID"}', auth)
+        self.assertIn(status, (200, 201), body)
+        state = {"state": "running"}
+        while state["state"] != "exited":
+            status, body = unix_http(sock, "GET", "/v1/execs/ps?wait_ms=10000", headers=auth)
+            state = json.loads(body)
+        self.assertEqual(state["exit_code"], 0)
+        status, body = unix_http(sock, "GET", "/v1/execs/ps/stdout", headers=auth)
+        self.assertEqual(body, b"1\n")  # the command's parent, agentd, is PID 1
+        logs = d("logs", "agentd-test")
+        self.assertIn(b"image command started", logs.stdout + logs.stderr)
+
+        started = time.monotonic()
+        d("stop", "-t", "20", "agentd-test")  # SIGTERM to agentd, forwarded to the command
+        self.assertLess(time.monotonic() - started, 10, "SIGTERM was not forwarded")
+        state = json.loads(d("inspect", "agentd-test").stdout)[0]["State"]
+        self.assertEqual(state["ExitCode"], 0)
+        d("rm", "agentd-test")
+
+
+if __name__ == "__main__":
+    unittest.main()
