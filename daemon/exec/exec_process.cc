@@ -164,6 +164,7 @@ void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
                       DecodeWaitStatus(WaitForFailedChild(rec->pid)).exit_code);
   }
   ++running_;
+  rec->owns_group = true;
   reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
   Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));
 
