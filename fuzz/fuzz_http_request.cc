@@ -7,6 +7,7 @@
 // stops sending, and the daemon's state must stay consistent.
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <asio.hpp>
 #include <cstdint>
@@ -35,10 +36,10 @@ struct Registry : ConnectionRegistry {
 struct World {
   World() {
     SetLogLevel(LogLevel::kError);
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "agentd-fuzz-http-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) std::abort();
-    root = tmpl;
+    // A fixed path, so the seeds (fuzz/make_seeds.py) can name files in it.
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+    if (::mkdir(root.c_str(), 0700) != 0) std::abort();
     config.fs_root = root;
     config.limits.header_timeout = std::chrono::milliseconds(200);
     config.limits.io_timeout = std::chrono::milliseconds(200);
@@ -52,12 +53,11 @@ struct World {
     RegisterFsFileRoutes(router, ctx, *fs);
     RegisterFsMetaRoutes(router, ctx, *fs);
     RegisterFsTarRoutes(router, ctx, *fs);
-    router.SetAuthorizer([this](const Request& req) {
-      return bootstrap.Authorize(req.Header("authorization"));
-    });
+    router.SetAuthorizer(
+        [this](const Request& req) { return bootstrap.Authorize(req.Header("authorization")); });
   }
 
-  std::string root;
+  std::string root = "/tmp/agentd-fuzz-http-root";
   DaemonConfig config;
   BootstrapState bootstrap;
   asio::io_context io{1};
@@ -88,8 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   Registry registry;
   static uint64_t next_id = 1;
-  auto conn = std::make_shared<Connection>(std::move(socket), w.config.limits, w.handler,
-                                           registry, next_id++);
+  auto conn = std::make_shared<Connection>(std::move(socket), w.config.limits, w.handler, registry,
+                                           next_id++);
   conn->Start();
 
   std::string request(reinterpret_cast<const char*>(data), size);

@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t split = bytes.empty() ? 0 : (data[0] >> 1) % (bytes.size() + 1);
   agentd::client::ResponseParser parser;
   parser.Reset(head);
-  if (FeedAll(parser, bytes.substr(0, split), head) &&
-      FeedAll(parser, bytes.substr(split), head)) {
+  if (FeedAll(parser, bytes.substr(0, split), head) && FeedAll(parser, bytes.substr(split), head)) {
     (void)parser.Finish();
   }
   return 0;

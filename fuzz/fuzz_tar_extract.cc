@@ -34,8 +34,8 @@ class OnceSource : public agentd::ByteSource {
 
 void RemoveAll(const std::string& path) {
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(path, ec); it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(path, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_directory(ec) && !it->is_symlink(ec)) ::chmod(it->path().c_str(), 0700);
   }
   ::chmod(path.c_str(), 0700);
@@ -45,7 +45,8 @@ void RemoveAll(const std::string& path) {
 size_t Count(const std::string& dir) {
   std::error_code ec;
   size_t n = 0;
-  for (auto it = fs::directory_iterator(dir, ec); it != fs::directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::directory_iterator(dir, ec); it != fs::directory_iterator();
+       it.increment(ec)) {
     ++n;
   }
   return n;
@@ -75,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   OnceSource source(std::string_view(reinterpret_cast<const char*>(data), size));
   agentd::Result<agentd::TarUploadResponse> result =
       agentd::ExtractTar(source, dir.get(), "/target", opts);
-  if (!result.ok() && Count(target) != 0) std::abort();   // all or nothing
+  if (!result.ok() && Count(target) != 0) std::abort();                     // all or nothing
   if (Count(Base()) != 2 || Count(Base() + "/outside") != 0) std::abort();  // confined
   RemoveAll(target);
   return 0;

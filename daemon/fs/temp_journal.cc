@@ -87,7 +87,8 @@ TempJournal::Entry TempJournal::Record(int dirfd, const std::string& name) {
   target += name;
   std::string entry = JournalDir() + "/" + name;
   UniqueFd fd(::open(entry.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd || ::write(fd.get(), target.data(), target.size()) != static_cast<ssize_t>(target.size())) {
+  if (!fd ||
+      ::write(fd.get(), target.data(), target.size()) != static_cast<ssize_t>(target.size())) {
     ::unlink(entry.c_str());
     return Entry();
   }

@@ -249,8 +249,8 @@ asio::awaitable<bool> Connection::Serve() {
     route = req.route_pattern().empty() ? req.path() : req.route_pattern();
     if (!res.started()) {
       // (Named first: GCC 12 mishandles temporaries inside co_await.)
-      Status answer = body_timeout_ ? *body_timeout_
-                                    : Status::Internal("the request could not be answered");
+      Status answer =
+          body_timeout_ ? *body_timeout_ : Status::Internal("the request could not be answered");
       co_await res.SendError(answer);
     } else if (!res.finished()) {
       res.CloseAfter();  // a stream cut short: the client must see the connection end
