@@ -53,14 +53,15 @@ size_t Count(const std::string& dir) {
 }
 
 const std::string& Base() {
-  static const std::string base = [] {
+  // On the heap: the exit handler runs after static strings are destroyed.
+  static const std::string* base = [] {
     std::string tmpl = (fs::temp_directory_path() / "agentd-fuzz-tar-XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) std::abort();
     ::mkdir((tmpl + "/outside").c_str(), 0755);
     std::atexit([] { RemoveAll(Base()); });
-    return tmpl;
+    return new std::string(tmpl);
   }();
-  return base;
+  return *base;
 }
 
 }  // namespace

@@ -41,9 +41,14 @@ Connection::~Connection() = default;
 void Connection::Start() {
   asio::error_code ec;
   socket_.native_non_blocking(true, ec);
+  // The spawned functions own a reference until their coroutines run: a
+  // Start() called outside the io thread only queues them (co_spawn then
+  // posts), and the caller may drop its pointer first (found by fuzzing).
   auto self = shared_from_this();
-  asio::co_spawn(socket_.get_executor(), Run(), asio::detached);
-  asio::co_spawn(socket_.get_executor(), Watchdog(), asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->Run(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->Watchdog(); }, asio::detached);
 }
 
 void Connection::Close() {
