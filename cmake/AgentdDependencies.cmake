@@ -3,7 +3,11 @@
 
 # Standalone Asio (libasio-dev): header only.
 add_library(agentd_asio INTERFACE)
-target_compile_definitions(agentd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+# Asio picks aligned_alloc or operator new for its frames by whether a
+# libstdc++ header came before its own, so two files could allocate and free
+# one block differently (ASan: alloc-dealloc-mismatch). One choice for all.
+target_compile_definitions(agentd_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED
+                           ASIO_DISABLE_STD_ALIGNED_ALLOC)
 find_package(Threads REQUIRED)
 target_link_libraries(agentd_asio INTERFACE Threads::Threads)
 

@@ -10,6 +10,7 @@
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
 #include "exec/exec_engine.h"
+#include "fs/temp_journal.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/init_workload.h"
@@ -74,6 +75,9 @@ int Serve(DaemonConfig& config) {
     std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
     return 1;
   }
+
+  // Temporaries a killed predecessor left beside files and trees go now.
+  TempJournal::Enable(exec.state_dir() + "/temporaries");
 
   Router router;
   router.SetAuthorizer([&bootstrap](const Request& req) {

@@ -10,6 +10,7 @@
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
+#include "proc/process_group.h"
 #include "proc/signals.h"
 #include "run/runtimes.h"
 #include "server/awaitable.h"
@@ -253,6 +254,12 @@ Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
   if (!rec->acked) {
     rec->acked = true;
     rec->acked_at = SystemClock::now();
+    // An ack ends the exec: background processes it left behind go too
+    // (docs/PROTOCOL.md, "Ack").
+    if (rec->owns_group && KillLeftoverGroup(rec->pid)) {
+      Log(LogLevel::kInfo, "killed what the exec left running", json::Object().Set("id", rec->id));
+    }
+    rec->owns_group = false;
     Persist(*rec);
     ScheduleRelease(rec, std::chrono::seconds(config_.ack_ttl_sec));
     rec->changed.Notify();

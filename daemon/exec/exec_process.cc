@@ -211,6 +211,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, ExecStartRequest& request
                       DecodeWaitStatus(WaitForFailedChild(rec->pid)).exit_code);
   }
   ++running_;
+  rec->owns_group = true;
   reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
   WatchLimits(rec);
   Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));

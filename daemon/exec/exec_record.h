@@ -61,6 +61,9 @@ struct ExecRecord {
   bool acked = false;
   std::optional<SystemClock::time_point> acked_at;
   bool released = false;
+  // The leader was spawned by this daemon (not recovered, not a failed
+  // spawn), so its group may outlive it until the ack ends it.
+  bool owns_group = false;
 
   // Limits (docs/PROTOCOL.md, "Limits"): the effective values, the limit
   // that ended the process, and the exec's cgroup (none under rlimits).

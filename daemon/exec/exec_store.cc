@@ -136,6 +136,7 @@ std::vector<StoredExec> ExecStore::LoadAll() {
   }
   ::closedir(d);
   for (const std::string& dir : dirs) {
+    ::unlink((dir + "/meta.json.tmp").c_str());  // a write cut short by a crash
     std::optional<StoredExec> rec = LoadOne(dir);
     if (!rec || DirFor(rec->info.id) != dir) {
       Log(LogLevel::kWarn, "removing an unreadable exec record", json::Object().Set("dir", dir));

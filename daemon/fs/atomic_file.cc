@@ -78,6 +78,7 @@ Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& r
   }
   for (int attempt = 0; !f.file_; ++attempt) {
     f.temp_name_ = RandomName(kTempPrefix);
+    f.journal_ = TempJournal::Record(f.dir_.get(), f.temp_name_);
     f.file_.reset(::openat(f.dir_.get(), f.temp_name_.c_str(),
                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!f.file_ && (errno != EEXIST || attempt == 8)) {
@@ -132,6 +133,7 @@ Result<FileStat> AtomicFile::Commit() {
     return PosixError(errno, "cannot replace", display_);
   }
   committed_ = true;
+  journal_.Forget();
   // Make the rename itself durable; a directory we may not read is skipped.
   UniqueFd dir(::openat(dir_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir) ::fsync(dir.get());

@@ -21,6 +21,7 @@
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
 #include "fs/ownership.h"
+#include "fs/temp_journal.h"
 #include "sys/unique_fd.h"
 
 namespace agentd {
@@ -57,6 +58,7 @@ class AtomicFile {
   UniqueFd dir_;   // the target's directory (O_PATH)
   UniqueFd file_;  // the temporary
   std::string temp_name_;
+  TempJournal::Entry journal_;  // forgotten once the temporary is gone
   std::string leaf_;
   std::string display_;
   uint64_t written_ = 0;

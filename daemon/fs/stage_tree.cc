@@ -50,6 +50,7 @@ Result<StageTree> StageTree::Create(int target, const std::string& display, Stag
   if (!t.target_) return PosixError(errno, "cannot open", display);
   for (int attempt = 0;; ++attempt) {
     t.stage_name_ = RandomName(kStagePrefix);
+    t.journal_ = TempJournal::Record(t.target_.get(), t.stage_name_);
     if (::mkdirat(t.target_.get(), t.stage_name_.c_str(), 0700) == 0) break;
     if (errno != EEXIST || attempt == 8) {
       int err = errno;
@@ -337,6 +338,7 @@ Status StageTree::Commit() {
   Result<uint64_t> removed = RemoveTree(target_.get(), stage_name_, display_);
   if (!removed.ok()) return removed.status();
   stage_name_.clear();
+  journal_.Forget();
   return ApplyFixups();
 }
 

@@ -35,6 +35,7 @@
 #include "agentd/protocol/status.h"
 #include "fs/lexical_path.h"
 #include "fs/ownership.h"
+#include "fs/temp_journal.h"
 #include "sys/unique_fd.h"
 
 namespace agentd {
@@ -95,6 +96,7 @@ class StageTree {
   UniqueFd target_;
   UniqueFd stage_;
   std::string stage_name_;
+  TempJournal::Entry journal_;  // forgotten once the staging directory is gone
   std::string display_;
   StageOptions opts_;
 

@@ -34,17 +34,21 @@ Connection::Connection(Socket socket, const ServerLimits& limits, const RequestH
       registry_(registry),
       id_(id),
       parser_(limits.max_header_bytes, limits.max_header_count),
-      timer_(socket_.get_executor()),
-      buf_(kReadBufferBytes) {}
+      timer_(socket_.get_executor()) {}
 
 Connection::~Connection() = default;
 
 void Connection::Start() {
   asio::error_code ec;
   socket_.native_non_blocking(true, ec);
+  // The spawned functions own a reference until their coroutines run: a
+  // Start() called outside the io thread only queues them (co_spawn then
+  // posts), and the caller may drop its pointer first (found by fuzzing).
   auto self = shared_from_this();
-  asio::co_spawn(socket_.get_executor(), Run(), asio::detached);
-  asio::co_spawn(socket_.get_executor(), Watchdog(), asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->Run(); }, asio::detached);
+  asio::co_spawn(
+      socket_.get_executor(), [self] { return self->Watchdog(); }, asio::detached);
 }
 
 void Connection::Close() {
@@ -125,10 +129,12 @@ Status Connection::Feed() {
 Status Connection::LostConnection(const asio::error_code& ec, std::string_view during) {
   broken_ = true;
   if (timed_out_) {
-    return Status::Error(ErrorCode::kRequestTimeout,
-                         "no progress " + std::string(during) + " within " +
-                             std::to_string(limits_.io_timeout.count()) + " ms")
-        .With("timeout_ms", static_cast<int64_t>(limits_.io_timeout.count()));
+    Status timeout = Status::Error(ErrorCode::kRequestTimeout,
+                                   "too little progress " + std::string(during) + " within " +
+                                       std::to_string(limits_.io_timeout.count()) + " ms")
+                         .With("timeout_ms", static_cast<int64_t>(limits_.io_timeout.count()));
+    body_timeout_ = timeout;  // answered if the handler could not answer
+    return timeout;
   }
   return Status::Error(ErrorCode::kTransport,
                        "connection lost " + std::string(during) + ": " + ec.message());
@@ -150,6 +156,13 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
       }
     }
     Compact();
+    if (buf_.empty()) {
+      // An idle connection holds no read buffer: wait until bytes arrive.
+      auto [wait_ec] = co_await socket_.async_wait(Socket::wait_read, kUseNothrow);
+      if (wait_ec) co_return false;  // closed, idle timeout, or shutdown
+      buf_.resize(kReadBufferBytes);
+      continue;
+    }
     if (end_ == buf_.size()) {  // cannot happen: heads are bounded far below the buffer
       co_return Status::Error(ErrorCode::kHeadersTooLarge, "request head does not fit the buffer");
     }
@@ -187,12 +200,22 @@ asio::awaitable<Result<std::string_view>> Connection::NextBodyChunk() {
       AGENTD_CO_RETURN_IF_ERROR(Feed());
       if (!body_queue_.empty() || message_complete_) continue;
     }
-    Arm(limits_.io_timeout);
+    // The read may wait for what is left of the window: a trickle that
+    // never fills the window's byte quota is cut like a stall.
+    auto waiting_since = Clock::now();
+    Arm(std::chrono::duration_cast<std::chrono::milliseconds>(limits_.io_timeout -
+                                                              body_window_waited_));
     auto [ec, n] = co_await socket_.async_read_some(
         asio::buffer(buf_.data() + end_, buf_.size() - end_), kUseNothrow);
     Disarm();
     if (ec) co_return LostConnection(ec, "reading the request body");
     end_ += n;
+    body_window_waited_ += Clock::now() - waiting_since;
+    body_window_bytes_ += n;
+    if (body_window_bytes_ >= limits_.min_body_bytes_per_window) {
+      body_window_waited_ = {};
+      body_window_bytes_ = 0;
+    }
     AGENTD_CO_RETURN_IF_ERROR(Feed());
   }
 }
@@ -230,7 +253,10 @@ asio::awaitable<bool> Connection::Serve() {
     }
     route = req.route_pattern().empty() ? req.path() : req.route_pattern();
     if (!res.started()) {
-      co_await res.SendError(Status::Internal("the request could not be answered"));
+      // (Named first: GCC 12 mishandles temporaries inside co_await.)
+      Status answer =
+          body_timeout_ ? *body_timeout_ : Status::Internal("the request could not be answered");
+      co_await res.SendError(answer);
     } else if (!res.finished()) {
       res.CloseAfter();  // a stream cut short: the client must see the connection end
     }
@@ -255,7 +281,11 @@ asio::awaitable<bool> Connection::Serve() {
   head_ready_ = false;
   message_complete_ = false;
   continue_sent_ = false;
+  body_window_waited_ = {};
+  body_window_bytes_ = 0;
+  body_timeout_.reset();
   parser_.NextMessage();
+  if (begin_ == end_) std::vector<char>().swap(buf_);  // idle until the next request
   co_return true;
 }
 

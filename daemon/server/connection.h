@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool head_ready_ = false;
   bool message_complete_ = false;
   bool continue_sent_ = false;
+  // The body's current progress window (limits_.min_body_bytes_per_window).
+  std::chrono::steady_clock::duration body_window_waited_{};
+  size_t body_window_bytes_ = 0;
+  std::optional<Status> body_timeout_;  // the body was cut by its deadline
 
   bool in_request_ = false;
   bool timed_out_ = false;

@@ -27,6 +27,12 @@ struct ServerLimits {
   std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
   // Longest wait for progress on a request body read or a response write.
   std::chrono::milliseconds io_timeout{std::chrono::seconds(60)};
+  // A request body must bring at least this many bytes per io_timeout of
+  // waiting for it (time its handler spends elsewhere does not count), so
+  // a client trickling a byte at a time cannot hold a connection and a
+  // transfer thread for ever: 16 KiB a minute by default, far below any
+  // real link.
+  size_t min_body_bytes_per_window = 16 * 1024;
   // Unread request body the server still drains to keep a connection alive
   // after a handler answered early; beyond it the connection is closed.
   size_t max_drain_bytes = 256 * 1024;

@@ -30,14 +30,23 @@ using Array = std::vector<Value>;
 // lookups are linear, which is right for the small objects of this protocol.
 class Object {
  public:
+  // Special members are defined below, once Member is complete (clang
+  // instantiates them eagerly).
+  Object();
+  ~Object();
+  Object(const Object&);
+  Object(Object&&) noexcept;
+  Object& operator=(const Object&);
+  Object& operator=(Object&&) noexcept;
+
   const Value* Find(std::string_view key) const;
   Value* Find(std::string_view key);
   // Replaces an existing member or appends a new one; returns *this.
   Object& Set(std::string key, Value value);
   bool Erase(std::string_view key);
   const std::vector<Member>& members() const { return members_; }
-  size_t size() const { return members_.size(); }
-  bool empty() const { return members_.empty(); }
+  size_t size() const;
+  bool empty() const;
 
  private:
   std::vector<Member> members_;
@@ -96,6 +105,15 @@ struct Member {
   std::string key;
   Value value;
 };
+
+inline Object::Object() = default;
+inline Object::~Object() = default;
+inline Object::Object(const Object&) = default;
+inline Object::Object(Object&&) noexcept = default;
+inline Object& Object::operator=(const Object&) = default;
+inline Object& Object::operator=(Object&&) noexcept = default;
+inline size_t Object::size() const { return members_.size(); }
+inline bool Object::empty() const { return members_.empty(); }
 
 // Parses one JSON document. Errors are invalid_json with the byte offset.
 Result<Value> Parse(std::string_view text);
