@@ -14,5 +14,6 @@ void AddStreamChecks(std::vector<Check>& checks);
 void AddRunChecks(std::vector<Check>& checks);
 void AddFileChecks(std::vector<Check>& checks);
 void AddTreeChecks(std::vector<Check>& checks);
+void AddHostileChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

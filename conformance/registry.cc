@@ -11,6 +11,7 @@ const std::vector<Check>& AllChecks() {
     AddRunChecks(all);
     AddFileChecks(all);
     AddTreeChecks(all);
+    AddHostileChecks(all);
     return all;
   }();
   return checks;

@@ -1,0 +1,173 @@
+// Checks of what a hostile command can reach (docs/SECURITY.md, "Children
+// cannot reach the daemon's resources"): run as the documented unprivileged
+// exec user, it must not signal, trace or read the daemon, find an inherited
+// descriptor, or read another exec's output, and what it leaves running must
+// end with its exec. The tests' probe (tests/lib/hostile_probe.py) covers
+// more with Python; these need only a POSIX shell in the guest.
+#include <thread>
+
+#include "checks.h"
+
+namespace agentd::conformance {
+namespace {
+
+ExecStartRequest Sh(std::string command, std::string user = {}) {
+  ExecStartRequest r;
+  r.command = std::move(command);
+  if (!user.empty()) r.user = std::move(user);
+  return r;
+}
+
+client::RunResult RunSh(CheckContext& ctx, ExecStartRequest req, std::string_view what) {
+  client::RunResult r = ExpectOk(ctx.client().Run(std::move(req)), what);
+  return r;
+}
+
+// The defenses hold for a root daemon running commands as another user; a
+// daemon running as an ordinary user shares its uid with its children.
+void NeedRootDaemonAndNobody(CheckContext& ctx) {
+  // Children run as the daemon's user unless the request names another.
+  client::RunResult id = RunSh(ctx, Sh("id -u"), "asking the daemon's uid");
+  if (id.stdout_data != "0\n") {
+    throw CheckSkipped{"the daemon does not run as root, so its children share its uid"};
+  }
+  client::RunResult nobody = RunSh(ctx, Sh("grep -q '^nobody:' /etc/passwd"), "looking up nobody");
+  if (nobody.exit_code != 0) throw CheckSkipped{"the guest has no user 'nobody'"};
+}
+
+// Lines of "name=result" written by a probe script.
+std::string Field(const std::string& out, const std::string& name) {
+  size_t at = out.find(name + "=");
+  if (at == std::string::npos) return "(missing)";
+  size_t end = out.find('\n', at);
+  return out.substr(at + name.size() + 1, end - at - name.size() - 1);
+}
+
+void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  // $PPID of a shell-mode command is the daemon that forked it. Reading
+  // mem, environ and the fd directory all need ptrace access to it.
+  ExecStartRequest req =
+      Sh("try() { if \"$@\" >/dev/null 2>&1; then echo reached; else echo denied; fi; }\n"
+         "echo signal=$(try kill -0 $PPID)\n"
+         "echo mem=$(try head -c 1 /proc/$PPID/mem)\n"
+         "echo environ=$(try cat /proc/$PPID/environ)\n"
+         "echo fds=$(try ls /proc/$PPID/fd/)\n",
+         "nobody");
+  client::RunResult r = RunSh(ctx, req, "probing the daemon as nobody");
+  for (const char* what : {"signal", "mem", "environ", "fds"}) {
+    Expect(Field(r.stdout_data, what) == "denied",
+           std::string("as nobody, ") + what + " of the daemon was " + Field(r.stdout_data, what));
+  }
+  ExpectOk(ctx.client().Health(), "health after the probe");
+}
+
+void AChildInheritsOnlyItsThreeStreams(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  // ls (a child of the shell) lists the shell's descriptors: no glob, pipe
+  // or command substitution of the shell's own can add one of its own.
+  client::RunResult r = RunSh(ctx, Sh("ls /proc/$$/fd", "nobody"), "listing inherited descriptors");
+  Expect(r.exit_code == 0, "the listing ran: " + r.stderr_data);
+  std::vector<std::string> fds;
+  for (size_t i = 0; i < r.stdout_data.size();) {
+    size_t j = r.stdout_data.find_first_of(" \n", i);
+    if (j == std::string::npos) j = r.stdout_data.size();
+    if (j > i) fds.push_back(r.stdout_data.substr(i, j - i));
+    i = j + 1;
+  }
+  Expect(fds == std::vector<std::string>{"0", "1", "2"},
+         "the child holds descriptors beyond 0-2: " + r.stdout_data);
+}
+
+void AChildCannotReadAnotherExecsOutput(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  std::string secret = "conformance-secret-" + ctx.NewId("s");
+  std::string victim = ctx.NewId("victim");
+  // The victim (root) holds its output open while the thief (nobody) tries
+  // the victim's descriptors, which lead to the spool files.
+  ExecStartRequest v = Sh("echo " + secret + "; sleep 30");
+  ExecInfo vi = ExpectOk(ctx.client().StartExec(victim, v), "starting the victim");
+  ExecStartRequest thief = Sh("p=" + std::to_string(vi.pid) +
+                                  "\n"
+                                  "ls /proc/$p/fd/ 2>/dev/null\n"
+                                  "for f in /proc/$p/fd/*; do cat $f 2>/dev/null; done\n"
+                                  "true",
+                              "nobody");
+  client::RunResult r = RunSh(ctx, thief, "looking for the victim's output as nobody");
+  ExpectOk(ctx.client().KillExec(victim), "killing the victim");
+  ExpectOk(ctx.client().WaitExec(victim, std::chrono::seconds(30)), "waiting for the victim");
+  ExpectOk(ctx.client().AckExec(victim), "acking the victim");
+  Expect(r.stdout_data.empty(), "nobody reached another exec's output: " + r.stdout_data);
+}
+
+bool Alive(CheckContext& ctx, const std::string& pid) {
+  client::RunResult r = RunSh(ctx, Sh("kill -0 " + pid + " 2>/dev/null"), "checking a pid");
+  return r.exit_code == 0;
+}
+
+void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  std::string id = ctx.NewId("leftover");
+  client::RunResult r =
+      ExpectOk(ctx.client().Run(Sh("sleep 300 >/dev/null 2>&1 & echo $!", "nobody"),
+                                {.id = id, .ack = false}),
+               "an exec that leaves a child behind");
+  std::string pid = r.stdout_data.substr(0, r.stdout_data.find('\n'));
+  Expect(!pid.empty() && Alive(ctx, pid), "the background child runs after its leader exited");
+  ExpectOk(ctx.client().AckExec(id), "acking the exec");
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = !Alive(ctx, pid);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  Expect(gone, "pid " + pid + " outlived the ack of its exec");
+}
+
+void AKilledExecLeavesNothingRunning(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  std::string id = ctx.NewId("killtree");
+  ExecStartRequest req = Sh("sleep 300 & echo $!; sleep 300", "nobody");
+  ExpectOk(ctx.client().StartExec(id, req), "starting an exec with a background child");
+  std::string pid;
+  for (int i = 0; i < 100 && pid.empty(); ++i) {
+    client::PollOptions from_start;
+    from_start.stdout_from = 0;
+    from_start.wait = std::chrono::milliseconds(1000);
+    ExecPollResponse out = ExpectOk(ctx.client().PollExec(id, from_start), "polling output");
+    std::string data = out.stdout_slice ? out.stdout_slice->data : std::string();
+    if (data.find('\n') != std::string::npos) {
+      pid = data.substr(0, data.find('\n'));
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  Expect(!pid.empty(), "the exec printed its child's pid");
+  KillRequest kill;
+  kill.grace_sec = 1;
+  ExpectOk(ctx.client().KillExec(id, kill), "killing the exec");
+  ExpectOk(ctx.client().WaitExec(id, std::chrono::seconds(30)), "waiting for the killed exec");
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = !Alive(ctx, pid);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ExpectOk(ctx.client().AckExec(id), "acking the killed exec");
+  Expect(gone, "pid " + pid + " outlived the kill of its exec");
+}
+
+}  // namespace
+
+void AddHostileChecks(std::vector<Check>& checks) {
+  checks.push_back({"hostile", "a child running as nobody cannot signal, trace or read the daemon",
+                    AChildCannotSignalTraceOrReadTheDaemon});
+  checks.push_back({"hostile", "a child inherits no descriptor beyond its three streams",
+                    AChildInheritsOnlyItsThreeStreams});
+  checks.push_back({"hostile", "a child running as nobody cannot read another exec's output",
+                    AChildCannotReadAnotherExecsOutput});
+  checks.push_back({"hostile", "what an exec leaves running ends when it is acked",
+                    WhatAnExecLeavesRunningEndsWithItsAck});
+  checks.push_back(
+      {"hostile", "a killed exec leaves nothing running", AKilledExecLeavesNothingRunning});
+}
+
+}  // namespace agentd::conformance
