@@ -65,8 +65,11 @@ void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx) {
 void AChildInheritsOnlyItsThreeStreams(CheckContext& ctx) {
   NeedRootDaemonAndNobody(ctx);
   // ls (a child of the shell) lists the shell's descriptors: no glob, pipe
-  // or command substitution of the shell's own can add one of its own.
-  client::RunResult r = RunSh(ctx, Sh("ls /proc/$$/fd", "nobody"), "listing inherited descriptors");
+  // or command substitution of the shell's own can add one of its own. The
+  // "; true" keeps shells that exec their last command from making ls the
+  // shell (its directory descriptor would show up).
+  client::RunResult r =
+      RunSh(ctx, Sh("ls /proc/$$/fd; true", "nobody"), "listing inherited descriptors");
   Expect(r.exit_code == 0, "the listing ran: " + r.stderr_data);
   std::vector<std::string> fds;
   for (size_t i = 0; i < r.stdout_data.size();) {
