@@ -60,10 +60,10 @@ void BuildEveryKind(const std::string& root) {
   std::ofstream(root + "/src/data.bin", std::ios::binary) << std::string("\0\1\2\3", 4);
   chmod((root + "/src/data.bin").c_str(), 0600);
   std::ofstream(root + "/name with spaces \xc3\xa9.txt") << "odd";
-  link((root + "/src/run.sh").c_str(), (root + "/src/hardlink.sh").c_str());
-  symlink("src/run.sh", (root + "/relative-link").c_str());
-  symlink("/etc/hostname", (root + "/absolute-link").c_str());
-  symlink("nowhere/at/all", (root + "/dangling-link").c_str());
+  fs::create_hard_link(root + "/src/run.sh", root + "/src/hardlink.sh");
+  fs::create_symlink("src/run.sh", root + "/relative-link");
+  fs::create_symlink("/etc/hostname", root + "/absolute-link");
+  fs::create_symlink("nowhere/at/all", root + "/dangling-link");
   chmod((root + "/src/empty").c_str(), 02755);
   timespec times[2] = {{1500000000, 0}, {1500000000, 0}};
   utimensat(AT_FDCWD, (root + "/src/data.bin").c_str(), times, AT_SYMLINK_NOFOLLOW);

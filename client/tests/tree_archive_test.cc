@@ -133,10 +133,10 @@ TEST_CASE("tree round trip keeps every entry kind", "[client][trees]") {
   WriteFile(src + "/a/script.sh", "#!/bin/sh\necho hi\n", 0755);
   WriteFile(src + "/a/b/data.bin", std::string("\0\1\2binary", 9), 0600);
   WriteFile(src + "/odd name ünï.txt", "x", 0644);
-  link((src + "/a/script.sh").c_str(), (src + "/a/hardlink.sh").c_str());
-  symlink("b/data.bin", (src + "/a/rel-link").c_str());
-  symlink("/etc/hostname", (src + "/abs-link").c_str());
-  symlink("does/not/exist", (src + "/dangling").c_str());
+  fs::create_hard_link(src + "/a/script.sh", src + "/a/hardlink.sh");
+  fs::create_symlink("b/data.bin", src + "/a/rel-link");
+  fs::create_symlink("/etc/hostname", src + "/abs-link");
+  fs::create_symlink("does/not/exist", src + "/dangling");
   chmod((src + "/a/b").c_str(), 02750);  // setgid directory
   struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
   utimensat(AT_FDCWD, (src + "/a/b/data.bin").c_str(), times, 0);

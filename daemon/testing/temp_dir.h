@@ -2,12 +2,15 @@
 // afterwards. Test-only.
 #pragma once
 
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace agentd::testing {
@@ -41,8 +44,11 @@ class TempDir {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   void Mkdir(const std::string& rel) const { ::mkdir((path_ + "/" + rel).c_str(), 0755); }
+  // A fixture that cannot be made is a broken test, not a passing one.
   void Symlink(const std::string& target, const std::string& rel) const {
-    (void)::symlink(target.c_str(), (path_ + "/" + rel).c_str());
+    if (::symlink(target.c_str(), (path_ + "/" + rel).c_str()) != 0) {
+      throw std::runtime_error("symlink " + rel + ": " + std::strerror(errno));
+    }
   }
   bool Exists(const std::string& rel) const {
     struct stat st;
