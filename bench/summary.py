@@ -183,7 +183,9 @@ def concurrent_rows(r: Dict[str, Any]) -> List[Row]:
 def startup_rows(r: Dict[str, Any]) -> List[Row]:
     return [
         judged(Row("daemon start to first health 200 (%d starts)" % len(r["start_s"]),
-                   ms(r["start_p50_s"]), ms(r["start_p99_s"]), target="≤ 20 ms",
+                   ms(r["start_p50_s"]), ms(r["start_p99_s"]),
+                   "spawn of `/bin/true` to exit from the same script: %s" % ms(
+                       r["spawn_true_p50_s"]), target="≤ 20 ms",
                    value=r["start_p50_s"] * 1e3), at_most(20)),
         judged(Row("%s stripped `agentd` size" % ("static" if r["static"] else "DYNAMIC"),
                    "%.2f MiB" % (r["stripped_bytes"] / MIB), target="≤ 4 MiB",
