@@ -13,7 +13,7 @@ requests). Reports requests/s and wrk's latency percentiles, median of the
 rounds; the ratio is agentd's requests/s over nginx's.
 
 Usage: bench/health_bench.py [--agentd PATH] [--seconds 5] [--rounds 3]
-                             [--smoke] [--json FILE]
+                             [--nginx-workers auto] [--smoke] [--json FILE]
 """
 
 import argparse
@@ -33,7 +33,7 @@ from exec_bench import ROOT, Daemon
 from loopback import free_port
 
 NGINX_CONF = """
-worker_processes auto;
+worker_processes {workers};
 daemon off;
 master_process on;
 user root;
@@ -62,7 +62,7 @@ http {{
 class Nginx:
     """Debian's nginx on a free loopback port, serving `body` as /health.json."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, workers: str = "auto") -> None:
         self.tmp = tempfile.mkdtemp(prefix="agentd-nginx-")
         self.port = free_port()
         os.makedirs(os.path.join(self.tmp, "www"))
@@ -70,7 +70,7 @@ class Nginx:
             f.write(body)
         conf = os.path.join(self.tmp, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(tmp=self.tmp, port=self.port))
+            f.write(NGINX_CONF.format(tmp=self.tmp, port=self.port, workers=workers))
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", self.tmp],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
@@ -113,7 +113,7 @@ def wrk(url: str, seconds: int) -> Dict[str, float]:
     return r
 
 
-def run(binary: str, seconds: int, rounds: int) -> Dict[str, object]:
+def run(binary: str, seconds: int, rounds: int, workers: str) -> Dict[str, object]:
     d = Daemon(binary)
     nginx = None
     try:
@@ -121,7 +121,7 @@ def run(binary: str, seconds: int, rounds: int) -> Dict[str, object]:
         c.request("GET", "/v1/health")
         body = c.getresponse().read()
         c.close()
-        nginx = Nginx(body)
+        nginx = Nginx(body, workers)
         agentd_url = "http://127.0.0.1:%d/v1/health" % d.port
         nginx_url = "http://127.0.0.1:%d/health.json" % nginx.port
         ours: List[Dict[str, float]] = []
@@ -135,6 +135,7 @@ def run(binary: str, seconds: int, rounds: int) -> Dict[str, object]:
         d.close()
     med = statistics.median
     return {"seconds": seconds, "rounds": rounds, "body_bytes": len(body),
+            "nginx_workers": workers,
             "agentd": ours, "nginx": theirs,
             "agentd_rps": med(r["requests_per_s"] for r in ours),
             "nginx_rps": med(r["requests_per_s"] for r in theirs),
@@ -150,11 +151,13 @@ def main() -> None:
     ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nginx-workers", default="auto",
+                    help="nginx's worker_processes (Debian's default: auto, one per CPU)")
     ap.add_argument("--smoke", action="store_true", help="one round of one second")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args()
     seconds, rounds = (1, 1) if args.smoke else (args.seconds, args.rounds)
-    r = run(args.agentd, seconds, rounds)
+    r = run(args.agentd, seconds, rounds, args.nginx_workers)
     print("health, wrk -t2 -c64: agentd %.0f req/s (p50 %.2f ms, p99 %.2f ms), "
           "nginx %.0f req/s, ratio %.2f" % (r["agentd_rps"], r["agentd_p50_ms"],
                                            r["agentd_p99_ms"], r["nginx_rps"], r["ratio"]))
