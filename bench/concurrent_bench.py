@@ -19,9 +19,8 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from exec_bench import ROOT, TOKEN, Daemon, build_baseline
 
@@ -98,7 +97,7 @@ def baseline_round(exe: str, execs: int) -> float:
     return float(out) / 1e6
 
 
-def run(binary: str, execs: int, rounds: int) -> Dict[str, object]:
+def run(binary: str, execs: int, rounds: int) -> Dict[str, Any]:
     exe = build_baseline()
     # Spool on tmpfs, as the default state directory (/run/agentd) is; room
     # for every round's records, which stay until the daemon stops.
@@ -137,4 +136,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

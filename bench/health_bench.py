@@ -24,10 +24,9 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from exec_bench import ROOT, Daemon
 from loopback import free_port
@@ -106,14 +105,19 @@ def wrk(url: str, seconds: int) -> Dict[str, float]:
                          capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:
         raise RuntimeError("wrk saw errors:\n" + out)
-    r = {"requests_per_s": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))}
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if not rps:
+        raise RuntimeError("no Requests/sec in wrk's output:\n" + out)
+    r = {"requests_per_s": float(rps.group(1))}
     for p in ("50", "99"):
         m = re.search(r"^\s+%s%%\s+([\d.]+)(us|ms|s)$" % p, out, re.M)
+        if not m:
+            raise RuntimeError("no %s%% latency in wrk's output:\n%s" % (p, out))
         r["p%s_ms" % p] = float(m.group(1)) * UNITS[m.group(2)]
     return r
 
 
-def run(binary: str, seconds: int, rounds: int, workers: str) -> Dict[str, object]:
+def run(binary: str, seconds: int, rounds: int, workers: str) -> Dict[str, Any]:
     d = Daemon(binary)
     nginx = None
     try:
@@ -167,4 +171,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

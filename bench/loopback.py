@@ -9,7 +9,7 @@ copying them in between.
 import socket
 import subprocess
 import threading
-from typing import IO, Sequence, Tuple, Union
+from typing import IO, Dict, Sequence, Tuple, Union
 
 Output = Union[int, IO[bytes], None]
 
@@ -19,7 +19,7 @@ def connected_pair() -> Tuple[socket.socket, socket.socket]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
-    accepted = {}
+    accepted: Dict[str, socket.socket] = {}
     t = threading.Thread(target=lambda: accepted.setdefault("c", listener.accept()[0]))
     t.start()
     sender = socket.create_connection(listener.getsockname())

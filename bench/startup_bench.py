@@ -21,10 +21,9 @@ import shutil
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from exec_bench import ROOT, pct
 from loopback import free_port
@@ -104,7 +103,7 @@ def main() -> None:
         starts.append(one_start(args.agentd, parent))
         spawns.append(one_spawn())
     static = args.static or args.agentd
-    r: Dict[str, object] = {
+    r: Dict[str, Any] = {
         "start_s": starts, "start_p50_s": statistics.median(starts),
         "start_p99_s": pct(starts, 99), "spawn_true_s": spawns,
         "spawn_true_p50_s": statistics.median(spawns), "binary": os.path.abspath(static),
@@ -119,4 +118,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
