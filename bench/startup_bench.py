@@ -10,7 +10,7 @@
   size    the size of the binary given with --static after `strip --strip-all`
           (the release build ships it stripped)
 
-Usage: bench/startup_bench.py [--agentd PATH] [--static PATH] [--starts 30]
+Usage: bench/startup_bench.py [--agentd PATH] [--static PATH] [--starts 50]
                               [--smoke] [--json FILE]
 """
 
@@ -91,7 +91,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
     ap.add_argument("--static", help="the static binary to measure (default: --agentd)")
-    ap.add_argument("--starts", type=int, default=30)
+    ap.add_argument("--starts", type=int, default=50)
     ap.add_argument("--smoke", action="store_true", help="3 starts")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args()
