@@ -8,7 +8,8 @@ on a plain keep-alive socket, interleaved in one process, and prints ratios:
   * an exec printing N MiB read through Client::Stream (SSE, decoded) vs the
     raw stdout route read by a plain socket.
 
-  bench/client_bench.py [--quick]   (results in bench/results/client.json)
+  bench/client_bench.py [--build DIR] [--smoke] [--json FILE]
+  (results in bench/results/client.json unless --json says otherwise)
 """
 import argparse
 import json
@@ -22,9 +23,11 @@ from exec_bench import Daemon, HERE, ROOT, TOKEN
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--quick", "--smoke", action="store_true", dest="smoke",
+                    help="tiny sizes: checks that the benchmark works")
+    ap.add_argument("--json", help="where to write the results (default bench/results/client.json)")
     args = ap.parse_args()
-    rounds, mib = (50, 64) if args.quick else (500, 1024)
+    rounds, mib = (20, 16) if args.smoke else (500, 1024)
     tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
     # Retention above the stream size: no byte is released while it is read.
     d = Daemon(os.path.join(args.build, "daemon", "agentd"), "--retention-stream-bytes",
@@ -39,8 +42,9 @@ def main():
     r = json.loads(out)
     r["machine"] = {"cpus": os.cpu_count(), "kernel": os.uname().release,
                     "loadavg": os.getloadavg()}
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "client.json"), "w") as f:
+    out_path = args.json or os.path.join(HERE, "results", "client.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    with open(out_path, "w") as f:
         json.dump(r, f, indent=2)
     print("| measurement | through the client | raw HTTP | ratio |")
     print("|---|---|---|---|")

@@ -10,11 +10,13 @@ is reported as a ratio:
               With the state directory on tmpfs (as /run usually is) and on
               the disk file system of /tmp.
   throughput  one exec printing 1 GiB, read over the raw route (follow=1)
-              and over SSE; vs `head -c 1G /dev/zero | cat > /dev/null`.
-  memory      daemon RSS idle, with 1,000 running execs, after a 2 GiB print.
+              and over SSE; vs `head -c 1G /dev/zero` through a loopback
+              TCP connection into `cat > /dev/null`.
+  memory      daemon RSS idle, after a 2 GiB print, with 1,000 running execs.
 
-Usage: bench/exec_bench.py [--agentd build/daemon/agentd] [--quick]
-Writes bench/results/exec.json and prints a Markdown table.
+Usage: bench/exec_bench.py [--agentd build/daemon/agentd] [--smoke]
+                           [--state-on tmpfs,disk] [--json FILE]
+Writes bench/results/exec.json (or FILE) and prints a Markdown table.
 """
 
 import argparse
@@ -29,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from loopback import socket_pipeline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -130,9 +134,12 @@ def round_trip(binary, exe, n, rounds, state_parent):
             "baseline_p50_us": pct(base, 50), "baseline_p99_us": pct(base, 99)}
 
 
-def baseline_pipe(size):
+def baseline_socket(size):
+    """`head -c SIZE /dev/zero` through a loopback TCP connection into `cat`:
+    the same producer and the same kernel path as the daemon's output, with
+    no spool and no HTTP."""
     t0 = time.perf_counter()
-    subprocess.run("head -c %d /dev/zero | cat > /dev/null" % size, shell=True, check=True)
+    socket_pipeline(["head", "-c", str(size), "/dev/zero"], ["cat"])
     return size / (time.perf_counter() - t0)
 
 
@@ -166,11 +173,11 @@ def throughput(binary, size, rounds, state_parent):
     # Retention above the size: no byte is released while it is read.
     d = Daemon(binary, "--retention-stream-bytes", str(4 * GIB), "--retention-total-bytes",
                str(8 * GIB), "--ack-ttl-sec", "0", state_parent=state_parent)
-    pipe, raw, sse = [], [], []
+    base, raw, sse = [], [], []
     try:
         conn = d.conn()
         for r in range(rounds):
-            pipe.append(baseline_pipe(size))
+            base.append(baseline_socket(size))
             rate, wire, tail = stream_exec(d, "raw-%d" % r, "stdout?follow=1", size)
             assert tail.endswith(b"0\r\n\r\n") and wire >= size, (wire, tail)
             raw.append(rate)
@@ -184,10 +191,12 @@ def throughput(binary, size, rounds, state_parent):
         d.close()
     med = statistics.median
     return {"size": size, "rounds": rounds, "state_parent": state_parent,
-            "pipe_bytes_per_s": med(pipe), "raw_bytes_per_s": med(raw),
+            "baseline_rounds": base, "raw_rounds": raw, "sse_rounds": sse,
+            "baseline_bytes_per_s": med(base), "raw_bytes_per_s": med(raw),
             "sse_bytes_per_s": med(sse),
-            "raw_ratio": med(r / p for r, p in zip(raw, pipe)),
-            "sse_ratio": med(s / p for s, p in zip(sse, pipe))}
+            "raw_ratio": med(r / b for r, b in zip(raw, base)),
+            "sse_ratio": med(s / b for s, b in zip(sse, base)),
+            "sse_vs_raw_ratio": med(s / r for s, r in zip(sse, raw))}
 
 
 def wait_all_exited(d, conn):
@@ -198,11 +207,18 @@ def wait_all_exited(d, conn):
 
 
 def memory(binary, running, print_size):
+    """RSS idle, then after one exec printed `print_size` bytes (compared with
+    idle: output must not stay in the daemon), then with `running` execs
+    alive at once."""
     d = Daemon(binary, "--max-execs", str(running + 10))  # default retention: 256 MiB/stream
     try:
         conn = d.conn()
         d.call(conn, "GET", "/v1/execs")
         idle = d.rss_kib()
+        d.call(conn, "PUT", "/v1/execs/big", {"argv": ["head", "-c", str(print_size), "/dev/zero"]})
+        while d.call(conn, "GET", "/v1/execs/big?wait_ms=10000")[1]["state"] != "exited":
+            pass
+        after_print = d.rss_kib()
         for i in range(running):
             s, _ = d.call(conn, "PUT", "/v1/execs/m-%d" % i, {"argv": ["sleep", "600"]})
             assert s == 201, s
@@ -210,45 +226,47 @@ def memory(binary, running, print_size):
         for i in range(running):
             d.call(conn, "POST", "/v1/execs/m-%d/kill" % i, {"signal": "KILL"})
         wait_all_exited(d, conn)
-        for i in range(running):
-            d.call(conn, "POST", "/v1/execs/m-%d/ack" % i)
-        before_print = d.rss_kib()
-        d.call(conn, "PUT", "/v1/execs/big", {"argv": ["head", "-c", str(print_size), "/dev/zero"]})
-        while d.call(conn, "GET", "/v1/execs/big?wait_ms=10000")[1]["state"] != "exited":
-            pass
-        after_print = d.rss_kib()
         conn.close()
-        return {"idle_kib": idle, "running_execs": running, "with_running_kib": with_running,
-                "before_print_kib": before_print, "print_bytes": print_size,
-                "after_print_kib": after_print}
+        return {"idle_kib": idle, "print_bytes": print_size, "after_print_kib": after_print,
+                "running_execs": running, "with_running_kib": with_running}
     finally:
         d.close()
+
+
+STATE_PARENTS = {"tmpfs": "/dev/shm", "disk": "/tmp"}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
-    ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    ap.add_argument("--quick", "--smoke", action="store_true", dest="smoke",
+                    help="tiny sizes: checks that the benchmark works")
+    ap.add_argument("--state-on", default="tmpfs,disk",
+                    help="comma-separated: where the state directory lives (tmpfs, disk)")
+    ap.add_argument("--json", help="where to write the results (default bench/results/exec.json)")
     args = ap.parse_args()
-    n, rounds = (100, 2) if args.quick else (1000, 5)
-    size = (64 << 20) if args.quick else GIB
-    running = 100 if args.quick else 1000
-    print_size = (256 << 20) if args.quick else 2 * GIB
-    tmpfs = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    n, rounds = (40, 2) if args.smoke else (1000, 5)
+    size = (16 << 20) if args.smoke else GIB
+    throughput_rounds = 1 if args.smoke else 3
+    running = 20 if args.smoke else 1000
+    print_size = (16 << 20) if args.smoke else 2 * GIB
+    parents = [STATE_PARENTS[k] for k in args.state_on.split(",")
+               if os.path.isdir(STATE_PARENTS[k])]
 
     exe = build_baseline()
     results = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release,
                            "loadavg_at_start": os.getloadavg()}}
     results["round_trip"] = [round_trip(args.agentd, exe, n, rounds, parent)
-                             for parent in (tmpfs, "/tmp") if parent]
-    results["throughput"] = [throughput(args.agentd, size, 3, parent)
-                             for parent in (tmpfs, "/tmp") if parent]
+                             for parent in parents]
+    results["throughput"] = [throughput(args.agentd, size, throughput_rounds, parent)
+                             for parent in parents]
     results["memory"] = memory(args.agentd, running, print_size)
     results["machine"]["loadavg_at_end"] = os.getloadavg()
     shutil.rmtree(os.path.dirname(exe))
 
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "exec.json"), "w") as f:
+    out = args.json or os.path.join(HERE, "results", "exec.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
         json.dump(results, f, indent=2)
 
     mib = lambda x: "%.0f MiB/s" % (x / (1 << 20))
@@ -261,17 +279,17 @@ def main():
                 p, r["state_parent"], a / 1000, b / 1000, a / b))
     for t in results["throughput"]:
         for kind in ("raw", "sse"):
-            print("| %d MiB output, %s, spool on %s | %s | %s | %.2f |" % (
+            print("| %d MiB output, %s, spool on %s | %s | %s (socket) | %.2f |" % (
                 t["size"] >> 20, kind, t["state_parent"], mib(t["%s_bytes_per_s" % kind]),
-                mib(t["pipe_bytes_per_s"]), t["%s_ratio" % kind]))
+                mib(t["baseline_bytes_per_s"]), t["%s_ratio" % kind]))
     m = results["memory"]
     print("| RSS idle | %.1f MiB | | |" % (m["idle_kib"] / 1024))
+    print("| RSS after a %d MiB print | %.1f MiB | idle | +%.1f MiB |" % (
+        m["print_bytes"] >> 20, m["after_print_kib"] / 1024,
+        (m["after_print_kib"] - m["idle_kib"]) / 1024))
     print("| RSS with %d running execs | %.1f MiB | idle | +%.1f MiB |" % (
         m["running_execs"], m["with_running_kib"] / 1024,
         (m["with_running_kib"] - m["idle_kib"]) / 1024))
-    print("| RSS after a %d MiB print | %.1f MiB | just before it | +%.1f MiB |" % (
-        m["print_bytes"] >> 20, m["after_print_kib"] / 1024,
-        (m["after_print_kib"] - m["before_print_kib"]) / 1024))
 
 
 if __name__ == "__main__":

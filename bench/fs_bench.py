@@ -15,25 +15,29 @@ data in the same run:
 The baselines pass socket descriptors straight to tar and cat (no copying
 relay in between). Data lives on a tmpfs when the script can mount one (root),
 so the disk does not dominate; the daemon still fsyncs every write. Each
-measurement is the median of --runs runs with a warm page cache.
+measurement is the median of --runs runs with a warm page cache, each run of
+the daemon next to a run of its baseline. --json FILE writes every time;
+--smoke runs tiny sizes once (bench/run --smoke).
 
-usage: bench/fs_bench.py [--bin build/daemon/agentd] [--runs 3] [tree file lines]
+usage: bench/fs_bench.py [--bin build/daemon/agentd] [--runs 3] [--smoke] [--json FILE]
+                         [tree file lines]
 """
 
 import argparse
+import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
+from typing import Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from lib import agentd_test  # noqa: E402
+from loopback import socket_pipeline  # noqa: E402
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -54,38 +58,17 @@ def timed(fn):
     return time.perf_counter() - start
 
 
-def median_time(runs, fn, setup=None):
-    times = []
+def interleaved(runs: int, ours: Callable[[], None], theirs: Callable[[], None],
+                setup: Optional[Callable[[], None]] = None) -> Dict[str, List[float]]:
+    """Times `ours` and `theirs` alternately, `runs` times each, so load from
+    other work on the machine hits both alike; returns both lists of seconds."""
+    times: Dict[str, List[float]] = {"daemon_s": [], "baseline_s": []}
     for _ in range(runs):
-        if setup:
-            setup()
-        times.append(timed(fn))
-    return statistics.median(times)
-
-
-def socket_pipeline(producer_argv, consumer_argv):
-    """Runs producer | consumer with a loopback TCP connection as the pipe."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
-    accepted = {}
-
-    def accept():
-        accepted["conn"], _ = listener.accept()
-
-    t = threading.Thread(target=accept)
-    t.start()
-    sender = socket.create_connection(("127.0.0.1", port))
-    t.join()
-    receiver = accepted["conn"]
-    consumer = subprocess.Popen(consumer_argv, stdin=receiver.fileno(), stdout=subprocess.DEVNULL)
-    producer = subprocess.Popen(producer_argv, stdout=sender.fileno())
-    sender.close()
-    receiver.close()
-    listener.close()
-    if producer.wait() != 0 or consumer.wait() != 0:
-        raise RuntimeError("baseline pipeline failed")
+        for key, fn in (("daemon_s", ours), ("baseline_s", theirs)):
+            if setup:
+                setup()
+            times[key].append(timed(fn))
+    return times
 
 
 def reset_dir(path):
@@ -116,13 +99,13 @@ def tree_size(root):
     return files, total
 
 
-def bench_tree(daemon, work, runs):
+def bench_tree(daemon, work, runs, small=10_000, large=3, large_size=64 * MiB):
     """Four pairs: each daemon pipeline and the plain-tar pipeline that does
     the same job through a loopback socket."""
     src = os.path.join(work, "tree-src")
     dst = os.path.join(work, "tree-dst")
     archive = os.path.join(work, "tree.tar")
-    make_tree(src)
+    make_tree(src, small, large, large_size)
     files, size = tree_size(src)
     tar_c = ["tar", "-C", src, "-cf", "-", "."]
     tar_x = ["tar", "-C", dst, "-xf", "-"]
@@ -156,7 +139,7 @@ def bench_tree(daemon, work, runs):
     setup = lambda: reset_dir(dst)  # noqa: E731
     results = {}
     for name, (ours, theirs) in pairs.items():
-        results[name] = (median_time(runs, ours, setup), median_time(runs, theirs, setup))
+        results[name] = interleaved(runs, ours, theirs, setup)
     shutil.rmtree(src)
     shutil.rmtree(dst, ignore_errors=True)
     os.unlink(archive)
@@ -167,7 +150,7 @@ def bench_file(daemon, work, runs, size=GiB):
     src = os.path.join(work, "file-src.bin")
     dst = os.path.join(work, "file-dst.bin")
     with open(src, "wb") as f, open("/dev/urandom", "rb") as rnd:
-        block = rnd.read(16 * MiB)
+        block = rnd.read(min(16 * MiB, size))
         for _ in range(size // len(block)):
             f.write(block)
 
@@ -184,46 +167,23 @@ def bench_file(daemon, work, runs, size=GiB):
 
     def baseline():
         with open(dst, "wb") as out:
-            socket_pipeline_to_file(["cat", src], out)
+            socket_pipeline(["cat", src], ["cat"], consumer_stdout=out)
 
-    results = {
-        "upload": median_time(runs, daemon_upload, clean),
-        "download": median_time(runs, daemon_download, clean),
-        "baseline": median_time(runs, baseline, clean),
-    }
+    # The baseline runs once per round for each direction, next to it.
+    results = {"upload": interleaved(runs, daemon_upload, baseline, clean),
+               "download": interleaved(runs, daemon_download, baseline, clean)}
     os.unlink(src)
     clean()
     return size, results
-
-
-def socket_pipeline_to_file(producer_argv, out_file):
-    """producer | cat > out_file, through a loopback socket."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    port = listener.getsockname()[1]
-    accepted = {}
-    t = threading.Thread(target=lambda: accepted.setdefault("c", listener.accept()[0]))
-    t.start()
-    sender = socket.create_connection(("127.0.0.1", port))
-    t.join()
-    receiver = accepted["c"]
-    consumer = subprocess.Popen(["cat"], stdin=receiver.fileno(), stdout=out_file)
-    producer = subprocess.Popen(producer_argv, stdout=sender.fileno())
-    sender.close()
-    receiver.close()
-    listener.close()
-    if producer.wait() != 0 or consumer.wait() != 0:
-        raise RuntimeError("baseline pipeline failed")
 
 
 def bench_lines(daemon, work, runs, size=GiB):
     path = os.path.join(work, "lines.txt")
     line_count = 0
     with open(path, "wb") as f:
+        per_chunk = min(100_000, size // 64)
         chunk = b"".join(b"%09d some text of a log line, padded out to look real ....\n" % i
-                         for i in range(100_000))
-        per_chunk = 100_000
+                         for i in range(per_chunk))
         while f.tell() < size:
             f.write(chunk)
             line_count += per_chunk
@@ -242,52 +202,72 @@ def bench_lines(daemon, work, runs, size=GiB):
         subprocess.run(["sed", "-n", "%d,%dp" % (start, end), path], check=True,
                        stdout=subprocess.DEVNULL)
 
-    results = {"daemon": median_time(runs, daemon_lines), "sed": median_time(runs, sed_lines)}
+    results = interleaved(runs, daemon_lines, sed_lines)
     actual = os.path.getsize(path)
     os.unlink(path)
     return actual, line_count, start, end, results
 
 
-def main():
+def ratio(ours: List[float], theirs: List[float]) -> float:
+    """Median of the per-round ratios daemon time / baseline time."""
+    return statistics.median(a / b for a, b in zip(ours, theirs))
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                       "daemon", "agentd"))
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes and one run: checks that the benchmark works")
+    parser.add_argument("--json", help="also write the measurements to this file")
     parser.add_argument("which", nargs="*", default=["tree", "file", "lines"])
     args = parser.parse_args()
     agentd_test.AGENTD_BIN = os.path.abspath(args.bin)
+    runs = 1 if args.smoke else args.runs
+    tree_sizes = (200, 1, MiB) if args.smoke else (10_000, 3, 64 * MiB)
+    data_size = 8 * MiB if args.smoke else GiB
 
     work = tempfile.mkdtemp(prefix="agentd-bench-")
     mounted = os.geteuid() == 0 and subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=4g", "tmpfs", work]).returncode == 0
     daemon = agentd_test.Daemon()
+    out: Dict[str, object] = {"data_on": "tmpfs" if mounted else "disk", "runs": runs}
     try:
         print("# agentd filesystem benchmarks (%s, %d CPUs, data on %s, median of %d)" %
-              (os.uname().release, os.cpu_count(), "tmpfs" if mounted else "disk", args.runs))
+              (os.uname().release, os.cpu_count(), out["data_on"], runs))
         if "tree" in args.which:
-            files, size, r = bench_tree(daemon, work, args.runs)
+            files, size, r = bench_tree(daemon, work, runs, *tree_sizes)
+            out["tree"] = {"files": files, "bytes": size, "pairs": r}
             print("\ntree: %d files, %.0f MiB (daemon vs tar through a socket)" %
                   (files, size / MiB))
-            for name, (ours, theirs) in r.items():
+            for name, t in r.items():
+                ours, theirs = statistics.median(t["daemon_s"]), statistics.median(t["baseline_s"])
                 print("  %-17s %6.2f s (%6.0f files/s)  vs %6.2f s  ratio %.2f" %
-                      (name, ours, files / ours, theirs, ours / theirs))
+                      (name, ours, files / ours, theirs, ratio(t["daemon_s"], t["baseline_s"])))
         if "file" in args.which:
-            size, r = bench_file(daemon, work, args.runs)
-            print("\nfile: %.0f MiB" % (size / MiB))
-            for name in ("upload", "download", "baseline"):
+            size, r = bench_file(daemon, work, runs, data_size)
+            out["file"] = {"bytes": size, **r}
+            print("\nfile: %.0f MiB (vs cat through a socket)" % (size / MiB))
+            for name, t in r.items():
+                ours = statistics.median(t["daemon_s"])
                 print("  %-9s %6.2f s  %6.0f MiB/s  ratio %.2f" %
-                      (name, r[name], size / MiB / r[name], r[name] / r["baseline"]))
+                      (name, ours, size / MiB / ours, ratio(t["daemon_s"], t["baseline_s"])))
         if "lines" in args.which:
-            size, count, start, end, r = bench_lines(daemon, work, args.runs)
+            size, count, start, end, r = bench_lines(daemon, work, runs, data_size)
+            out["lines"] = {"bytes": size, "lines": count, "start": start, "end": end, **r}
             print("\nlines %d-%d of %d in a %.0f MiB file" % (start, end, count, size / MiB))
-            for name in ("daemon", "sed"):
-                print("  %-9s %6.3f s  %6.0f MiB/s scanned  ratio %.2f" %
-                      (name, r[name], size / MiB / r[name], r[name] / r["sed"]))
+            ours, sed = statistics.median(r["daemon_s"]), statistics.median(r["baseline_s"])
+            print("  daemon %6.3f s, sed %6.3f s, ratio %.2f" %
+                  (ours, sed, ratio(r["daemon_s"], r["baseline_s"])))
     finally:
         daemon.close()
         if mounted:
             subprocess.run(["umount", "-l", work])
         shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
 
 
 if __name__ == "__main__":

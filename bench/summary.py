@@ -1,0 +1,243 @@
+"""The table of bench/run: every benchmark's JSON turned into rows of
+measured median, p99, same-run baseline, ratio, target and whether it is met.
+
+The targets are those of issue 12 (docs/BENCHMARKS.md, "The suite:
+bench/run"). A ratio is always written so that the target reads as the
+issue states it: time ratios (agentd / baseline, lower is better) for
+latencies, throughput ratios (agentd / baseline, higher is better) for
+transfers, and "times faster" (baseline time / agentd time) for the ranged
+line read.
+"""
+
+import json
+import os
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Dict, List, Optional
+
+MIB = 1 << 20
+
+
+@dataclass
+class Row:
+    what: str
+    measured: str
+    p99: str = "—"
+    baseline: str = "—"
+    ratio: Optional[float] = None
+    target: str = "—"  # e.g. "≤ 1.5×"; "—": shown for context, no target
+    met: Optional[bool] = None
+    value: Optional[float] = None  # the number the target applies to, when not the ratio
+
+
+def ms(seconds: float) -> str:
+    return "%.2f ms" % (seconds * 1e3)
+
+
+def rate(bytes_per_s: float) -> str:
+    return "%.0f MiB/s" % (bytes_per_s / MIB)
+
+
+def mib(kib: float) -> str:
+    return "%.1f MiB" % (kib / 1024)
+
+
+def at_most(limit: float) -> Callable[[float], bool]:
+    return lambda x: x <= limit
+
+
+def at_least(limit: float) -> Callable[[float], bool]:
+    return lambda x: x >= limit
+
+
+def judged(row: Row, check: Callable[[float], bool]) -> Row:
+    x = row.value if row.value is not None else row.ratio
+    row.met = None if x is None else check(x)
+    return row
+
+
+def exec_rows(r: Dict[str, Any]) -> List[Row]:
+    rows = []
+    for rt in r["round_trip"]:
+        on = "tmpfs" if rt["state_parent"] == "/dev/shm" else "ext4 (/tmp)"
+        row = Row("exec round trip: start `/bin/true`, long poll to exit + output, keep-alive "
+                  "loopback; state on %s (%d runs)" % (on, rt["n"]),
+                  ms(rt["agentd_p50_us"] / 1e6), ms(rt["agentd_p99_us"] / 1e6),
+                  "fork+exec+wait %s (p99 %s)" % (ms(rt["baseline_p50_us"] / 1e6),
+                                                  ms(rt["baseline_p99_us"] / 1e6)),
+                  rt["agentd_p50_us"] / rt["baseline_p50_us"])
+        if rt["state_parent"] == "/dev/shm":  # the default state directory, /run, is tmpfs
+            row.target = "p50 ≤ 1.5×"
+            judged(row, at_most(1.5))
+        rows.append(row)
+    for t in r["throughput"]:
+        if t["state_parent"] != "/dev/shm":
+            continue
+        size = "%d MiB" % (t["size"] >> 20)
+        rows.append(judged(Row(
+            "output throughput, raw route (`stdout?follow=1`), %s printed by one exec "
+            "(median of %d)" % (size, t["rounds"]),
+            rate(t["raw_bytes_per_s"]), baseline="`head -c` → loopback TCP → `cat`: %s" %
+            rate(t["baseline_bytes_per_s"]), ratio=t["raw_ratio"], target="≥ 0.7×"),
+            at_least(0.7)))
+        rows.append(judged(Row(
+            "output throughput over SSE (`events`), %s" % size, rate(t["sse_bytes_per_s"]),
+            baseline="raw route: %s" % rate(t["raw_bytes_per_s"]),
+            ratio=t["sse_vs_raw_ratio"], target="≥ 0.5×"), at_least(0.5)))
+    m = r["memory"]
+    rows.append(judged(Row("daemon RSS idle", mib(m["idle_kib"]), target="≤ 4 MiB",
+                           value=m["idle_kib"] / 1024), at_most(4)))
+    rows.append(judged(Row("daemon RSS with %d running execs" % m["running_execs"],
+                           mib(m["with_running_kib"]), target="≤ 64 MiB",
+                           value=m["with_running_kib"] / 1024), at_most(64)))
+    rows.append(judged(Row(
+        "daemon RSS after a %d MiB print" % (m["print_bytes"] >> 20), mib(m["after_print_kib"]),
+        baseline="idle: %s (+%.1f MiB)" % (mib(m["idle_kib"]),
+                                           (m["after_print_kib"] - m["idle_kib"]) / 1024),
+        target="≤ idle + 4 MiB", value=(m["after_print_kib"] - m["idle_kib"]) / 1024),
+        at_most(4)))
+    return rows
+
+
+def client_rows(r: Dict[str, Any]) -> List[Row]:
+    return [
+        judged(Row("one-shot exec through the client library: `Run(/bin/true)`",
+                   ms(r["run_p50_ms"] / 1e3), ms(r["run_p99_ms"] / 1e3),
+                   "raw HTTP PUT + long poll + ack: %s (p99 %s)" % (
+                       ms(r["raw_p50_ms"] / 1e3), ms(r["raw_p99_ms"] / 1e3)),
+                   r["run_ratio_p50"], "≤ 1.1×"), at_most(1.1)),
+        Row("output read through the client library's `Stream` (SSE, decoded), %d MiB" % (
+            r["stream_bytes"] >> 20), "%.0f MiB/s" % r["stream_client_mib_s"],
+            baseline="raw route by a socket: %.0f MiB/s" % r["stream_raw_mib_s"],
+            ratio=r["stream_ratio"]),
+    ]
+
+
+def health_rows(r: Dict[str, Any]) -> List[Row]:
+    return [judged(Row(
+        "health requests, wrk -t2 -c64 keep-alive, %d s × %d" % (r["seconds"], r["rounds"]),
+        "%.0f req/s (p50 %.2f ms)" % (r["agentd_rps"], r["agentd_p50_ms"]),
+        "%.2f ms" % r["agentd_p99_ms"],
+        "nginx, static file: %.0f req/s" % r["nginx_rps"], r["ratio"], "≥ 0.8×"),
+        at_least(0.8))]
+
+
+def fs_rows(r: Dict[str, Any]) -> List[Row]:
+    rows = []
+    med = statistics.median
+
+    def speedup(t: Dict[str, List[float]]) -> float:
+        """Throughput ratio agentd / baseline = baseline time / agentd time."""
+        return med(b / a for a, b in zip(t["daemon_s"], t["baseline_s"]))
+
+    if "tree" in r:
+        tree = r["tree"]
+        what = "%d files, %.0f MiB" % (tree["files"], tree["bytes"] / MIB)
+        # key: (what, its baseline, whether the issue sets a target on it)
+        labels = {"upload": ("tree upload (`tar c | curl -T -`), " + what,
+                             "`tar c | tar x`", True),
+                  "download": ("tree download (`curl | tar x`), " + what, "`tar c | tar x`", True),
+                  "upload from file": ("tree upload from an archive file (extraction alone)",
+                                       "`cat archive | tar x`", False),
+                  "download to null": ("tree download to /dev/null (archiving alone)",
+                                       "`tar c | cat`", False)}
+        for key, (label, base, targeted) in labels.items():
+            t = tree["pairs"][key]
+            row = Row(label, "%.2f s" % med(t["daemon_s"]),
+                      baseline="%s via loopback TCP: %.2f s" % (base, med(t["baseline_s"])),
+                      ratio=speedup(t))
+            if targeted:
+                row.target = "≥ 0.8×"
+                judged(row, at_least(0.8))
+            rows.append(row)
+    if "file" in r:
+        f = r["file"]
+        size = f["bytes"]
+        for key in ("upload", "download"):
+            t = f[key]
+            rows.append(judged(Row(
+                "single-file %s, %d MiB (`curl`)" % (key, size >> 20),
+                rate(size / med(t["daemon_s"])),
+                baseline="`cat` via loopback TCP: %s" % rate(size / med(t["baseline_s"])),
+                ratio=speedup(t), target="≥ 0.8×"), at_least(0.8)))
+    if "lines" in r:
+        li = r["lines"]
+        rows.append(judged(Row(
+            "ranged line read, lines %d-%d of a %d MiB file" % (li["start"], li["end"],
+                                                                li["bytes"] >> 20),
+            ms(med(li["daemon_s"])), baseline="`sed -n 'A,Bp'`: %s" % ms(med(li["baseline_s"])),
+            ratio=speedup(li), target="≥ 3× faster"), at_least(3)))
+    return rows
+
+
+def concurrent_rows(r: Dict[str, Any]) -> List[Row]:
+    med = statistics.median
+    return [judged(Row(
+        "%d execs started concurrently (pipelined on %d connections), to all exited" % (
+            r["execs"], r["connections"]), ms(med(r["agentd_s"])),
+        baseline="%d fork+exec in a C loop, then wait: %s" % (r["execs"],
+                                                               ms(med(r["baseline_s"]))),
+        ratio=r["ratio"], target="≤ 2×"), at_most(2))]
+
+
+def startup_rows(r: Dict[str, Any]) -> List[Row]:
+    return [
+        judged(Row("daemon start to first health 200 (%d starts)" % len(r["start_s"]),
+                   ms(r["start_p50_s"]), ms(r["start_p99_s"]),
+                   "spawn of `/bin/true` to exit from the same script: %s" % ms(
+                       r["spawn_true_p50_s"]), target="≤ 20 ms",
+                   value=r["start_p50_s"] * 1e3), at_most(20)),
+        judged(Row("%s stripped `agentd` size" % ("static" if r["static"] else "DYNAMIC"),
+                   "%.2f MiB" % (r["stripped_bytes"] / MIB), target="≤ 4 MiB",
+                   value=r["stripped_bytes"] / MIB if r["static"] else 1e9), at_most(4)),
+    ]
+
+
+def ssh_rows(r: Dict[str, Any]) -> List[Row]:
+    return [
+        Row("for orientation: `ssh HOST /bin/true` through a ControlMaster (%d runs)" % r["runs"],
+            ms(r["true_p50_s"]), ms(r["true_p99_s"])),
+        Row("for orientation: `ssh HOST head -c %d MiB` through a ControlMaster" % (
+            r["bytes"] >> 20), rate(r["bytes_per_s"])),
+    ]
+
+
+# Benchmark name -> how its JSON becomes rows, in the order of the table.
+ROW_MAKERS: Dict[str, Callable[[Dict[str, Any]], List[Row]]] = {
+    "exec": exec_rows,
+    "client": client_rows,
+    "health": health_rows,
+    "fs": fs_rows,
+    "concurrent": concurrent_rows,
+    "startup": startup_rows,
+    "ssh": ssh_rows,
+}
+# Run only when asked or when their tool is there (not a project dependency).
+OPTIONAL = {"ssh": "/usr/sbin/sshd"}
+
+
+def collect(out_dir: str, names: List[str]) -> List[Row]:
+    rows: List[Row] = []
+    for name in names:
+        path = os.path.join(out_dir, name + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                rows += ROW_MAKERS[name](json.load(f))
+        else:
+            rows.append(Row("%s: no result (the benchmark failed)" % name, "—", met=False))
+    return rows
+
+
+def markdown(rows: List[Row]) -> str:
+    lines = ["| what | measured (median) | p99 | baseline, same run (median) | ratio | target "
+             "| met |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        met = "—" if r.met is None else ("yes" if r.met else "**no**")
+        ratio = "—" if r.ratio is None else "%.2f×" % r.ratio
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r.what, r.measured, r.p99, r.baseline, ratio, r.target, met))
+    return "\n".join(lines) + "\n"
+
+
+def as_json(rows: List[Row]) -> List[Dict[str, Any]]:
+    return [asdict(r) for r in rows]
