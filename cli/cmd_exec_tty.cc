@@ -71,6 +71,13 @@ asio::awaitable<void> PumpTerminalInput(client::AsyncClient& c, std::string id) 
 }  // namespace
 
 int RunExecOnTty(Context& ctx, ExecStartRequest req, std::string id) {
+  asio::io_context io;
+  client::AsyncClient c(io.get_executor(), ctx.client_options());
+  // SIGTERM/SIGHUP end the remote command; SIGWINCH resizes it. (SIGINT
+  // cannot arrive from a raw terminal; it would come from kill(1).) The
+  // handlers exist before the size is read, so no resize falls between.
+  asio::signal_set ends(io, SIGTERM, SIGHUP, SIGINT);
+  asio::signal_set winch(io, SIGWINCH);
   auto [rows, cols] = LocalSize();
   PtySpec pty;
   pty.rows = rows;
@@ -78,13 +85,6 @@ int RunExecOnTty(Context& ctx, ExecStartRequest req, std::string id) {
   if (const char* term = std::getenv("TERM")) pty.term = term;
   req.pty = pty;
   req.stdin_stream = true;
-
-  asio::io_context io;
-  client::AsyncClient c(io.get_executor(), ctx.client_options());
-  // SIGTERM/SIGHUP end the remote command; SIGWINCH resizes it. (SIGINT
-  // cannot arrive from a raw terminal; it would come from kill(1).)
-  asio::signal_set ends(io, SIGTERM, SIGHUP, SIGINT);
-  asio::signal_set winch(io, SIGWINCH);
   bool started = false;
   std::function<void()> arm_end, arm_winch;
   arm_end = [&] {
@@ -117,6 +117,13 @@ int RunExecOnTty(Context& ctx, ExecStartRequest req, std::string id) {
           co_return;
         }
         started = true;
+        // A resize while the start was in flight was not sent: send the
+        // size now when it is no longer the one the start carried.
+        if (LocalSize() !=
+            std::pair<int, int>(static_cast<int>(pty.rows), static_cast<int>(pty.cols))) {
+          auto [r, co] = LocalSize();
+          c.AsyncResizeExec(id, r, co, [](Result<ExecInfo>) {});
+        }
         asio::co_spawn(io, PumpTerminalInput(c, id), asio::detached);
         client::StreamCallbacks cb;
         cb.on_stdout = [](uint64_t, std::string_view b) { WriteAllTo(STDOUT_FILENO, b); };

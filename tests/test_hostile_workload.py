@@ -177,7 +177,10 @@ class ProcessContainmentTest(HostileCase):
         d.json("POST", "/v1/execs/holder/ack")
         wait_until(lambda: d.json("GET", "/v1/execs/holder")[0] == 410, what="release")
         wait_until(lambda: not holders_of(spool), timeout=10, what="the spool to be let go")
-        self.assertFalse(os.path.exists(os.path.dirname(spool)))
+        # The record's directory goes once the group is gone (not before the
+        # release answers 410, and not necessarily with it).
+        wait_until(lambda: not os.path.exists(os.path.dirname(spool)), timeout=10,
+                   what="the released exec's directory to be removed")
 
     def test_a_non_root_workload_cannot_open_its_own_spool(self):
         spool = os.path.join(self.daemon.state_dir, "execs", "exec-own", "stdout")
