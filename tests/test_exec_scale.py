@@ -1,6 +1,7 @@
 """A thousand execs started at once, all accounted for."""
 
 import base64
+import os
 import threading
 import unittest
 
@@ -57,8 +58,10 @@ class ThousandExecsTest(unittest.TestCase):
                                  b"many-%d\n" % i)
             s, health = d.json("GET", "/v1/health", auth=False)
             self.assertEqual((health["execs"], health["busy"]), (n, False))
-            # A thousand running execs cost the daemon little memory.
-            self.assertLess(running_rss - idle_rss, 64 * 1024, (idle_rss, running_rss))
+            # A thousand running execs cost the daemon little memory (not
+            # measurable under ASan, whose shadow and quarantine are memory).
+            if not os.environ.get("AGENTD_UNDER_SANITIZER"):
+                self.assertLess(running_rss - idle_rss, 64 * 1024, (idle_rss, running_rss))
 
 
 if __name__ == "__main__":

@@ -98,7 +98,9 @@ Status Tombstones::Load(const std::string& path, Clock::time_point now) {
   if (data.ok()) {
     size_t count = data->size() / sizeof(Record);  // a torn last record is dropped
     records.resize(count);
-    std::memcpy(records.data(), data->data(), count * sizeof(Record));
+    // An empty vector's data() may be null, and memcpy from or to null is
+    // undefined even for zero bytes (UBSan's first report at restart).
+    if (count > 0) std::memcpy(records.data(), data->data(), count * sizeof(Record));
   } else if (data.status().code() != ErrorCode::kNotFound) {
     Log(LogLevel::kWarn, "cannot read released exec ids; starting without them",
         json::Object().Set("error", data.status().message()));
