@@ -19,8 +19,7 @@ ExecStartRequest Sh(std::string command, std::string user = {}) {
 }
 
 client::RunResult RunSh(CheckContext& ctx, ExecStartRequest req, std::string_view what) {
-  client::RunResult r = ExpectOk(ctx.client().Run(std::move(req)), what);
-  return r;
+  return ExpectOk(ctx.client().Run(std::move(req)), what);
 }
 
 // The defenses hold for a root daemon running commands as another user; a
@@ -108,6 +107,16 @@ bool Alive(CheckContext& ctx, const std::string& pid) {
   return r.exit_code == 0;
 }
 
+// A killed process is reaped asynchronously (by the daemon as a guest's
+// PID 1), and a zombie still answers kill -0: poll for a while.
+bool GoneWithin5s(CheckContext& ctx, const std::string& pid) {
+  for (int i = 0; i < 50; ++i) {
+    if (!Alive(ctx, pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx) {
   NeedRootDaemonAndNobody(ctx);
   std::string id = ctx.NewId("leftover");
@@ -118,11 +127,7 @@ void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx) {
   std::string pid = r.stdout_data.substr(0, r.stdout_data.find('\n'));
   Expect(!pid.empty() && Alive(ctx, pid), "the background child runs after its leader exited");
   ExpectOk(ctx.client().AckExec(id), "acking the exec");
-  bool gone = false;
-  for (int i = 0; i < 50 && !gone; ++i) {
-    gone = !Alive(ctx, pid);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  bool gone = GoneWithin5s(ctx, pid);
   Expect(gone, "pid " + pid + " outlived the ack of its exec");
 }
 
@@ -149,11 +154,7 @@ void AKilledExecLeavesNothingRunning(CheckContext& ctx) {
   kill.grace_sec = 1;
   ExpectOk(ctx.client().KillExec(id, kill), "killing the exec");
   ExpectOk(ctx.client().WaitExec(id, std::chrono::seconds(30)), "waiting for the killed exec");
-  bool gone = false;
-  for (int i = 0; i < 50 && !gone; ++i) {
-    gone = !Alive(ctx, pid);
-    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  bool gone = GoneWithin5s(ctx, pid);
   ExpectOk(ctx.client().AckExec(id), "acking the killed exec");
   Expect(gone, "pid " + pid + " outlived the kill of its exec");
 }
