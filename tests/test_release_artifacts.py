@@ -9,14 +9,12 @@ import io
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tarfile
 import tempfile
-import time
 import unittest
 
-from lib.agentd_test import parse_raw_responses, read_until_close
+from lib.agentd_test import health_over_unix_socket
 from lib import rootfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,17 +136,7 @@ class ReleaseBinaryTest(unittest.TestCase):
                  "/agentd", "--init", "--listen", "unix:/agentd.sock", "--state-dir", "/state"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                deadline = time.monotonic() + 10
-                while not os.path.exists(sock):
-                    self.assertIsNone(proc.poll())
-                    self.assertLess(time.monotonic(), deadline, "no socket appeared")
-                    time.sleep(0.05)
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(sock)
-                s.settimeout(5)
-                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                (status, _, body), = parse_raw_responses(read_until_close(s))
-                s.close()
+                status, body = health_over_unix_socket(sock, proc)
                 self.assertEqual(status, 200)
                 self.assertIn(b'"status":"ok"', body.replace(b" ", b""))
             finally:

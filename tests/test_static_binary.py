@@ -3,14 +3,12 @@
 import json
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile
-import time
 import unittest
 
-from lib.agentd_test import AGENTD_BIN, parse_raw_responses, read_until_close
+from lib.agentd_test import AGENTD_BIN, health_over_unix_socket
 
 PT_INTERP = 3
 PT_DYNAMIC = 2
@@ -73,17 +71,7 @@ class StaticBinaryTest(unittest.TestCase):
                  "--state-dir", "/state"],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:
-                deadline = time.monotonic() + 10
-                while not os.path.exists(sock_path):
-                    self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
-                    self.assertLess(time.monotonic(), deadline, "no socket appeared")
-                    time.sleep(0.05)
-                s = socket.socket(socket.AF_UNIX)
-                s.connect(sock_path)
-                s.settimeout(5)
-                s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                (status, _, body), = parse_raw_responses(read_until_close(s))
-                s.close()
+                status, body = health_over_unix_socket(sock_path, proc)
                 self.assertEqual(status, 200)
                 self.assertEqual(json.loads(body)["status"], "ok")
             finally:

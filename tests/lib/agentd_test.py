@@ -173,6 +173,29 @@ class Daemon:
             s.close()
 
 
+def health_over_unix_socket(sock_path, proc, timeout=10):
+    """Waits for a daemon started as `proc` to create `sock_path`, then asks
+    it for /v1/health over that socket; returns (status, body). Fails when
+    the process ends or no socket appears within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(sock_path):
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else b""
+            raise AssertionError("the daemon exited with %s: %r" % (proc.returncode, err))
+        if time.monotonic() > deadline:
+            raise AssertionError("no socket appeared at " + sock_path)
+        time.sleep(0.05)
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(sock_path)
+        s.settimeout(5)
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        (status, _, body), = parse_raw_responses(read_until_close(s))
+    finally:
+        s.close()
+    return status, body
+
+
 def read_until_close(sock):
     chunks = []
     while True:
