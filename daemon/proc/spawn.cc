@@ -22,9 +22,21 @@ constexpr size_t kChildStackBytes = 64 * 1024;
 
 // The child runs in the parent's address space (CLONE_VM | CLONE_VFORK) on
 // a stack the sanitizers never saw, until execve. Instrumented code there
-// would use the parent's shadow memory and fake stacks, and report (or
-// corrupt) the parent's state; the child side is left uninstrumented.
-#define AGENTD_CHILD_SIDE __attribute__((no_sanitize("address", "undefined")))
+// would use the parent's shadow memory, fake stacks and thread state, and
+// report (or corrupt) the parent's; so the child side is uninstrumented,
+// and it makes raw system calls only: a libc wrapper may be a sanitizer's
+// interceptor, and those keep tables in that shared memory (ThreadSanitizer
+// records signal handlers and descriptors; a child resetting its handlers
+// through sigaction() would reset the parent's in TSan's table).
+#define AGENTD_CHILD_SIDE __attribute__((no_sanitize("address", "undefined", "thread")))
+
+// The kernel's struct sigaction (not libc's): handler, flags, restorer, mask.
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  unsigned long mask;
+};
 
 enum class Step : int {
   kNone,
@@ -66,7 +78,8 @@ struct ChildArgs {
   const char* failed_path;
 };
 
-[[noreturn]] AGENTD_CHILD_SIDE void Fail(ChildArgs* a, Step step, int err, const char* path = nullptr) {
+[[noreturn]] AGENTD_CHILD_SIDE void Fail(ChildArgs* a, Step step, int err,
+                                         const char* path = nullptr) {
   a->err = err;
   a->step = step;
   a->failed_path = path;
@@ -82,7 +95,7 @@ struct ChildArgs {
   bool saw_eacces = false;
   const char* eacces_path = nullptr;
   for (size_t i = 0; i < a->candidate_count; ++i) {
-    ::execve(a->candidates[i], a->argv, a->envp);
+    ::syscall(SYS_execve, a->candidates[i], a->argv, a->envp);
     int err = errno;
     switch (err) {
       case EACCES:
@@ -105,23 +118,22 @@ struct ChildArgs {
 
 AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   auto* a = static_cast<ChildArgs*>(arg);
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  for (int s = 1; s < NSIG; ++s) ::sigaction(s, &dfl, nullptr);  // EINVAL for KILL/STOP: fine
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::setsid() < 0) Fail(a, Step::kSetsid, errno);
+  KernelSigaction dfl{SIG_DFL, 0, nullptr, 0};
+  for (int s = 1; s < NSIG; ++s) {
+    ::syscall(SYS_rt_sigaction, s, &dfl, nullptr, sizeof(dfl.mask));  // EINVAL for KILL/STOP
+  }
+  unsigned long none = 0;
+  ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof(none));
+  if (::syscall(SYS_setsid) < 0) Fail(a, Step::kSetsid, errno);
   for (size_t i = 0; i < a->cgroup_fd_count; ++i) {
-    if (::write(a->cgroup_fds[i], "0", 1) != 1) Fail(a, Step::kCgroup, errno);
+    if (::syscall(SYS_write, a->cgroup_fds[i], "0", 1) != 1) Fail(a, Step::kCgroup, errno);
   }
   if (a->set_oom_score_adj) {
     int fd = static_cast<int>(
         ::syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
     if (fd >= 0) {  // best effort: an image without /proc keeps the daemon's value
-      (void)!::write(fd, a->oom_score_adj, a->oom_score_adj_len);
-      ::close(fd);
+      ::syscall(SYS_write, fd, a->oom_score_adj, a->oom_score_adj_len);
+      ::syscall(SYS_close, fd);
     }
   }
   for (size_t i = 0; i < a->rlimit_count; ++i) {
@@ -140,9 +152,12 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     }
   }
   for (int i = 0; i < 3; ++i) {
-    if (::dup2(a->fds[i], i) < 0) Fail(a, Step::kDup, errno);
+    if (::syscall(SYS_dup3, a->fds[i], i, 0) < 0 && errno != EINVAL) Fail(a, Step::kDup, errno);
+    if (a->fds[i] == i) ::syscall(SYS_fcntl, i, F_SETFD, 0);  // dup3 refuses the same fd
   }
-  if (a->controlling_terminal && ::ioctl(0, TIOCSCTTY, 0) != 0) Fail(a, Step::kTty, errno);
+  if (a->controlling_terminal && ::syscall(SYS_ioctl, 0, TIOCSCTTY, 0) != 0) {
+    Fail(a, Step::kTty, errno);
+  }
   if (a->creds) {
     if (::syscall(SYS_setgroups, a->group_count, a->groups) != 0) Fail(a, Step::kGroups, errno);
     gid_t g = a->creds->gid;
@@ -152,12 +167,12 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
       if (::syscall(SYS_setresuid, u, u, u) != 0) Fail(a, Step::kUid, errno);
     }
   }
-  if (a->cwd && ::chdir(a->cwd) != 0) Fail(a, Step::kChdir, errno, a->cwd);
+  if (a->cwd && ::syscall(SYS_chdir, a->cwd) != 0) Fail(a, Step::kChdir, errno, a->cwd);
   if (a->nofile) ::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, a->nofile, nullptr);
   if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
     // Kernels before 5.9: every daemon descriptor is close-on-exec anyway;
     // close what a plain loop can reach as a second line.
-    for (int fd = 3; fd < 65536; ++fd) ::close(fd);
+    for (int fd = 3; fd < 65536; ++fd) ::syscall(SYS_close, fd);
   }
   ExecCandidates(a);
 }
