@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <asio.hpp>
-#include <asio/experimental/as_tuple.hpp>
 
+#include "agentd/client/nothrow.h"
 #include "commands.h"
 #include "exec_format.h"
 #include "exit_codes.h"
@@ -14,7 +14,7 @@
 namespace agentd::cli {
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+using client::kNothrow;
 constexpr size_t kStdinChunk = 64 * 1024;
 
 // Copies local input (a file or our stdin) to the exec's stdin by offset.

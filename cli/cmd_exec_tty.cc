@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <asio.hpp>
-#include <asio/experimental/as_tuple.hpp>
 
+#include "agentd/client/nothrow.h"
 #include "commands.h"
 #include "exec_format.h"
 #include "exit_codes.h"
@@ -21,7 +21,7 @@
 namespace agentd::cli {
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+using client::kNothrow;
 
 // Raw mode on a terminal for as long as it lives.
 class RawMode {

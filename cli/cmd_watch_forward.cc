@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <asio.hpp>
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <charconv>
 #include <cstdio>
 
+#include "agentd/client/nothrow.h"
 #include "commands.h"
 #include "exec_format.h"
 #include "exit_codes.h"
@@ -18,7 +18,7 @@ namespace {
 
 using asio::ip::tcp;
 using namespace asio::experimental::awaitable_operators;
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
+using client::kNothrow;
 
 std::optional<uint64_t> WholeNumber(std::string_view text) {
   uint64_t n = 0;

@@ -17,7 +17,8 @@ set(AGENTD_LLHTTP_INCLUDE /usr/share/include/llhttp CACHE PATH "llhttp header")
 add_library(agentd_llhttp STATIC
   ${AGENTD_LLHTTP_DIR}/llhttp.c ${AGENTD_LLHTTP_DIR}/api.c ${AGENTD_LLHTTP_DIR}/http.c)
 target_include_directories(agentd_llhttp SYSTEM PUBLIC ${AGENTD_LLHTTP_INCLUDE})
-set_target_properties(agentd_llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON)
+# llhttp's three C files are not written to share one unit.
+set_target_properties(agentd_llhttp PROPERTIES POSITION_INDEPENDENT_CODE ON UNITY_BUILD OFF)
 
 # simdjson (libsimdjson-dev) ships only a shared library; compile the
 # amalgamated source of the same version (fetched by scripts/install-deps).

@@ -13,6 +13,13 @@ void Expect(bool condition, std::string reason) {
   if (!condition) throw CheckFailure{std::move(reason)};
 }
 
+ExecStartRequest Sh(std::string command, std::string user) {
+  ExecStartRequest r;
+  r.command = std::move(command);
+  if (!user.empty()) r.user = std::move(user);
+  return r;
+}
+
 void ExpectOk(const Status& s, std::string_view what) {
   if (!s.ok()) throw CheckFailure{std::string(what) + " failed: " + s.ToString()};
 }

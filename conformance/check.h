@@ -63,6 +63,9 @@ struct Check {
 };
 
 void Expect(bool condition, std::string reason);
+
+// A shell-mode start request, run as `user` when one is named.
+ExecStartRequest Sh(std::string command, std::string user = {});
 // Unwraps a Result or fails the check with the call's status.
 template <typename T>
 T ExpectOk(Result<T> r, std::string_view what) {

@@ -8,12 +8,6 @@
 namespace agentd::conformance {
 namespace {
 
-ExecStartRequest Sh(std::string command) {
-  ExecStartRequest r;
-  r.command = std::move(command);
-  return r;
-}
-
 client::RunResult RunSh(CheckContext& ctx, std::string command, std::string_view what) {
   return ExpectOk(ctx.client().Run(Sh(std::move(command))), what);
 }

@@ -11,13 +11,6 @@
 namespace agentd::conformance {
 namespace {
 
-ExecStartRequest Sh(std::string command, std::string user = {}) {
-  ExecStartRequest r;
-  r.command = std::move(command);
-  if (!user.empty()) r.user = std::move(user);
-  return r;
-}
-
 client::RunResult RunSh(CheckContext& ctx, ExecStartRequest req, std::string_view what) {
   return ExpectOk(ctx.client().Run(std::move(req)), what);
 }

@@ -7,12 +7,6 @@
 namespace agentd::conformance {
 namespace {
 
-ExecStartRequest Sh(std::string command) {
-  ExecStartRequest r;
-  r.command = std::move(command);
-  return r;
-}
-
 std::string Lines(int from, int to) {
   std::string s;
   for (int i = from; i <= to; ++i) s += "line-" + std::to_string(i) + "\n";

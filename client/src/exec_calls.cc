@@ -1,9 +1,9 @@
 #include "exec_calls.h"
 
-#include <asio/experimental/as_tuple.hpp>
 #include <chrono>
 #include <random>
 
+#include "agentd/client/nothrow.h"
 #include "agentd/protocol/base64.h"
 #include "agentd/protocol/sse.h"
 #include "url_encode.h"
@@ -11,23 +11,11 @@
 namespace agentd::client {
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
 // The daemon sends a keepalive at least every 15 s; a stream silent for
 // much longer than that is dead even if the socket does not say so.
 constexpr std::chrono::seconds kStreamSilenceLimit{45};
 // One long-poll round of WaitExec.
 constexpr std::chrono::milliseconds kWaitRound{30000};
-
-template <typename T>
-Result<T> Decode(const Result<HttpResponse>& r, Result<T> (*decode)(const json::Value&)) {
-  if (!r.ok()) return r.status();
-  Result<json::Value> doc = json::Parse(r->body);
-  if (!doc.ok()) {
-    return Status::Error(ErrorCode::kProtocolError,
-                         "the daemon's answer is not JSON: " + doc.status().message());
-  }
-  return decode(*doc);
-}
 
 std::string ExecPath(const std::string& id) { return "/v1/execs/" + EncodeQueryValue(id); }
 
@@ -74,7 +62,7 @@ asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,
   HttpRequest req = JsonRequest("PUT", ExecPath(id), EncodeExecStartRequest(request));
   // Safe to retry: the same id and body answer the same exec, never a second one.
   req.idempotent = true;
-  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+  co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
 asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string id,
@@ -96,7 +84,7 @@ asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string
   if (options.wait.count() > 0) add("wait_ms", static_cast<uint64_t>(options.wait.count()));
   req.idempotent = true;  // polling never changes state
   req.extra_wait = options.wait;
-  co_return Decode<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
+  co_return DecodeAnswer<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
 }
 
 asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
@@ -122,7 +110,7 @@ asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, Kil
   AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
   HttpRequest req = JsonRequest("POST", ExecPath(id) + "/kill", EncodeKillRequest(request));
   req.idempotent = true;
-  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+  co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
 asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, int rows, int cols) {
@@ -130,21 +118,21 @@ asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, i
   HttpRequest req =
       JsonRequest("POST", ExecPath(id) + "/resize", EncodeResizeRequest(ResizeRequest{rows, cols}));
   req.idempotent = true;  // the same size twice is the same terminal
-  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+  co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
 asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id) {
   AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
   HttpRequest req = JsonRequest("POST", ExecPath(id) + "/ack", json::Object());
   req.idempotent = true;
-  co_return Decode<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
+  co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
 asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t) {
   HttpRequest req;
   req.target = "/v1/execs";
   req.idempotent = true;
-  co_return Decode<std::vector<ExecInfo>>(co_await t.Call(req), &DecodeExecList);
+  co_return DecodeAnswer<std::vector<ExecInfo>>(co_await t.Call(req), &DecodeExecList);
 }
 
 asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, uint64_t offset,
@@ -157,7 +145,7 @@ asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, u
   req.content_type = "application/octet-stream";
   // Safe to retry: bytes before the daemon's offset are skipped.
   req.idempotent = true;
-  Result<StdinResponse> r = Decode<StdinResponse>(co_await t.Call(req), &DecodeStdinResponse);
+  Result<StdinResponse> r = DecodeAnswer<StdinResponse>(co_await t.Call(req), &DecodeStdinResponse);
   if (!r.ok()) co_return r.status();
   co_return r->next;
 }

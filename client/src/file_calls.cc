@@ -5,17 +5,6 @@
 namespace agentd::client {
 namespace {
 
-template <typename T>
-Result<T> Decode(const Result<HttpResponse>& r, Result<T> (*decode)(const json::Value&)) {
-  if (!r.ok()) return r.status();
-  Result<json::Value> doc = json::Parse(r->body);
-  if (!doc.ok()) {
-    return Status::Error(ErrorCode::kProtocolError,
-                         "the daemon's answer is not JSON: " + doc.status().message());
-  }
-  return decode(*doc);
-}
-
 std::string PathQuery(std::string_view route, const std::string& path) {
   return std::string(route) + "?path=" + EncodeQueryValue(path);
 }
@@ -71,7 +60,7 @@ asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
   req.content_type = "application/octet-stream";
   // The same bytes to the same path leave the same file: safe to retry.
   req.idempotent = true;
-  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,
@@ -81,21 +70,21 @@ asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string pa
   req.target = WriteTarget(path, options);
   req.content_type = "application/octet-stream";
   req.source = [&source]() -> asio::awaitable<Result<std::string_view>> { co_return source(); };
-  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<FileStat>> StatCall(Transport& t, std::string path, bool follow) {
   HttpRequest req;
   req.target = PathQuery("/v1/fs/stat", path) + (follow ? "&follow=1" : "");
   req.idempotent = true;
-  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<ListResponse>> ListCall(Transport& t, std::string path) {
   HttpRequest req;
   req.target = PathQuery("/v1/fs/list", path);
   req.idempotent = true;
-  co_return Decode<ListResponse>(co_await t.Call(req), &DecodeListResponse);
+  co_return DecodeAnswer<ListResponse>(co_await t.Call(req), &DecodeListResponse);
 }
 
 asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request) {
@@ -107,7 +96,7 @@ asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request
   // With parents an existing directory is a success, so a retry is safe;
   // without, a retry could see its own first attempt as already_exists.
   req.idempotent = request.parents;
-  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request) {
@@ -116,14 +105,14 @@ asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request
   req.target = "/v1/fs/rename";
   req.body = json::Serialize(EncodeRenameRequest(request));
   req.content_type = "application/json";
-  co_return Decode<FileStat>(co_await t.Call(req), &DecodeFileStat);  // never retried blindly
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);  // never retried blindly
 }
 
 asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive) {
   HttpRequest req;
   req.method = "DELETE";
   req.target = PathQuery("/v1/fs", path) + (recursive ? "&recursive=1" : "");
-  co_return Decode<DeleteResponse>(co_await t.Call(req), &DecodeDeleteResponse);
+  co_return DecodeAnswer<DeleteResponse>(co_await t.Call(req), &DecodeDeleteResponse);
 }
 
 asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path) {
@@ -131,7 +120,7 @@ asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path
   req.target = PathQuery("/v1/fs/realpath", path);
   req.idempotent = true;
   Result<RealpathResponse> r =
-      Decode<RealpathResponse>(co_await t.Call(req), &DecodeRealpathResponse);
+      DecodeAnswer<RealpathResponse>(co_await t.Call(req), &DecodeRealpathResponse);
   if (!r.ok()) co_return r.status();
   co_return std::move(r->path);
 }

@@ -6,15 +6,15 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/awaitable_operators.hpp>
 #include <cstring>
+
+#include "agentd/client/nothrow.h"
 
 namespace agentd::client {
 namespace {
 
 using namespace asio::experimental::awaitable_operators;
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
 constexpr size_t kBufferBytes = 64 * 1024;
 
 Status Timeout(std::string_view during) {

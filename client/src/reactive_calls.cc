@@ -1,15 +1,14 @@
 #include "reactive_calls.h"
 
-#include <asio/experimental/as_tuple.hpp>
 #include <charconv>
 
+#include "agentd/client/nothrow.h"
 #include "agentd/protocol/sse.h"
 #include "url_encode.h"
 
 namespace agentd::client {
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
 // The daemon sends a keepalive at least every 15 s.
 constexpr std::chrono::seconds kWatchSilenceLimit{45};
 

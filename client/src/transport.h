@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "agentd/client/options.h"
+#include "agentd/protocol/json.h"
 #include "http_connection.h"
 
 namespace agentd::client {
@@ -43,6 +44,19 @@ struct HttpResponse {
   std::string body;
   const std::string* Header(std::string_view lower_name) const;
 };
+
+// A JSON answer decoded by `decode`; a transport error or a body that is
+// not JSON comes back as the Status.
+template <typename T>
+Result<T> DecodeAnswer(const Result<HttpResponse>& r, Result<T> (*decode)(const json::Value&)) {
+  if (!r.ok()) return r.status();
+  Result<json::Value> doc = json::Parse(r->body);
+  if (!doc.ok()) {
+    return Status::Error(ErrorCode::kProtocolError,
+                         "the daemon's answer is not JSON: " + doc.status().message());
+  }
+  return decode(*doc);
+}
 
 class Transport;
 

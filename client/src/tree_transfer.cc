@@ -5,11 +5,11 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <asio/experimental/as_tuple.hpp>
 #include <asio/experimental/concurrent_channel.hpp>
 #include <cstring>
 #include <thread>
 
+#include "agentd/client/nothrow.h"
 #include "agentd/protocol/json.h"
 #include "tree_archive.h"
 #include "url_encode.h"
@@ -17,7 +17,6 @@
 namespace agentd::client {
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
 using ResultChannel =
     asio::experimental::concurrent_channel<void(asio::error_code, Result<TreeStats>)>;
 

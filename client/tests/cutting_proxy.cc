@@ -1,12 +1,14 @@
 #include "cutting_proxy.h"
 
 #include <asio.hpp>
-#include <asio/experimental/as_tuple.hpp>
+
+#include "agentd/client/nothrow.h"
 
 namespace agentd::testing {
+
+using client::kNothrow;
 namespace {
 
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
 using asio::ip::tcp;
 
 struct Pair {

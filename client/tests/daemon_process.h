@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "agentd/client/options.h"
+
 namespace agentd::testing {
 
 class DaemonProcess {
@@ -22,6 +24,13 @@ class DaemonProcess {
   const std::string& token() const { return token_; }
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
+  // Options that reach this daemon, with the library's defaults otherwise.
+  client::ClientOptions client_options() const {
+    client::ClientOptions o;
+    o.url = url();
+    o.token = token_;
+    return o;
+  }
   // SIGKILL then start again on the same state directory (and port).
   void Restart();
   void Kill();

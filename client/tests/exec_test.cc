@@ -17,7 +17,7 @@ using agentd::testing::DaemonProcess;
 
 namespace {
 
-ClientOptions OptionsFor(const std::string& url, const std::string& token) {
+ClientOptions RetryingOptions(const std::string& url, const std::string& token) {
   ClientOptions o;
   o.url = url;
   o.token = token;
@@ -42,7 +42,7 @@ std::string Proxied(const CuttingProxy& p) {
 
 TEST_CASE("Run returns exit code, output and duration, then acks", "[client][exec]") {
   DaemonProcess d;
-  Client c(OptionsFor(d.url(), d.token()));
+  Client c(RetryingOptions(d.url(), d.token()));
   auto r = c.Run(Shell("echo out; echo err >&2; exit 3"));
   REQUIRE(r.ok());
   CHECK(r->exit_code == 3);
@@ -57,7 +57,7 @@ TEST_CASE("Run returns exit code, output and duration, then acks", "[client][exe
 
 TEST_CASE("Run reports a signal as 128+n and a timeout as 124", "[client][exec]") {
   DaemonProcess d;
-  Client c(OptionsFor(d.url(), d.token()));
+  Client c(RetryingOptions(d.url(), d.token()));
   auto killed = c.Run(Shell("kill -KILL $$"));
   REQUIRE(killed.ok());
   CHECK(killed->exit_code == 128 + 9);
@@ -73,7 +73,7 @@ TEST_CASE("Run reports a signal as 128+n and a timeout as 124", "[client][exec]"
 
 TEST_CASE("Run bounds kept output and says it truncated", "[client][exec]") {
   DaemonProcess d;
-  Client c(OptionsFor(d.url(), d.token()));
+  Client c(RetryingOptions(d.url(), d.token()));
   RunOptions o;
   o.max_stdout_bytes = 10;
   auto r = c.Run(Shell("head -c 100000 /dev/zero"), o);
@@ -90,7 +90,7 @@ TEST_CASE("a start retried after its response was lost runs the command once",
   // The first connection is cut before any byte of the answer arrives: the
   // daemon started the exec, but the client never heard.
   CuttingProxy proxy(d.port(), [](int n) { return n == 0 ? uint64_t{0} : UINT64_MAX; });
-  Client c(OptionsFor(Proxied(proxy), d.token()));
+  Client c(RetryingOptions(Proxied(proxy), d.token()));
   std::string id = MintExecId("once");
   auto started = c.StartExec(id, Shell("echo run >> " + marker));
   REQUIRE(started.ok());
@@ -104,7 +104,7 @@ TEST_CASE("a start retried after its response was lost runs the command once",
 TEST_CASE("a stream cut at random points delivers every byte exactly once",
           "[client][exec][stream]") {
   DaemonProcess d;
-  Client direct(OptionsFor(d.url(), d.token()));
+  Client direct(RetryingOptions(d.url(), d.token()));
   // 3 MiB of random binary output, printed as fast as the child can.
   std::string file = d.dir() + "/payload";
   std::string id = MintExecId("cut");
@@ -113,7 +113,7 @@ TEST_CASE("a stream cut at random points delivers every byte exactly once",
   CuttingProxy proxy(d.port(), [&rng](int) {
     return uint64_t{std::uniform_int_distribution<uint64_t>(1, 200000)(rng)};
   });
-  Client c(OptionsFor(Proxied(proxy), d.token()));
+  Client c(RetryingOptions(Proxied(proxy), d.token()));
   std::string got;
   int reconnects = 0;
   StreamCallbacks cb;
@@ -141,7 +141,7 @@ TEST_CASE("a fresh client reattaches from only the id and saved cursors",
   StreamCursors saved;
   std::string first_part;
   {
-    Client first(OptionsFor(d.url(), d.token()));
+    Client first(RetryingOptions(d.url(), d.token()));
     REQUIRE(first
                 .StartExec(id, Shell("for i in $(seq 1 200); do echo line-$i; done; sleep 0.5; "
                                      "for i in $(seq 201 400); do echo line-$i; done"))
@@ -156,7 +156,7 @@ TEST_CASE("a fresh client reattaches from only the id and saved cursors",
     saved = {p->stdout_slice->next, p->stderr_slice->next};
     REQUIRE_FALSE(first_part.empty());
   }  // the first harness is gone; only `id` and `saved` survive
-  Client second(OptionsFor(d.url(), d.token()));
+  Client second(RetryingOptions(d.url(), d.token()));
   std::string rest;
   StreamCallbacks cb;
   cb.on_stdout = [&](uint64_t, std::string_view b) { rest.append(b); };
@@ -170,7 +170,7 @@ TEST_CASE("200 concurrent execs driven from one thread with the async API",
           "[client][exec][async]") {
   DaemonProcess d;
   asio::io_context io;
-  AsyncClient c(io.get_executor(), OptionsFor(d.url(), d.token()));
+  AsyncClient c(io.get_executor(), RetryingOptions(d.url(), d.token()));
   int done = 0, correct = 0;
   for (int i = 0; i < 200; ++i) {
     c.AsyncRun(Shell("echo exec-" + std::to_string(i)), RunOptions{}, [&, i](Result<RunResult> r) {
@@ -188,7 +188,7 @@ TEST_CASE("200 concurrent execs driven from one thread with the async API",
 TEST_CASE("stdin written in pieces by offset is delivered once, even when retried",
           "[client][exec]") {
   DaemonProcess d;
-  Client c(OptionsFor(d.url(), d.token()));
+  Client c(RetryingOptions(d.url(), d.token()));
   std::string id = MintExecId("stdin");
   ExecStartRequest r = Shell("cat");
   r.stdin_stream = true;
@@ -210,7 +210,7 @@ TEST_CASE("stdin written in pieces by offset is delivered once, even when retrie
 
 TEST_CASE("exec errors arrive as the daemon's stable codes", "[client][exec]") {
   DaemonProcess d;
-  Client c(OptionsFor(d.url(), d.token()));
+  Client c(RetryingOptions(d.url(), d.token()));
   auto missing = c.PollExec("no-such-exec");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == ErrorCode::kExecNotFound);

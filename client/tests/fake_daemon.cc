@@ -1,13 +1,12 @@
 #include "fake_daemon.h"
 
 #include <asio.hpp>
-#include <asio/experimental/as_tuple.hpp>
+
+#include "agentd/client/nothrow.h"
 
 namespace agentd::testing {
 
-namespace {
-constexpr auto kNothrow = asio::experimental::as_tuple(asio::use_awaitable);
-}
+using client::kNothrow;
 
 struct FakeDaemon::Impl {
   asio::io_context io;

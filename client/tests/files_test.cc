@@ -8,18 +8,9 @@ using namespace agentd;
 using namespace agentd::client;
 using agentd::testing::DaemonProcess;
 
-namespace {
-ClientOptions OptionsFor(const DaemonProcess& d) {
-  ClientOptions o;
-  o.url = d.url();
-  o.token = d.token();
-  return o;
-}
-}  // namespace
-
 TEST_CASE("files: write with a mode, read back whole, by lines and by bytes", "[client][files]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   std::string path = d.dir() + "/sub/script.sh";
   WriteOptions w;
   w.mode = 0750;
@@ -49,7 +40,7 @@ TEST_CASE("files: write with a mode, read back whole, by lines and by bytes", "[
 
 TEST_CASE("files: streaming a write from a source and a read into a sink", "[client][files]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   std::string block(1 << 20, 'x');
   int blocks = 0;
   ByteSource source = [&]() -> Result<std::string_view> {
@@ -77,7 +68,7 @@ TEST_CASE("files: streaming a write from a source and a read into a sink", "[cli
 
 TEST_CASE("files: metadata calls and their errors", "[client][files]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   std::string dir = d.dir() + "/meta";
   MkdirRequest mk;
   mk.path = dir + "/a/b";

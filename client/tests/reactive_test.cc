@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-ClientOptions OptionsFor(const DaemonProcess& d) {
-  ClientOptions o;
-  o.url = d.url();
-  o.token = d.token();
-  return o;
-}
-
 // A one-connection echo server on the loopback: echoes until the peer's
 // half-close, then says "bye" and closes.
 class EchoOnce {
@@ -77,7 +70,7 @@ std::string ReadToEnd(Tunnel& t) {
 
 TEST_CASE("watch: changes made after the watch is ready arrive in order", "[client][watch]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   fs::path dir = fs::path(d.dir()) / "watched";
   fs::create_directories(dir);
   std::vector<FsWatchEvent> seen;
@@ -107,7 +100,7 @@ TEST_CASE("watch: changes made after the watch is ready arrive in order", "[clie
 TEST_CASE("watch: a lost connection is reported as an overflow and the watch resumes",
           "[client][watch]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   fs::path dir = fs::path(d.dir()) / "watched";
   fs::create_directories(dir);
   int ready = 0;
@@ -134,7 +127,7 @@ TEST_CASE("watch: a lost connection is reported as an overflow and the watch res
 
 TEST_CASE("watch: a missing directory is not_found", "[client][watch]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   Result<uint64_t> n = c.Watch(d.dir() + "/missing", {}, {});
   REQUIRE_FALSE(n.ok());
   CHECK(n.status().code() == ErrorCode::kNotFound);
@@ -143,7 +136,7 @@ TEST_CASE("watch: a missing directory is not_found", "[client][watch]") {
 TEST_CASE("tunnel: bytes go both ways and a half-close is passed on", "[client][ports]") {
   DaemonProcess d;
   EchoOnce echo;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   Result<std::unique_ptr<Tunnel>> t = c.OpenTunnel(echo.port());
   REQUIRE(t.ok());
   std::string payload(300000, 'q');
@@ -163,7 +156,7 @@ TEST_CASE("tunnel: a closed guest port is port_unreachable", "[client][ports]") 
     EchoOnce probe;  // a port that was free a moment ago
     closed = probe.port();
   }
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   Result<std::unique_ptr<Tunnel>> t = c.OpenTunnel(closed);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().code() == ErrorCode::kPortUnreachable);
@@ -172,7 +165,7 @@ TEST_CASE("tunnel: a closed guest port is port_unreachable", "[client][ports]") 
 
 TEST_CASE("ports: the list includes the daemon's own port", "[client][ports]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   Result<std::vector<GuestPort>> ports = c.ListPorts();
   REQUIRE(ports.ok());
   bool found = false;
@@ -182,7 +175,7 @@ TEST_CASE("ports: the list includes the daemon's own port", "[client][ports]") {
 
 TEST_CASE("resize: a PTY exec sees its new size; others are not_a_pty", "[client][pty]") {
   DaemonProcess d;
-  Client c(OptionsFor(d));
+  Client c(d.client_options());
   ExecStartRequest req;
   req.command = "stty size; read go; stty size";
   req.pty = PtySpec{24, 80, std::nullopt};

@@ -16,7 +16,7 @@ using agentd::testing::DaemonProcess;
 
 namespace {
 
-ClientOptions OptionsFor(const std::string& url, const std::string& token) {
+ClientOptions QuickBackoffOptions(const std::string& url, const std::string& token) {
   ClientOptions o;
   o.url = url;
   o.token = token;
@@ -29,7 +29,7 @@ ClientOptions OptionsFor(const std::string& url, const std::string& token) {
 
 TEST_CASE("client reads health and bootstraps a fresh daemon", "[client]") {
   DaemonProcess d({}, /*bootstrap=*/false);
-  Client c(OptionsFor(d.url(), ""));
+  Client c(QuickBackoffOptions(d.url(), ""));
   auto h = c.Health();
   REQUIRE(h.ok());
   CHECK_FALSE(h->bootstrapped);
@@ -48,7 +48,7 @@ TEST_CASE("client reads health and bootstraps a fresh daemon", "[client]") {
 TEST_CASE("client reuses one keep-alive connection for sequential calls", "[client]") {
   DaemonProcess d;
   CuttingProxy proxy(d.port(), [](int) { return UINT64_MAX; });
-  Client c(OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
+  Client c(QuickBackoffOptions("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
   for (int i = 0; i < 50; ++i) REQUIRE(c.Health().ok());
   CHECK(proxy.connections() == 1);
 }
@@ -56,7 +56,7 @@ TEST_CASE("client reuses one keep-alive connection for sequential calls", "[clie
 TEST_CASE("client maps daemon errors to their stable codes", "[client]") {
   DaemonProcess d;
   asio::io_context io;
-  Transport t(io.get_executor(), OptionsFor(d.url(), d.token()));
+  Transport t(io.get_executor(), QuickBackoffOptions(d.url(), d.token()));
   HttpRequest req;
   req.target = "/v1/no-such-route";
   Result<HttpResponse> r;
@@ -73,7 +73,7 @@ TEST_CASE("client retries an idempotent call whose connection is cut", "[client]
   DaemonProcess d;
   // The first three connections are cut after 10 bytes of the answer.
   CuttingProxy proxy(d.port(), [](int n) { return n < 3 ? uint64_t{10} : UINT64_MAX; });
-  Client c(OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
+  Client c(QuickBackoffOptions("http://127.0.0.1:" + std::to_string(proxy.port()), d.token()));
   auto h = c.Health();
   REQUIRE(h.ok());
   CHECK(proxy.cuts() == 3);
@@ -83,7 +83,8 @@ TEST_CASE("client retries an idempotent call whose connection is cut", "[client]
 TEST_CASE("client gives up after max_attempts with transport_error", "[client][retry]") {
   DaemonProcess d;
   CuttingProxy proxy(d.port(), [](int) { return uint64_t{0}; });
-  ClientOptions o = OptionsFor("http://127.0.0.1:" + std::to_string(proxy.port()), d.token());
+  ClientOptions o =
+      QuickBackoffOptions("http://127.0.0.1:" + std::to_string(proxy.port()), d.token());
   o.max_attempts = 3;
   Client c(o);
   auto h = c.Health();
@@ -95,8 +96,8 @@ TEST_CASE("client gives up after max_attempts with transport_error", "[client][r
 TEST_CASE("client reports deadline_exceeded when the daemon never answers", "[client]") {
   asio::io_context server_io;
   asio::ip::tcp::acceptor silent(server_io, {asio::ip::make_address("127.0.0.1"), 0});
-  ClientOptions o =
-      OptionsFor("http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
+  ClientOptions o = QuickBackoffOptions(
+      "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
   o.request_timeout = std::chrono::milliseconds(200);
   o.max_attempts = 1;
   Client c(o);
@@ -112,7 +113,7 @@ TEST_CASE("client reports transport_error when nothing listens", "[client]") {
   asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
   int port = a.local_endpoint().port();
   a.close();
-  ClientOptions o = OptionsFor("http://127.0.0.1:" + std::to_string(port), "t");
+  ClientOptions o = QuickBackoffOptions("http://127.0.0.1:" + std::to_string(port), "t");
   o.max_attempts = 2;
   Client c(o);
   auto h = c.Health();
@@ -122,7 +123,7 @@ TEST_CASE("client reports transport_error when nothing listens", "[client]") {
 
 TEST_CASE("client speaks over a unix socket", "[client]") {
   DaemonProcess d({"--listen", "unix:/tmp/agentd-client-test.sock"});
-  Client c(OptionsFor("unix:/tmp/agentd-client-test.sock", d.token()));
+  Client c(QuickBackoffOptions("unix:/tmp/agentd-client-test.sock", d.token()));
   auto h = c.Health();
   REQUIRE(h.ok());
   CHECK(h->bootstrapped);
@@ -131,7 +132,7 @@ TEST_CASE("client speaks over a unix socket", "[client]") {
 TEST_CASE("async client completes with callbacks and futures on one thread", "[client][async]") {
   DaemonProcess d;
   asio::io_context io;
-  AsyncClient c(io.get_executor(), OptionsFor(d.url(), d.token()));
+  AsyncClient c(io.get_executor(), QuickBackoffOptions(d.url(), d.token()));
   int callbacks = 0;
   for (int i = 0; i < 20; ++i) {
     c.AsyncHealth([&](Result<HealthResponse> h) {

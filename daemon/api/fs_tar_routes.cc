@@ -22,7 +22,7 @@
 namespace agentd {
 namespace {
 
-struct Route {
+struct TarRoute {
   ApiContext& ctx;
   FsService& fs;
 };
@@ -51,7 +51,7 @@ void UndoCreated(const ConfinedRoot& root, const std::vector<RelPath>& created) 
   }
 }
 
-asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
+asio::awaitable<void> Upload(TarRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   bool parents = q.Bool("parents", false);
@@ -108,7 +108,7 @@ asio::awaitable<void> Upload(Route r, Request& req, Response& res) {
   co_await res.SendJson(200, EncodeTarUploadResponse(*done));
 }
 
-asio::awaitable<void> Download(Route r, Request& req, Response& res) {
+asio::awaitable<void> Download(TarRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   const std::string* compress = q.String("compress");
@@ -184,7 +184,7 @@ asio::awaitable<void> Download(Route r, Request& req, Response& res) {
 }  // namespace
 
 void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs) {
-  Route r{ctx, fs};
+  TarRoute r{ctx, fs};
   router.Add("PUT", "/v1/fs/tar", [r](Request& req, Response& res) { return Upload(r, req, res); });
   router.Add("GET", "/v1/fs/tar",
              [r](Request& req, Response& res) { return Download(r, req, res); });

@@ -28,7 +28,7 @@ constexpr auto kWatchKeepalive = std::chrono::seconds(15);
 // A move-out waits this long for its move-in before it counts as removed.
 constexpr auto kMovePairing = std::chrono::milliseconds(20);
 
-struct Route {
+struct WatchRoute {
   ApiContext& ctx;
   FsService& fs;
 };
@@ -130,7 +130,7 @@ asio::awaitable<void> Stream(TreeWatcher& watcher, const std::string& top, Reque
   }
 }
 
-asio::awaitable<void> Watch(Route r, int64_t& active, Request& req, Response& res) {
+asio::awaitable<void> Watch(WatchRoute r, int64_t& active, Request& req, Response& res) {
   QueryReader q(req.query());
   const std::string* path = q.Required("path");
   Result<RelPath> rel = CheckPath(r.fs, path);
@@ -167,9 +167,10 @@ asio::awaitable<void> Watch(Route r, int64_t& active, Request& req, Response& re
 
 void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs) {
   auto active = std::make_shared<int64_t>(0);
-  router.Add("GET", "/v1/fs/watch", [route = Route{ctx, fs}, active](Request& req, Response& res) {
-    return Watch(route, *active, req, res);
-  });
+  router.Add("GET", "/v1/fs/watch",
+             [route = WatchRoute{ctx, fs}, active](Request& req, Response& res) {
+               return Watch(route, *active, req, res);
+             });
 }
 
 }  // namespace agentd

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "sys/pipe.h"
+#include "testing/temp_dir.h"
 
 using namespace agentd;
 
@@ -45,16 +46,6 @@ Ran RunChild(SpawnSpec spec) {
   return ran;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/agentd-spawn-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 }  // namespace
 
 TEST_CASE("spawn finds argv[0] in the child's PATH and passes argv and env", "[spawn]") {
@@ -79,13 +70,13 @@ TEST_CASE("spawn reports a missing program as ENOENT and exit 127", "[spawn]") {
 }
 
 TEST_CASE("spawn remembers a non-executable match past later misses: 126", "[spawn]") {
-  TempDir dir;
-  std::string prog = dir.path + "/tool";
+  testing::TempDir dir;
+  std::string prog = dir.path() + "/tool";
   std::ofstream(prog) << "#!/bin/sh\necho no\n";
   ::chmod(prog.c_str(), 0644);
   SpawnSpec spec;
   spec.argv = {"tool"};
-  spec.env = {"PATH=" + dir.path + ":/nonexistent"};
+  spec.env = {"PATH=" + dir.path() + ":/nonexistent"};
   Ran ran = RunChild(spec);
   CHECK(ran.result.error == EACCES);
   CHECK(ran.exit_code == 126);

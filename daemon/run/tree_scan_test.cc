@@ -1,4 +1,5 @@
 #include "run/tree_scan.h"
+#include "testing/temp_dir.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -13,19 +14,6 @@ using namespace agentd;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/agentd-scan-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  void Write(const std::string& rel, const std::string& data) {
-    fs::create_directories(fs::path(path + "/" + rel).parent_path());
-    std::ofstream(path + "/" + rel, std::ios::binary | std::ios::trunc) << data;
-  }
-  std::string path;
-};
 
 TreeSnapshot Scan(const std::string& root, const TreeSnapshot* before = nullptr,
                   uint64_t max_entries = 1000) {
@@ -45,15 +33,15 @@ std::string Changes(const TreeDiff& d) {
 }  // namespace
 
 TEST_CASE("changed files: added, modified, removed, new directories", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   t.Write("keep.txt", "same");
   t.Write("edit.txt", "one");
   t.Write("gone.txt", "bye");
-  TreeSnapshot before = Scan(t.path);
+  TreeSnapshot before = Scan(t.path());
   t.Write("edit.txt", "three");
-  fs::remove(t.path + "/gone.txt");
+  fs::remove(t.path() + "/gone.txt");
   t.Write("new/dir/file.txt", "x");
-  TreeSnapshot after = Scan(t.path, &before);
+  TreeSnapshot after = Scan(t.path(), &before);
   TreeDiff d = DiffTrees(before, after, 100);
   CHECK(Changes(d) ==
         "modified edit.txt file\nremoved gone.txt file\nadded new dir\nadded new/dir dir\n"
@@ -62,26 +50,26 @@ TEST_CASE("changed files: added, modified, removed, new directories", "[scan]") 
 }
 
 TEST_CASE("a same-size rewrite right after the scan is a modification", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   t.Write("f.txt", "aaaa");
-  TreeSnapshot before = Scan(t.path);
+  TreeSnapshot before = Scan(t.path());
   // Same size, written within the same timestamp tick as the first write
   // as often as not: only the racy-file hash can tell.
   t.Write("f.txt", "bbbb");
-  TreeSnapshot after = Scan(t.path, &before);
+  TreeSnapshot after = Scan(t.path(), &before);
   CHECK(Changes(DiffTrees(before, after, 100)) == "modified f.txt file\n");
   // And an untouched racy file is not reported.
-  TreeSnapshot again = Scan(t.path, &after);
+  TreeSnapshot again = Scan(t.path(), &after);
   CHECK(Changes(DiffTrees(after, again, 100)).empty());
 }
 
 TEST_CASE("an entry bound is reported and never turns into removals", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   for (int i = 0; i < 50; ++i) t.Write("d/f" + std::to_string(i), "x");
   t.Write("a.txt", "x");
-  TreeSnapshot before = Scan(t.path, nullptr, 10);
+  TreeSnapshot before = Scan(t.path(), nullptr, 10);
   t.Write("a.txt", "yy");
-  TreeSnapshot after = Scan(t.path, &before, 10);
+  TreeSnapshot after = Scan(t.path(), &before, 10);
   TreeDiff d = DiffTrees(before, after, 100);
   REQUIRE(d.bound);
   CHECK(d.bound->name == "scan_entries");
@@ -90,10 +78,10 @@ TEST_CASE("an entry bound is reported and never turns into removals", "[scan]") 
 }
 
 TEST_CASE("the answer bound keeps the first changes by path", "[scan]") {
-  TempDir t;
-  TreeSnapshot before = Scan(t.path);
+  testing::TempDir t;
+  TreeSnapshot before = Scan(t.path());
   for (int i = 0; i < 5; ++i) t.Write("f" + std::to_string(i), "x");
-  TreeSnapshot after = Scan(t.path, &before);
+  TreeSnapshot after = Scan(t.path(), &before);
   TreeDiff d = DiffTrees(before, after, 2);
   CHECK(d.changes.size() == 2);
   CHECK(d.total == 5);
@@ -102,27 +90,27 @@ TEST_CASE("the answer bound keeps the first changes by path", "[scan]") {
 }
 
 TEST_CASE("an excluded directory is never read", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   t.Write("state/x", "1");
   ScanOptions o;
-  o.exclude = DirIdentity(t.path + "/state");
-  auto before = ScanTree(t.path, o);
+  o.exclude = DirIdentity(t.path() + "/state");
+  auto before = ScanTree(t.path(), o);
   REQUIRE(before.ok());
   t.Write("state/y", "2");
-  auto after = ScanTree(t.path, o, &*before);
+  auto after = ScanTree(t.path(), o, &*before);
   REQUIRE(after.ok());
   CHECK(DiffTrees(*before, *after, 100).changes.empty());
 }
 
 TEST_CASE("a time bound is reported and what it left unread is not compared", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   for (int i = 0; i < 600; ++i) t.Write("d/f" + std::to_string(i), "x");
   ScanOptions o;
   o.max_time = std::chrono::milliseconds(0);
-  auto before = ScanTree(t.path, o);
+  auto before = ScanTree(t.path(), o);
   REQUIRE(before.ok());
-  fs::remove(t.path + "/d/f599");
-  auto after = ScanTree(t.path, o, &*before);
+  fs::remove(t.path() + "/d/f599");
+  auto after = ScanTree(t.path(), o, &*before);
   REQUIRE(after.ok());
   TreeDiff d = DiffTrees(*before, *after, 100);
   REQUIRE(d.bound);
@@ -133,14 +121,14 @@ TEST_CASE("a time bound is reported and what it left unread is not compared", "[
 }
 
 TEST_CASE("a tree wider than the descriptors a scan holds is read whole", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   for (int i = 0; i < 40; ++i) t.Write("d" + std::to_string(i) + "/sub/f", "a");
   ScanOptions o;
   o.max_open_dirs = 3;
-  auto before = ScanTree(t.path, o);
+  auto before = ScanTree(t.path(), o);
   REQUIRE(before.ok());
   for (int i = 0; i < 40; ++i) t.Write("d" + std::to_string(i) + "/sub/f", "bb");
-  auto after = ScanTree(t.path, o, &*before);
+  auto after = ScanTree(t.path(), o, &*before);
   REQUIRE(after.ok());
   TreeDiff d = DiffTrees(*before, *after, 100);
   CHECK_FALSE(d.bound);
@@ -148,7 +136,7 @@ TEST_CASE("a tree wider than the descriptors a scan holds is read whole", "[scan
 }
 
 TEST_CASE("a scan short of descriptors still reads every directory", "[scan]") {
-  TempDir t;
+  testing::TempDir t;
   for (int i = 0; i < 300; ++i) t.Write("d" + std::to_string(i) + "/f", "a");
   struct rlimit saved;
   REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
@@ -159,9 +147,9 @@ TEST_CASE("a scan short of descriptors still reads every directory", "[scan]") {
   struct rlimit low = saved;
   low.rlim_cur = static_cast<rlim_t>(highest + 16);
   REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
-  auto before = ScanTree(t.path, ScanOptions{});
+  auto before = ScanTree(t.path(), ScanOptions{});
   for (int i = 0; i < 300; ++i) t.Write("d" + std::to_string(i) + "/f", "bb");
-  auto after = ScanTree(t.path, ScanOptions{}, before.ok() ? &*before : nullptr);
+  auto after = ScanTree(t.path(), ScanOptions{}, before.ok() ? &*before : nullptr);
   ::setrlimit(RLIMIT_NOFILE, &saved);
   REQUIRE(before.ok());
   REQUIRE(after.ok());

@@ -10,20 +10,11 @@
 #include <string>
 
 #include "sys/pipe.h"
+#include "testing/temp_dir.h"
 
 using namespace agentd;
 
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/agentd-spool-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 std::string Pattern(size_t n, uint64_t seed) {
   std::string s(n, '\0');
@@ -56,8 +47,8 @@ uint64_t DiskBytes(int fd) {
 }  // namespace
 
 TEST_CASE("spool: bytes keep their absolute offsets and read back exactly", "[spool]") {
-  TempDir dir;
-  auto log = OutputLog::Create(dir.path + "/stdout");
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
   REQUIRE(log.ok());
   std::string data = Pattern(300000, 1);
   Feed(**log, data);
@@ -74,9 +65,9 @@ TEST_CASE("spool: bytes keep their absolute offsets and read back exactly", "[sp
 }
 
 TEST_CASE("spool: the per-stream cap releases the front and moves retained_from", "[spool]") {
-  TempDir dir;
+  testing::TempDir dir;
   RetentionBudget budget(3 << 20, 1ull << 40);  // outlives the logs attached to it
-  auto log = OutputLog::Create(dir.path + "/stdout");
+  auto log = OutputLog::Create(dir.path() + "/stdout");
   REQUIRE(log.ok());
   (*log)->set_budget(&budget);
   std::string data = Pattern(10 << 20, 2);
@@ -93,10 +84,10 @@ TEST_CASE("spool: the per-stream cap releases the front and moves retained_from"
 }
 
 TEST_CASE("spool: the total cap takes from the log retaining the most", "[spool]") {
-  TempDir dir;
+  testing::TempDir dir;
   RetentionBudget budget(1ull << 40, 4 << 20);
-  auto small = OutputLog::Create(dir.path + "/small");
-  auto big = OutputLog::Create(dir.path + "/big");
+  auto small = OutputLog::Create(dir.path() + "/small");
+  auto big = OutputLog::Create(dir.path() + "/big");
   REQUIRE(small.ok());
   REQUIRE(big.ok());
   (*small)->set_budget(&budget);
@@ -111,8 +102,8 @@ TEST_CASE("spool: the total cap takes from the log retaining the most", "[spool]
 }
 
 TEST_CASE("spool: a reader's pin keeps the disk bytes it is about to send", "[spool]") {
-  TempDir dir;
-  auto log = OutputLog::Create(dir.path + "/stdout");
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
   REQUIRE(log.ok());
   std::string data = Pattern(8 << 20, 5);
   Feed(**log, data);
@@ -132,8 +123,8 @@ TEST_CASE("spool: a reader's pin keeps the disk bytes it is about to send", "[sp
 }
 
 TEST_CASE("spool: reopening recovers the size and the first retained byte", "[spool]") {
-  TempDir dir;
-  std::string path = dir.path + "/stdout";
+  testing::TempDir dir;
+  std::string path = dir.path() + "/stdout";
   std::string data = Pattern(5 << 20, 6);
   {
     auto log = OutputLog::Create(path);

@@ -36,8 +36,10 @@ class TempDir {
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
 
+  // Makes missing parent directories.
   void Write(const std::string& rel, const std::string& content) const {
-    std::ofstream(path_ + "/" + rel, std::ios::binary) << content;
+    std::filesystem::create_directories(std::filesystem::path(path_ + "/" + rel).parent_path());
+    std::ofstream(path_ + "/" + rel, std::ios::binary | std::ios::trunc) << content;
   }
   std::string Read(const std::string& rel) const {
     std::ifstream in(path_ + "/" + rel, std::ios::binary);
