@@ -1,5 +1,6 @@
 #include "proc/spawn.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +30,29 @@ constexpr size_t kChildStackBytes = 64 * 1024;
 // records signal handlers and descriptors; a child resetting its handlers
 // through sigaction() would reset the parent's in TSan's table).
 #define AGENTD_CHILD_SIDE __attribute__((no_sanitize("address", "undefined", "thread")))
+
+#if defined(__SANITIZE_THREAD__)
+#define AGENTD_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AGENTD_THREAD_SANITIZER 1
+#endif
+#endif
+
+using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
+
+// libc's clone. ThreadSanitizer intercepts clone() to treat it as a fork,
+// which cannot hold for CLONE_VM (its fork hook fails a CHECK in the
+// child); the child here runs no instrumented code and no interceptor, so
+// under TSan the call goes past the interceptor to libc's own.
+CloneFn LibcClone() {
+#ifdef AGENTD_THREAD_SANITIZER
+  static const CloneFn next = reinterpret_cast<CloneFn>(::dlsym(RTLD_NEXT, "clone"));
+  return next;
+#else
+  return &::clone;
+#endif
+}
 
 // The kernel's struct sigaction (not libc's): handler, flags, restorer, mask.
 struct KernelSigaction {
@@ -288,8 +312,8 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::clone(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  pid_t pid = LibcClone()(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
   int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::munmap(stack, kChildStackBytes);
