@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "agentd/protocol/json.h"
@@ -98,9 +100,13 @@ void AppendNumber(std::string& out, double d) {
     out += "null";
     return;
   }
+  // The shortest of 15 or 17 significant digits that reads back as `d`.
+  // Not std::to_chars: its floating-point half brings libstdc++'s Ryu
+  // tables for every float type, 125 KiB of the static daemon.
   char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), d);
-  out.append(buf, end);
+  int n = std::snprintf(buf, sizeof(buf), "%.15g", d);
+  if (std::strtod(buf, nullptr) != d) n = std::snprintf(buf, sizeof(buf), "%.17g", d);
+  out.append(buf, static_cast<size_t>(n));
 }
 
 void AppendValue(std::string& out, const Value& v, bool sorted) {

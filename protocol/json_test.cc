@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
 
 #include "agentd/protocol/json.h"
 #include "agentd/protocol/status.h"
@@ -90,4 +92,16 @@ TEST_CASE("json repeated keys keep the last value", "[json]") {
   REQUIRE(v.ok());
   CHECK(v->as_object().size() == 1);
   CHECK(v->Find("a")->as_int() == 2);
+}
+
+TEST_CASE("json writes doubles in the fewest digits that read back exactly", "[json]") {
+  for (double d : {0.1, 1.5, -2.25, 1e21, 123456.789, 0.30000000000000004, 1.0 / 3.0, 5e-324,
+                   1.7976931348623157e308}) {
+    std::string text = Serialize(Value(d));
+    CHECK(std::strtod(text.c_str(), nullptr) == d);
+  }
+  CHECK(Serialize(Value(0.1)) == "0.1");
+  CHECK(Serialize(Value(1.5)) == "1.5");
+  CHECK(Serialize(Value(0.30000000000000004)) == "0.30000000000000004");
+  CHECK(Serialize(Value(std::nan(""))) == "null");
 }

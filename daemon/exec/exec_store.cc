@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
 
 #include "config/daemon_config.h"
+#include "fs/dir_entries.h"
 #include "log/log.h"
 #include "sys/posix_error.h"
 #include "sys/read_file.h"
@@ -149,11 +149,16 @@ std::vector<StoredExec> ExecStore::LoadAll() {
 }
 
 void ExecStore::RemoveDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  if (ec) {
+  size_t slash = dir.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash);
+  std::string name = dir.substr(slash == std::string::npos ? 0 : slash + 1);
+  int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  Status removed = parent_fd < 0 ? PosixError(errno, "cannot open", parent)
+                                 : RemoveTree(parent_fd, name, dir).status();
+  if (parent_fd >= 0) ::close(parent_fd);
+  if (!removed.ok() && removed.code() != ErrorCode::kNotFound) {
     Log(LogLevel::kWarn, "cannot remove an exec record",
-        json::Object().Set("dir", dir).Set("error", ec.message()));
+        json::Object().Set("dir", dir).Set("error", removed.message()));
   }
 }
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <tuple>
+
+#include "sys/read_file.h"
 
 namespace agentd {
 namespace {
@@ -36,24 +36,39 @@ bool DecodeAddress(std::string_view hex, std::string_view family, std::string* o
   return true;
 }
 
+// /proc/net/tcp{,6} of a host with many sockets runs to megabytes.
+constexpr size_t kProcNetLimit = 64 << 20;
+
 std::string ReadAll(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Result<std::string> text = ReadFileToString(path, kProcNetLimit);
+  return text.ok() ? std::move(*text) : std::string();
+}
+
+// The next whitespace-separated field of `line` from `*pos`.
+std::string_view NextField(std::string_view line, size_t* pos) {
+  size_t begin = line.find_first_not_of(" \t", *pos);
+  if (begin == std::string_view::npos) return {};
+  size_t end = line.find_first_of(" \t", begin);
+  if (end == std::string_view::npos) end = line.size();
+  *pos = end;
+  return line.substr(begin, end - begin);
 }
 
 }  // namespace
 
 std::vector<ListeningPort> ParseProcNetTcp(std::string_view text, std::string_view family) {
   std::vector<ListeningPort> out;
-  std::istringstream lines{std::string(text)};
-  std::string line;
-  std::getline(lines, line);  // the column header
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state;
-    if (!(fields >> slot >> local >> remote >> state) || state != kListenState) continue;
+  size_t next = text.find('\n');  // past the column header
+  while (next != std::string_view::npos && next + 1 < text.size()) {
+    size_t start = next + 1;
+    next = text.find('\n', start);
+    std::string_view line =
+        text.substr(start, next == std::string_view::npos ? std::string_view::npos : next - start);
+    size_t pos = 0;
+    NextField(line, &pos);  // the slot number
+    std::string local(NextField(line, &pos));
+    NextField(line, &pos);  // the remote address
+    if (NextField(line, &pos) != kListenState) continue;
     size_t colon = local.find(':');
     if (colon == std::string::npos || local.size() - colon - 1 != 4) continue;
     ListeningPort p;
