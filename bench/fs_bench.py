@@ -52,6 +52,14 @@ def curl(daemon, *args):
     return cmd
 
 
+def agentctl(daemon, tool, *args):
+    """`agentctl cp ...` against the daemon: the project's own client, which
+    reads and writes in 256 KiB blocks where curl reads 16 KiB at a time."""
+    env = dict(os.environ, AGENTD_URL="http://127.0.0.1:%d" % daemon.port,
+               AGENTD_TOKEN=daemon.token)
+    subprocess.run([tool, "cp"] + list(args), check=True, env=env, stdout=subprocess.DEVNULL)
+
+
 def timed(fn):
     start = time.perf_counter()
     fn()
@@ -99,7 +107,7 @@ def tree_size(root):
     return files, total
 
 
-def bench_tree(daemon, work, runs, small=10_000, large=3, large_size=64 * MiB):
+def bench_tree(daemon, work, runs, small=10_000, large=3, large_size=64 * MiB, tool=None):
     """Four pairs: each daemon pipeline and the plain-tar pipeline that does
     the same job through a loopback socket."""
     src = os.path.join(work, "tree-src")
@@ -136,6 +144,12 @@ def bench_tree(daemon, work, runs, small=10_000, large=3, large_size=64 * MiB):
                                                     check=True),
                              lambda: socket_pipeline(tar_c, ["cat"])),
     }
+    if tool:
+        # The same trees through the project's client (libarchive on both ends).
+        pairs["upload (agentctl)"] = (lambda: agentctl(daemon, tool, src, ":" + dst),
+                                      lambda: socket_pipeline(tar_c, tar_x))
+        pairs["download (agentctl)"] = (lambda: agentctl(daemon, tool, ":" + src, dst),
+                                        lambda: socket_pipeline(tar_c, tar_x))
     setup = lambda: reset_dir(dst)  # noqa: E731
     results = {}
     for name, (ours, theirs) in pairs.items():
@@ -146,7 +160,7 @@ def bench_tree(daemon, work, runs, small=10_000, large=3, large_size=64 * MiB):
     return files, size, results
 
 
-def bench_file(daemon, work, runs, size=GiB):
+def bench_file(daemon, work, runs, size=GiB, tool=None):
     src = os.path.join(work, "file-src.bin")
     dst = os.path.join(work, "file-dst.bin")
     with open(src, "wb") as f, open("/dev/urandom", "rb") as rnd:
@@ -172,6 +186,11 @@ def bench_file(daemon, work, runs, size=GiB):
     # The baseline runs once per round for each direction, next to it.
     results = {"upload": interleaved(runs, daemon_upload, baseline, clean),
                "download": interleaved(runs, daemon_download, baseline, clean)}
+    if tool:
+        results["upload (agentctl)"] = interleaved(
+            runs, lambda: agentctl(daemon, tool, src, ":" + dst), baseline, clean)
+        results["download (agentctl)"] = interleaved(
+            runs, lambda: agentctl(daemon, tool, ":" + src, dst), baseline, clean)
     os.unlink(src)
     clean()
     return size, results
@@ -217,6 +236,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                       "daemon", "agentd"))
+    parser.add_argument("--agentctl", help="also measure `agentctl cp` (default: cli/agentctl "
+                        "beside --bin's build, when it exists)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes and one run: checks that the benchmark works")
@@ -224,6 +245,9 @@ def main() -> None:
     parser.add_argument("which", nargs="*", default=["tree", "file", "lines"])
     args = parser.parse_args()
     agentd_test.AGENTD_BIN = os.path.abspath(args.bin)
+    tool = args.agentctl or os.path.join(os.path.dirname(os.path.abspath(args.bin)), "..", "cli",
+                                         "agentctl")
+    tool = os.path.abspath(tool) if os.access(tool, os.X_OK) else None
     runs = 1 if args.smoke else args.runs
     tree_sizes = (200, 1, MiB) if args.smoke else (10_000, 3, 64 * MiB)
     data_size = 8 * MiB if args.smoke else GiB
@@ -237,21 +261,21 @@ def main() -> None:
         print("# agentd filesystem benchmarks (%s, %d CPUs, data on %s, median of %d)" %
               (os.uname().release, os.cpu_count(), out["data_on"], runs))
         if "tree" in args.which:
-            files, size, r = bench_tree(daemon, work, runs, *tree_sizes)
+            files, size, r = bench_tree(daemon, work, runs, *tree_sizes, tool=tool)
             out["tree"] = {"files": files, "bytes": size, "pairs": r}
             print("\ntree: %d files, %.0f MiB (daemon vs tar through a socket)" %
                   (files, size / MiB))
             for name, t in r.items():
                 ours, theirs = statistics.median(t["daemon_s"]), statistics.median(t["baseline_s"])
-                print("  %-17s %6.2f s (%6.0f files/s)  vs %6.2f s  ratio %.2f" %
+                print("  %-19s %6.2f s (%6.0f files/s)  vs %6.2f s  ratio %.2f" %
                       (name, ours, files / ours, theirs, ratio(t["daemon_s"], t["baseline_s"])))
         if "file" in args.which:
-            size, r = bench_file(daemon, work, runs, data_size)
+            size, r = bench_file(daemon, work, runs, data_size, tool=tool)
             out["file"] = {"bytes": size, **r}
             print("\nfile: %.0f MiB (vs cat through a socket)" % (size / MiB))
             for name, t in r.items():
                 ours = statistics.median(t["daemon_s"])
-                print("  %-9s %6.2f s  %6.0f MiB/s  ratio %.2f" %
+                print("  %-19s %6.2f s  %6.0f MiB/s  ratio %.2f" %
                       (name, ours, size / MiB / ours, ratio(t["daemon_s"], t["baseline_s"])))
         if "lines" in args.which:
             size, count, start, end, r = bench_lines(daemon, work, runs, data_size)

@@ -140,8 +140,14 @@ def fs_rows(r: Dict[str, Any]) -> List[Row]:
                   "upload from file": ("tree upload from an archive file (extraction alone)",
                                        "`cat archive | tar x`", False),
                   "download to null": ("tree download to /dev/null (archiving alone)",
-                                       "`tar c | cat`", False)}
+                                       "`tar c | cat`", False),
+                  "upload (agentctl)": ("tree upload (`agentctl cp DIR :DIR`), " + what,
+                                        "`tar c | tar x`", True),
+                  "download (agentctl)": ("tree download (`agentctl cp :DIR DIR`), " + what,
+                                          "`tar c | tar x`", True)}
         for key, (label, base, targeted) in labels.items():
+            if key not in tree["pairs"]:
+                continue  # agentctl rows need the CLI built
             t = tree["pairs"][key]
             row = Row(label, "%.2f s" % med(t["daemon_s"]),
                       baseline="%s via loopback TCP: %.2f s" % (base, med(t["baseline_s"])),
@@ -153,10 +159,14 @@ def fs_rows(r: Dict[str, Any]) -> List[Row]:
     if "file" in r:
         f = r["file"]
         size = f["bytes"]
-        for key in ("upload", "download"):
+        for key in ("upload", "download", "upload (agentctl)", "download (agentctl)"):
+            if key not in f:
+                continue
             t = f[key]
+            direction, _, via = key.partition(" ")
             rows.append(judged(Row(
-                "single-file %s, %d MiB (`curl`)" % (key, size >> 20),
+                "single-file %s, %d MiB (`%s`)" % (direction, size >> 20,
+                                                  via.strip("()") or "curl"),
                 rate(size / med(t["daemon_s"])),
                 baseline="`cat` via loopback TCP: %s" % rate(size / med(t["baseline_s"])),
                 ratio=speedup(t), target="≥ 0.8×"), at_least(0.8)))
