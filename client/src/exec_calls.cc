@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <random>
+#include <tuple>
 
 #include "agentd/client/nothrow.h"
 #include "agentd/protocol/base64.h"
@@ -16,6 +17,8 @@ namespace {
 constexpr std::chrono::seconds kStreamSilenceLimit{45};
 // One long-poll round of WaitExec.
 constexpr std::chrono::milliseconds kWaitRound{30000};
+// Long polls Run makes before it follows the output as an event stream.
+constexpr int kRunPollRounds = 3;
 
 std::string ExecPath(const std::string& id) { return "/v1/execs/" + EncodeQueryValue(id); }
 
@@ -278,9 +281,40 @@ asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest reques
   cb.on_gap = [&](std::string_view stream, uint64_t, uint64_t) {
     (stream == "stderr" ? result.stderr_truncated : result.stdout_truncated) = true;
   };
-  Result<ExecInfo> exited = co_await StreamExecCall(t, result.id, StreamCursors{}, cb);
-  if (!exited.ok()) co_return exited.status();
-  result.exec = std::move(*exited);
+  // Long polls first: a short command has exited by the time the first
+  // answer comes, and that answer carries all of its output (one request,
+  // as a raw-HTTP caller would make). Output that keeps coming past a few
+  // polls is followed as an event stream from where the polls left off.
+  StreamCursors cursors;
+  std::optional<ExecInfo> exited_early;
+  for (int round = 0; round < kRunPollRounds && !exited_early; ++round) {
+    PollOptions o;
+    o.stdout_from = cursors.stdout_next;
+    o.stderr_from = cursors.stderr_next;
+    o.wait = kWaitRound;
+    Result<ExecPollResponse> polled = co_await PollExecCall(t, result.id, o);
+    if (!polled.ok()) co_return polled.status();
+    for (auto [slice, next, stream] :
+         {std::tuple(&polled->stdout_slice, &cursors.stdout_next, std::string_view("stdout")),
+          std::tuple(&polled->stderr_slice, &cursors.stderr_next, std::string_view("stderr"))}) {
+      if (!*slice) continue;
+      const OutputSlice& got = **slice;
+      if (got.gap_from) cb.on_gap(stream, *got.gap_from, got.from);
+      (stream == "stdout" ? cb.on_stdout : cb.on_stderr)(got.from, got.data);
+      *next = got.next;
+    }
+    const ExecInfo& e = polled->exec;
+    if (!e.running && cursors.stdout_next >= e.stdout_bytes &&
+        cursors.stderr_next >= e.stderr_bytes) {
+      exited_early = e;
+    }
+  }
+  if (!exited_early) {  // not in a conditional expression: GCC 12 and co_await
+    Result<ExecInfo> streamed = co_await StreamExecCall(t, result.id, cursors, cb);
+    if (!streamed.ok()) co_return streamed.status();
+    exited_early = std::move(*streamed);
+  }
+  result.exec = std::move(*exited_early);
   result.exit_code = result.exec.exit_code.value_or(-1);
   result.signal = result.exec.signal;
   result.timed_out = result.exec.timed_out;
