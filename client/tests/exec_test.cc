@@ -55,6 +55,25 @@ TEST_CASE("Run returns exit code, output and duration, then acks", "[client][exe
   CHECK(poll->exec.acked);
 }
 
+TEST_CASE("Run hands over from long polls to the event stream without losing or repeating a byte",
+          "[client][exec]") {
+  DaemonProcess d;
+  Client c(RetryingOptions(d.url(), d.token()));
+  // More than the polls carry (1 MiB per stream per poll): the rest streams.
+  std::string expected;
+  for (int i = 1; i <= 700000; ++i) expected += std::to_string(i) + "\n";
+  auto big = c.Run(Shell("seq 1 700000; echo done >&2"));
+  REQUIRE(big.ok());
+  CHECK(big->stdout_data.size() == expected.size());
+  CHECK(big->stdout_data == expected);
+  CHECK(big->stderr_data == "done\n");
+  // Output that trickles: each poll answers early, the stream takes over.
+  auto slow = c.Run(Shell("for i in 1 2 3 4 5 6; do echo line$i; sleep 0.05; done"));
+  REQUIRE(slow.ok());
+  CHECK(slow->stdout_data == "line1\nline2\nline3\nline4\nline5\nline6\n");
+  CHECK(slow->exit_code == 0);
+}
+
 TEST_CASE("Run reports a signal as 128+n and a timeout as 124", "[client][exec]") {
   DaemonProcess d;
   Client c(RetryingOptions(d.url(), d.token()));
