@@ -9,21 +9,6 @@
 #include "tree_transfer.h"
 
 namespace agentd::client {
-namespace {
-
-template <typename T>
-Result<T> DecodeJson(const Result<HttpResponse>& response,
-                     Result<T> (*decode)(const json::Value&)) {
-  if (!response.ok()) return response.status();
-  Result<json::Value> doc = json::Parse(response->body);
-  if (!doc.ok()) {
-    return Status::Error(ErrorCode::kProtocolError,
-                         "the daemon's answer is not JSON: " + doc.status().message());
-  }
-  return decode(*doc);
-}
-
-}  // namespace
 
 AsyncClient::AsyncClient(asio::any_io_executor executor, ClientOptions options)
     : executor_(executor), transport_(std::make_unique<Transport>(executor, std::move(options))) {}
@@ -38,7 +23,7 @@ asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
   HttpRequest req;
   req.target = "/v1/health";
   req.idempotent = true;
-  co_return DecodeJson<HealthResponse>(co_await transport_->Call(req), &DecodeHealthResponse);
+  co_return DecodeAnswer<HealthResponse>(co_await transport_->Call(req), &DecodeHealthResponse);
 }
 
 asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapRequest request) {
@@ -50,7 +35,7 @@ asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapReque
   // Safe to retry: the same token replays, and a replay changes nothing.
   req.idempotent = true;
   Result<BootstrapResponse> r =
-      DecodeJson<BootstrapResponse>(co_await transport_->Call(req), &DecodeBootstrapResponse);
+      DecodeAnswer<BootstrapResponse>(co_await transport_->Call(req), &DecodeBootstrapResponse);
   if (r.ok()) transport_->set_token(request.token);
   co_return r;
 }
@@ -105,7 +90,7 @@ asio::awaitable<Result<RunResponse>> AsyncClient::RunCode(RunRequest request) {
   int64_t timeout =
       std::min<int64_t>(request.timeout_sec.value_or(kMaxRunTimeoutSec), kMaxRunTimeoutSec);
   req.extra_wait = std::chrono::seconds(timeout + 30);
-  co_return DecodeJson<RunResponse>(co_await transport_->Call(req), &DecodeRunResponse);
+  co_return DecodeAnswer<RunResponse>(co_await transport_->Call(req), &DecodeRunResponse);
 }
 
 asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, ReadOptions options,

@@ -294,13 +294,13 @@ asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest reques
     o.wait = kWaitRound;
     Result<ExecPollResponse> polled = co_await PollExecCall(t, result.id, o);
     if (!polled.ok()) co_return polled.status();
-    for (auto [slice, next, stream] :
-         {std::tuple(&polled->stdout_slice, &cursors.stdout_next, std::string_view("stdout")),
-          std::tuple(&polled->stderr_slice, &cursors.stderr_next, std::string_view("stderr"))}) {
+    for (auto [slice, next, stream, deliver] :
+         {std::tuple(&polled->stdout_slice, &cursors.stdout_next, "stdout", &cb.on_stdout),
+          std::tuple(&polled->stderr_slice, &cursors.stderr_next, "stderr", &cb.on_stderr)}) {
       if (!*slice) continue;
       const OutputSlice& got = **slice;
       if (got.gap_from) cb.on_gap(stream, *got.gap_from, got.from);
-      (stream == "stdout" ? cb.on_stdout : cb.on_stderr)(got.from, got.data);
+      (*deliver)(got.from, got.data);
       *next = got.next;
     }
     const ExecInfo& e = polled->exec;

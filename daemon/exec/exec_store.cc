@@ -149,13 +149,7 @@ std::vector<StoredExec> ExecStore::LoadAll() {
 }
 
 void ExecStore::RemoveDir(const std::string& dir) {
-  size_t slash = dir.rfind('/');
-  std::string parent = slash == std::string::npos ? "." : dir.substr(0, slash);
-  std::string name = dir.substr(slash == std::string::npos ? 0 : slash + 1);
-  int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  Status removed = parent_fd < 0 ? PosixError(errno, "cannot open", parent)
-                                 : RemoveTree(parent_fd, name, dir).status();
-  if (parent_fd >= 0) ::close(parent_fd);
+  Status removed = RemoveTreeAtPath(dir).status();
   if (!removed.ok() && removed.code() != ErrorCode::kNotFound) {
     Log(LogLevel::kWarn, "cannot remove an exec record",
         json::Object().Set("dir", dir).Set("error", removed.message()));

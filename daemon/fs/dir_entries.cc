@@ -119,4 +119,12 @@ Result<uint64_t> RemoveTree(int parent_fd, const std::string& name, const std::s
   return removed;
 }
 
+Result<uint64_t> RemoveTreeAtPath(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  UniqueFd dir(::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return PosixError(errno, "cannot open", parent);
+  return RemoveTree(dir.get(), path.substr(slash == std::string::npos ? 0 : slash + 1), path);
+}
+
 }  // namespace agentd

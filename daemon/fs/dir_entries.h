@@ -28,4 +28,8 @@ inline constexpr int kMaxTreeDepth = 256;
 // of `name`, extended by the walk).
 Result<uint64_t> RemoveTree(int parent_fd, const std::string& name, const std::string& display);
 
+// RemoveTree of `path` (the daemon's own files: exec records, journaled
+// temporaries), through a descriptor of its parent directory.
+Result<uint64_t> RemoveTreeAtPath(const std::string& path);
+
 }  // namespace agentd

@@ -31,10 +31,8 @@ void Sweep(const std::string& entry, int* removed) {
   Result<std::string> text = ReadFileToString(entry, 8192);
   if (text.ok()) {
     size_t slash = text->rfind('/');
-    std::string dir = slash == std::string::npos ? "" : text->substr(0, slash);
-    std::string name = slash == std::string::npos ? "" : text->substr(slash + 1);
-    UniqueFd parent(::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (parent && IsOurTemporary(name) && RemoveTree(parent.get(), name, *text).ok()) {
+    if (slash != std::string::npos && IsOurTemporary(text->substr(slash + 1)) &&
+        RemoveTreeAtPath(*text).ok()) {
       ++*removed;
       Log(LogLevel::kInfo, "removed a temporary left by a previous run",
           json::Object().Set("path", *text));
