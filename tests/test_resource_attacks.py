@@ -12,15 +12,27 @@ from lib.exec_util import start, wait_exit
 
 
 class HealthPoller:
-    """Polls /v1/health on its own connection until stopped; records latencies."""
+    """Polls /v1/health on its own connection until stopped; records latencies.
+
+    A control thread beside it only sleeps and records how late it woke:
+    the stalls of the machine itself (a loaded CI host, this process
+    descheduled), which the daemon cannot be blamed for."""
 
     def __init__(self, d, interval=0.05):
         self.d = d
         self.interval = interval
         self.latencies = []
         self.failures = []
+        self.machine_stalls = [0.0]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._control = threading.Thread(target=self._sleep_late, daemon=True)
+
+    def _sleep_late(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            time.sleep(self.interval)
+            self.machine_stalls.append(time.monotonic() - t - self.interval)
 
     def _run(self):
         conn = self.d.connection(timeout=10)
@@ -39,11 +51,13 @@ class HealthPoller:
 
     def __enter__(self):
         self._thread.start()
+        self._control.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(15)
+        self._control.join(15)
 
 
 class ResourceAttackTest(DaemonTestCase):
@@ -56,9 +70,13 @@ class ResourceAttackTest(DaemonTestCase):
                 time.sleep(0.05)
         self.assertEqual(poller.failures, [])
         self.assertGreaterEqual(len(poller.latencies), min_polls)
-        # Generous for a loaded 2-core CI machine; an unprotected daemon
-        # stalls for seconds or dies.
-        self.assertLess(max(poller.latencies), 2.0, sorted(poller.latencies)[-5:])
+        # Generous for a loaded 2-core CI machine, plus however long the
+        # machine itself stalled; an unprotected daemon stalls for seconds
+        # or dies.
+        allowed = 2.0 + max(poller.machine_stalls)
+        self.assertLess(max(poller.latencies), allowed,
+                        "slowest health answers %s; slowest machine stalls %s"
+                        % (sorted(poller.latencies)[-5:], sorted(poller.machine_stalls)[-5:]))
         return obj
 
     def test_fork_bomb_under_a_pids_limit(self):
