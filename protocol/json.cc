@@ -141,20 +141,23 @@ void AppendValue(std::string& out, const Value& v, bool sorted) {
       return;
     }
     case Value::Type::kObject: {
-      std::vector<const Member*> members;
-      for (const Member& m : v.as_object().members()) members.push_back(&m);
-      if (sorted) {
-        std::sort(members.begin(), members.end(),
-                  [](const Member* a, const Member* b) { return a->key < b->key; });
-      }
       out += '{';
       bool first = true;
-      for (const Member* m : members) {
+      auto member = [&](const Member& m) {
         if (!first) out += ',';
         first = false;
-        AppendQuoted(out, m->key);
+        AppendQuoted(out, m.key);
         out += ':';
-        AppendValue(out, m->value, sorted);
+        AppendValue(out, m.value, sorted);
+      };
+      if (!sorted) {
+        for (const Member& m : v.as_object().members()) member(m);
+      } else {
+        std::vector<const Member*> members;
+        for (const Member& m : v.as_object().members()) members.push_back(&m);
+        std::sort(members.begin(), members.end(),
+                  [](const Member* a, const Member* b) { return a->key < b->key; });
+        for (const Member* m : members) member(*m);
       }
       out += '}';
       return;
@@ -164,12 +167,28 @@ void AppendValue(std::string& out, const Value& v, bool sorted) {
 
 }  // namespace
 
+namespace {
+
+// Printable ASCII other than the two characters JSON escapes.
+bool IsPlainAscii(unsigned char c) { return c >= 0x20 && c < 0x7F && c != '"' && c != '\\'; }
+
+}  // namespace
+
 void AppendQuoted(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.reserve(out.size() + s.size() + 2);
   out += '"';
   size_t i = 0;
   while (i < s.size()) {
+    // The common case, a run of printable ASCII that needs no escape, is
+    // appended whole rather than a byte at a time.
+    size_t run = i;
+    while (run < s.size() && IsPlainAscii(static_cast<unsigned char>(s[run]))) ++run;
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
     unsigned char c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       size_t len = Utf8SequenceLength(s, i);

@@ -149,9 +149,10 @@ Status ExecEngine::CheckRuntime(const ExecStartRequest& request) {
 }
 
 std::vector<std::string> ExecEngine::Runtimes() const {
-  std::vector<std::string> env = BuildChildEnv(environ, bootstrap_.launch_env(), nullptr, {});
   std::vector<std::string> out;
-  for (Runtime r : PresentRuntimes(env)) out.emplace_back(RuntimeName(r));
+  for (Runtime r : runtime_probe_.Present(ChildPath(environ, bootstrap_.launch_env()))) {
+    out.emplace_back(RuntimeName(r));
+  }
   return out;
 }
 

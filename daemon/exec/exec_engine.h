@@ -30,6 +30,7 @@
 #include "limits/limiter.h"
 #include "proc/reaper.h"
 #include "proc/user_db.h"
+#include "run/runtime_probe.h"
 #include "spool/output_log.h"
 
 namespace agentd {
@@ -145,6 +146,7 @@ class ExecEngine {
   int64_t running_ = 0;
   std::optional<struct rlimit> child_nofile_;  // the limit children get back
   Limiter limiter_;
+  mutable RuntimeProbe runtime_probe_;              // health's runtimes, cached per PATH
   std::vector<std::weak_ptr<ExecRecord>> watched_;  // running execs with polled limits
   asio::steady_timer limit_timer_;
   bool limit_timer_armed_ = false;

@@ -46,6 +46,20 @@ std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env) {
   return out;
 }
 
+std::string ChildPath(const char* const* daemon_env, const EnvList& launch_env) {
+  // The last of repeated names wins, as in BuildChildEnv.
+  const std::string* from_launch = nullptr;
+  for (const auto& [name, value] : launch_env) {
+    if (name == "PATH") from_launch = &value;
+  }
+  if (from_launch) return *from_launch;
+  const char* from_daemon = nullptr;
+  for (const char* const* e = daemon_env; e && *e; ++e) {
+    if (std::string_view(*e).starts_with("PATH=")) from_daemon = *e + 5;
+  }
+  return from_daemon ? from_daemon : kDefaultPath;
+}
+
 std::string DefaultRunCwd(const DaemonConfig& config) {
   if (!config.workdir.empty()) return config.workdir;
   struct stat st;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/runtime.h"
 #include "config/daemon_config.h"
 
@@ -19,6 +20,10 @@ std::string FindInPath(const std::string& program, const std::string& path_list)
 // holds; PATH defaults as in spawn.h when `env` has none.
 std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env);
 bool RuntimePresent(Runtime r, const std::vector<std::string>& env);
+// The PATH a child with no request env gets: the launch env's, else the
+// daemon's, else spawn.h's default (what BuildChildEnv would give, without
+// building the whole environment).
+std::string ChildPath(const char* const* daemon_env, const EnvList& launch_env);
 
 // The default cwd of a run: --workdir, else /workspace when it is a
 // directory, else "/".

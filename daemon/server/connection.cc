@@ -106,7 +106,7 @@ void Connection::Compact() {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else if (begin_ > 0) {
-    std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+    std::memmove(buf_.get(), buf_.get() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
   }
@@ -114,7 +114,7 @@ void Connection::Compact() {
 
 Status Connection::Feed() {
   Result<RequestParser::Progress> progress =
-      parser_.Feed(std::string_view(buf_.data() + begin_, end_ - begin_));
+      parser_.Feed(std::string_view(buf_.get() + begin_, end_ - begin_));
   if (!progress.ok()) {
     broken_ = true;
     return progress.status();
@@ -156,18 +156,19 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
       }
     }
     Compact();
-    if (buf_.empty()) {
+    if (!buf_) {
       // An idle connection holds no read buffer: wait until bytes arrive.
       auto [wait_ec] = co_await socket_.async_wait(Socket::wait_read, kUseNothrow);
       if (wait_ec) co_return false;  // closed, idle timeout, or shutdown
-      buf_.resize(kReadBufferBytes);
+      buf_.reset(new char[kReadBufferBytes]);
+      buf_size_ = kReadBufferBytes;
       continue;
     }
-    if (end_ == buf_.size()) {  // cannot happen: heads are bounded far below the buffer
+    if (end_ == buf_size_) {  // cannot happen: heads are bounded far below the buffer
       co_return Status::Error(ErrorCode::kHeadersTooLarge, "request head does not fit the buffer");
     }
     auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(buf_.data() + end_, buf_.size() - end_), kUseNothrow);
+        asio::buffer(buf_.get() + end_, buf_size_ - end_), kUseNothrow);
     if (ec) {
       if (timed_out_ && started) {
         co_return Status::Error(ErrorCode::kRequestTimeout,
@@ -206,7 +207,7 @@ asio::awaitable<Result<std::string_view>> Connection::NextBodyChunk() {
     Arm(std::chrono::duration_cast<std::chrono::milliseconds>(limits_.io_timeout -
                                                               body_window_waited_));
     auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(buf_.data() + end_, buf_.size() - end_), kUseNothrow);
+        asio::buffer(buf_.get() + end_, buf_size_ - end_), kUseNothrow);
     Disarm();
     if (ec) co_return LostConnection(ec, "reading the request body");
     end_ += n;
@@ -285,7 +286,10 @@ asio::awaitable<bool> Connection::Serve() {
   body_window_bytes_ = 0;
   body_timeout_.reset();
   parser_.NextMessage();
-  if (begin_ == end_) std::vector<char>().swap(buf_);  // idle until the next request
+  if (begin_ == end_) {  // idle until the next request
+    buf_.reset();
+    buf_size_ = 0;
+  }
   co_return true;
 }
 
@@ -313,7 +317,7 @@ asio::awaitable<Status> Connection::WriteAll(asio::const_buffer buffer) {
 }
 
 std::string Connection::TakeOver() {
-  std::string rest(buf_.data() + begin_, end_ - begin_);
+  std::string rest(buf_.get() + begin_, end_ - begin_);
   begin_ = end_ = 0;
   body_queue_.clear();
   broken_ = true;  // never parsed as HTTP again

@@ -87,7 +87,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer timer_;
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
 
-  std::vector<char> buf_;
+  // Allocated when bytes arrive, freed while idle (RSS with many idle
+  // keep-alive connections), and never zeroed: a zeroed 64 KiB per request
+  // was 6% of a health request's time.
+  std::unique_ptr<char[]> buf_;
+  size_t buf_size_ = 0;
   size_t begin_ = 0;  // first unparsed byte
   size_t end_ = 0;    // one past the last received byte
   std::deque<std::string_view> body_queue_;
