@@ -90,11 +90,11 @@ def pct(values, p):
     return values[min(len(values) - 1, int(len(values) * p / 100))]
 
 
-def build_baseline():
+def build_baseline(name="fork_exec_baseline"):
+    """Compiles bench/NAME.c into a temporary directory; returns the path."""
     tmp = tempfile.mkdtemp()
-    exe = os.path.join(tmp, "fork_exec_baseline")
-    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, "fork_exec_baseline.c")],
-                   check=True)
+    exe = os.path.join(tmp, name)
+    subprocess.run(["cc", "-O2", "-o", exe, os.path.join(HERE, name + ".c")], check=True)
     return exe
 
 
@@ -117,20 +117,32 @@ def exec_round(d, conn, first, n):
     return latencies
 
 
-def round_trip(binary, exe, n, rounds, state_parent):
+def c_exec_round(driver, d, first, n):
+    """exec_round_trip.c: the same loop as exec_round, from C."""
+    out = subprocess.run([driver, str(d.port), TOKEN, str(first), str(n)], capture_output=True,
+                         text=True, check=True).stdout
+    return [float(x) for x in out.split()]
+
+
+def round_trip(binary, exe, driver, n, rounds, state_parent):
+    """The daemon's round trip driven from C (the target's row: both sides
+    in C), and for orientation from Python's http.client."""
     d = Daemon(binary, "--ack-ttl-sec", "0", state_parent=state_parent)
     try:
         conn = d.conn()
         exec_round(d, conn, 10**6, 20)  # warm up
-        base, ours = [], []
+        c_exec_round(driver, d, 2 * 10**6, 20)
+        base, ours, python = [], [], []
         for r in range(rounds):
             base += fork_exec_round(exe, n // rounds)
-            ours += exec_round(d, conn, r * n, n // rounds)
+            ours += c_exec_round(driver, d, r * n, n // rounds)
+            python += exec_round(d, conn, 3 * 10**6 + r * n, max(1, n // rounds // 4))
         conn.close()
     finally:
         d.close()
     return {"n": len(ours), "state_parent": state_parent,
             "agentd_p50_us": pct(ours, 50), "agentd_p99_us": pct(ours, 99),
+            "python_n": len(python), "python_p50_us": pct(python, 50),
             "baseline_p50_us": pct(base, 50), "baseline_p99_us": pct(base, 99)}
 
 
@@ -254,15 +266,17 @@ def main():
                if os.path.isdir(STATE_PARENTS[k])]
 
     exe = build_baseline()
+    driver = build_baseline("exec_round_trip")
     results = {"machine": {"cpus": os.cpu_count(), "kernel": os.uname().release,
                            "loadavg_at_start": os.getloadavg()}}
-    results["round_trip"] = [round_trip(args.agentd, exe, n, rounds, parent)
+    results["round_trip"] = [round_trip(args.agentd, exe, driver, n, rounds, parent)
                              for parent in parents]
     results["throughput"] = [throughput(args.agentd, size, throughput_rounds, parent)
                              for parent in parents]
     results["memory"] = memory(args.agentd, running, print_size)
     results["machine"]["loadavg_at_end"] = os.getloadavg()
     shutil.rmtree(os.path.dirname(exe))
+    shutil.rmtree(os.path.dirname(driver))
 
     out = args.json or os.path.join(HERE, "results", "exec.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)

@@ -61,7 +61,8 @@ def exec_rows(r: Dict[str, Any]) -> List[Row]:
     for rt in r["round_trip"]:
         on = "tmpfs" if rt["state_parent"] == "/dev/shm" else "ext4 (/tmp)"
         row = Row("exec round trip: start `/bin/true`, long poll to exit + output, keep-alive "
-                  "loopback; state on %s (%d runs)" % (on, rt["n"]),
+                  "loopback, driven from C; state on %s (%d runs; from Python's http.client "
+                  "%s p50)" % (on, rt["n"], ms(rt["python_p50_us"] / 1e6)),
                   ms(rt["agentd_p50_us"] / 1e6), ms(rt["agentd_p99_us"] / 1e6),
                   "fork+exec+wait %s (p99 %s)" % (ms(rt["baseline_p50_us"] / 1e6),
                                                   ms(rt["baseline_p99_us"] / 1e6)),

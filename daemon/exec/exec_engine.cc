@@ -212,13 +212,7 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
   rec->kill_grace_sec = request.kill_grace_sec.value_or(kDefaultKillGraceSec);
   AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
-    Result<std::unique_ptr<OutputLog>> log =
-        OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
-    if (!log.ok()) {
-      ExecStore::RemoveDir(rec->dir);
-      return log.status();
-    }
-    rec->logs[static_cast<int>(s)] = std::move(*log);
+    rec->logs[static_cast<int>(s)] = OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
     rec->log(s).set_budget(&budget_);
     if (rec->limits.output_bytes) {
       rec->log(s).set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));

@@ -18,17 +18,22 @@ constexpr uint64_t kSpliceChunk = 1 << 20;
 
 }  // namespace
 
-OutputLog::OutputLog(UniqueFd fd, uint64_t next, uint64_t retained_from)
-    : fd_(std::move(fd)), next_(next), retained_from_(retained_from) {}
+OutputLog::OutputLog(std::string path, UniqueFd fd, uint64_t next, uint64_t retained_from)
+    : path_(std::move(path)), fd_(std::move(fd)), next_(next), retained_from_(retained_from) {}
 
 OutputLog::~OutputLog() {
   if (budget_) budget_->Remove(this);
 }
 
-Result<std::unique_ptr<OutputLog>> OutputLog::Create(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return PosixError(errno, "cannot create output log", path);
-  return std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), 0, 0));
+std::unique_ptr<OutputLog> OutputLog::Create(const std::string& path) {
+  return std::unique_ptr<OutputLog>(new OutputLog(path, UniqueFd(), 0, 0));
+}
+
+Status OutputLog::MakeFile() {
+  if (fd_) return Status::Ok();
+  fd_.reset(::open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd_) return PosixError(errno, "cannot create output log", path_);
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<OutputLog>> OutputLog::Open(const std::string& path,
@@ -43,7 +48,7 @@ Result<std::unique_ptr<OutputLog>> OutputLog::Open(const std::string& path,
   off_t data = ::lseek(fd.get(), 0, SEEK_DATA);
   uint64_t first_data = data >= 0 ? static_cast<uint64_t>(data) : errno == ENXIO ? size : 0;
   uint64_t retained_from = std::min(size, std::max(recorded_retained_from, first_data));
-  auto log = std::unique_ptr<OutputLog>(new OutputLog(std::move(fd), size, retained_from));
+  auto log = std::unique_ptr<OutputLog>(new OutputLog(path, std::move(fd), size, retained_from));
   log->punched_to_ = std::min(first_data, retained_from) / kPunchUnit * kPunchUnit;
   return log;
 }
@@ -59,8 +64,35 @@ void OutputLog::Grew(uint64_t bytes) {
   if (budget_) budget_->OnGrow(this, bytes);
 }
 
+OutputLog::Fill OutputLog::FirstFill(int pipe_fd, uint64_t max_bytes) {
+  Fill f;
+  char buf[16 * 1024];
+  for (;;) {
+    ssize_t n = ::read(pipe_fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes));
+    if (n > 0) {
+      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
+        Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
+        ReleaseTo(next_);
+      }
+      f.bytes = static_cast<uint64_t>(n);
+      return f;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      f.would_block = true;
+    } else {
+      f.eof = true;  // 0, or EIO: a PTY master whose slave side is all closed
+    }
+    return f;
+  }
+}
+
 OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
   Fill f;
+  if (!fd_ && max_bytes > 0) {
+    f = FirstFill(pipe_fd, max_bytes);
+    if (f.eof || f.would_block) return f;
+  }
   while (f.bytes < max_bytes) {
     loff_t off = static_cast<loff_t>(next_);
     size_t want = static_cast<size_t>(std::min(max_bytes - f.bytes, kSpliceChunk));
@@ -128,6 +160,8 @@ OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
 }
 
 Status OutputLog::Append(std::string_view bytes) {
+  if (bytes.empty()) return Status::Ok();
+  AGENTD_RETURN_IF_ERROR(MakeFile());
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done,
@@ -146,6 +180,7 @@ Status OutputLog::Read(uint64_t from, uint64_t max_bytes, std::string* out) cons
     return Status::Internal("read outside the retained range");
   }
   uint64_t len = std::min(max_bytes, next_ - from);
+  if (len == 0) return Status::Ok();
   out->resize(static_cast<size_t>(len));
   size_t done = 0;
   while (done < len) {
@@ -174,7 +209,7 @@ void OutputLog::Punch() {
   uint64_t limit = retained_from_;
   if (!pins_.empty()) limit = std::min(limit, *pins_.begin());
   uint64_t target = limit / kPunchUnit * kPunchUnit;
-  if (target <= punched_to_ || !punch_supported_) return;
+  if (target <= punched_to_ || !punch_supported_ || !fd_) return;
   if (::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                   static_cast<off_t>(punched_to_), static_cast<off_t>(target - punched_to_)) != 0) {
     if (errno == EOPNOTSUPP || errno == ENOSYS) {

@@ -9,6 +9,12 @@
 // own beyond what one reader asks for. The file offset of a byte is its
 // stream offset.
 //
+// The file is created with the stream's first byte, not with the exec: an
+// exec that prints nothing (most of a harness's commands on one stream)
+// costs no file and holds no descriptor, and every descriptor the daemon
+// holds is copied into and closed in each child it spawns, so idle spool
+// descriptors made every spawn slower as records piled up.
+//
 // Retention releases bytes from the front: `retained_from` moves forward at
 // once (readers before it see a gap), and the disk space is returned by
 // punching holes (fallocate PUNCH_HOLE | KEEP_SIZE) in whole kPunchUnit
@@ -36,8 +42,9 @@ class OutputLog {
  public:
   static constexpr uint64_t kPunchUnit = 1 << 20;
 
-  // A new empty log at `path` (created or truncated, mode 0600).
-  static Result<std::unique_ptr<OutputLog>> Create(const std::string& path);
+  // A new empty log at `path`; the file (mode 0600, truncated if it
+  // exists) is made with the first byte. Never fails.
+  static std::unique_ptr<OutputLog> Create(const std::string& path);
   // An existing log, for recovery: its size is `next`; `retained_from` is
   // the larger of the recorded value and the first byte still on disk.
   static Result<std::unique_ptr<OutputLog>> Open(const std::string& path,
@@ -47,6 +54,8 @@ class OutputLog {
   uint64_t next() const { return next_; }
   uint64_t retained_from() const { return retained_from_; }
   uint64_t retained() const { return next_ - retained_from_; }
+  // -1 until the first byte; [retained_from, next) is then non-empty only
+  // when the file exists.
   int fd() const { return fd_.get(); }
 
   // Attaches the log to a budget (per-stream and total caps). Optional.
@@ -92,11 +101,15 @@ class OutputLog {
   };
 
  private:
-  OutputLog(UniqueFd fd, uint64_t next, uint64_t retained_from);
+  OutputLog(std::string path, UniqueFd fd, uint64_t next, uint64_t retained_from);
+  Status MakeFile();
+  // The first bytes of a log without a file: read, then the file made.
+  Fill FirstFill(int pipe_fd, uint64_t max_bytes);
   void Grew(uint64_t bytes);
   Fill CopyFrom(int fd, uint64_t max_bytes, Fill f);
   void Punch();
 
+  std::string path_;
   UniqueFd fd_;
   uint64_t next_ = 0;
   uint64_t retained_from_ = 0;

@@ -49,18 +49,17 @@ uint64_t DiskBytes(int fd) {
 TEST_CASE("spool: bytes keep their absolute offsets and read back exactly", "[spool]") {
   testing::TempDir dir;
   auto log = OutputLog::Create(dir.path() + "/stdout");
-  REQUIRE(log.ok());
   std::string data = Pattern(300000, 1);
-  Feed(**log, data);
-  CHECK((*log)->next() == data.size());
-  CHECK((*log)->retained_from() == 0);
+  Feed(*log, data);
+  CHECK(log->next() == data.size());
+  CHECK(log->retained_from() == 0);
   std::string out;
-  REQUIRE((*log)->Read(1000, 5000, &out).ok());
+  REQUIRE(log->Read(1000, 5000, &out).ok());
   CHECK(out == data.substr(1000, 5000));
-  REQUIRE((*log)->Read(299990, 5000, &out).ok());
+  REQUIRE(log->Read(299990, 5000, &out).ok());
   CHECK(out == data.substr(299990));
-  REQUIRE((*log)->Append("tail").ok());
-  REQUIRE((*log)->Read(300000, 10, &out).ok());
+  REQUIRE(log->Append("tail").ok());
+  REQUIRE(log->Read(300000, 10, &out).ok());
   CHECK(out == "tail");
 }
 
@@ -68,19 +67,18 @@ TEST_CASE("spool: the per-stream cap releases the front and moves retained_from"
   testing::TempDir dir;
   RetentionBudget budget(3 << 20, 1ull << 40);  // outlives the logs attached to it
   auto log = OutputLog::Create(dir.path() + "/stdout");
-  REQUIRE(log.ok());
-  (*log)->set_budget(&budget);
+  log->set_budget(&budget);
   std::string data = Pattern(10 << 20, 2);
-  Feed(**log, data);
-  CHECK((*log)->next() == data.size());
-  CHECK((*log)->retained_from() == data.size() - (3 << 20));
+  Feed(*log, data);
+  CHECK(log->next() == data.size());
+  CHECK(log->retained_from() == data.size() - (3 << 20));
   CHECK(budget.retained_total() == 3u << 20);
   std::string out;
-  REQUIRE((*log)->Read((*log)->retained_from(), 1 << 20, &out).ok());
-  CHECK(out == data.substr((*log)->retained_from(), 1 << 20));
-  CHECK_FALSE((*log)->Read(0, 10, &out).ok());
+  REQUIRE(log->Read(log->retained_from(), 1 << 20, &out).ok());
+  CHECK(out == data.substr(log->retained_from(), 1 << 20));
+  CHECK_FALSE(log->Read(0, 10, &out).ok());
   // Released space went back to the file system (holes), in whole units.
-  CHECK(DiskBytes((*log)->fd()) <= (4u << 20) + 65536);
+  CHECK(DiskBytes(log->fd()) <= (4u << 20) + 65536);
 }
 
 TEST_CASE("spool: the total cap takes from the log retaining the most", "[spool]") {
@@ -88,38 +86,35 @@ TEST_CASE("spool: the total cap takes from the log retaining the most", "[spool]
   RetentionBudget budget(1ull << 40, 4 << 20);
   auto small = OutputLog::Create(dir.path() + "/small");
   auto big = OutputLog::Create(dir.path() + "/big");
-  REQUIRE(small.ok());
-  REQUIRE(big.ok());
-  (*small)->set_budget(&budget);
-  (*big)->set_budget(&budget);
-  Feed(**small, Pattern(1 << 20, 3));
-  Feed(**big, Pattern(6 << 20, 4));
+  small->set_budget(&budget);
+  big->set_budget(&budget);
+  Feed(*small, Pattern(1 << 20, 3));
+  Feed(*big, Pattern(6 << 20, 4));
   CHECK(budget.retained_total() == 4u << 20);
-  CHECK((*small)->retained_from() == 0);
-  CHECK((*big)->retained() == 3u << 20);
-  big->reset();  // a released exec gives its share back
+  CHECK(small->retained_from() == 0);
+  CHECK(big->retained() == 3u << 20);
+  big.reset();  // a released exec gives its share back
   CHECK(budget.retained_total() == 1u << 20);
 }
 
 TEST_CASE("spool: a reader's pin keeps the disk bytes it is about to send", "[spool]") {
   testing::TempDir dir;
   auto log = OutputLog::Create(dir.path() + "/stdout");
-  REQUIRE(log.ok());
   std::string data = Pattern(8 << 20, 5);
-  Feed(**log, data);
+  Feed(*log, data);
   {
-    OutputLog::Pin pin(**log, 1 << 20);
-    (*log)->ReleaseTo(6 << 20);
-    CHECK((*log)->retained_from() == 6u << 20);
+    OutputLog::Pin pin(*log, 1 << 20);
+    log->ReleaseTo(6 << 20);
+    CHECK(log->retained_from() == 6u << 20);
     // Logically released, physically still there for the pinned reader.
     std::string out(4096, '\0');
-    REQUIRE(pread((*log)->fd(), out.data(), out.size(), 1 << 20) == 4096);
+    REQUIRE(pread(log->fd(), out.data(), out.size(), 1 << 20) == 4096);
     CHECK(out == data.substr(1 << 20, 4096));
     pin.Move(5 << 20);
-    REQUIRE(pread((*log)->fd(), out.data(), out.size(), 5 << 20) == 4096);
+    REQUIRE(pread(log->fd(), out.data(), out.size(), 5 << 20) == 4096);
     CHECK(out == data.substr(5 << 20, 4096));
   }
-  CHECK(lseek((*log)->fd(), 0, SEEK_DATA) >= (6 << 20));
+  CHECK(lseek(log->fd(), 0, SEEK_DATA) >= (6 << 20));
 }
 
 TEST_CASE("spool: reopening recovers the size and the first retained byte", "[spool]") {
@@ -128,9 +123,8 @@ TEST_CASE("spool: reopening recovers the size and the first retained byte", "[sp
   std::string data = Pattern(5 << 20, 6);
   {
     auto log = OutputLog::Create(path);
-    REQUIRE(log.ok());
-    Feed(**log, data);
-    (*log)->ReleaseTo((2 << 20) + 100);
+    Feed(*log, data);
+    log->ReleaseTo((2 << 20) + 100);
   }
   // The recorded value wins when it is ahead of the holes...
   auto again = OutputLog::Open(path, (2 << 20) + 100);
@@ -144,4 +138,39 @@ TEST_CASE("spool: reopening recovers the size and the first retained byte", "[sp
   std::string out;
   REQUIRE((*stale)->Read(2 << 20, 1 << 20, &out).ok());
   CHECK(out == data.substr(2 << 20, 1 << 20));
+}
+
+TEST_CASE("spool: a stream that prints nothing makes no file", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 16);
+  REQUIRE(p.ok());
+  CHECK(log->FillFrom(p->read.get(), UINT64_MAX).would_block);
+  p->write.reset();
+  CHECK(log->FillFrom(p->read.get(), UINT64_MAX).eof);
+  CHECK(log->fd() == -1);
+  CHECK_FALSE(dir.Exists("stdout"));
+  std::string out = "x";
+  REQUIRE(log->Read(0, 100, &out).ok());
+  CHECK(out.empty());
+}
+
+TEST_CASE("spool: the first bytes make the file and the rest follow them in order", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  std::string data = Pattern(200000, 7);
+  Feed(*log, data);  // 64 KiB per fill: the first read, then splices
+  CHECK(dir.Exists("stdout"));
+  std::string out;
+  REQUIRE(log->Read(0, data.size(), &out).ok());
+  CHECK(out == data);
+}
+
+TEST_CASE("spool: a file that cannot be made turns the bytes into a gap", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/missing/stdout");
+  Feed(*log, Pattern(100000, 8));
+  CHECK(log->next() == 100000);
+  CHECK(log->retained_from() == 100000);  // the loss is explicit
+  CHECK(log->fd() == -1);
 }
