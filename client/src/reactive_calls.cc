@@ -150,6 +150,9 @@ asio::awaitable<Result<std::unique_ptr<Tunnel>>> OpenTunnelCall(Transport& t, ui
   std::string early = conn.TakeUpgradeBytes();
   asio::generic::stream_protocol::socket socket(std::move(conn.socket()));
   conn.Close();
+  asio::error_code ec;
+  socket.non_blocking(false, ec);  // the tunnel's own blocking reads and writes wait
+  if (ec) co_return Status::Error(ErrorCode::kTransport, "tunnel set-up failed: " + ec.message());
   co_return std::make_unique<Tunnel>(std::move(socket), std::move(early));
 }
 
