@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace agentd::client {
@@ -50,6 +51,53 @@ bool SafeMemberName(std::string_view name) {
   return true;
 }
 
+// `name` without empty and "." components ("a//./b/" is "a/b").
+std::string Normalized(std::string_view name) {
+  std::string out;
+  size_t i = 0;
+  while (i <= name.size()) {
+    size_t end = name.find('/', i);
+    if (end == std::string_view::npos) end = name.size();
+    std::string_view part = name.substr(i, end - i);
+    if (!part.empty() && part != ".") {
+      if (!out.empty()) out += '/';
+      out += part;
+    }
+    i = end + 1;
+  }
+  return out;
+}
+
+// The symlinks extracted so far (normalized member names). The stage is a
+// fresh private directory, so they are the only symlinks in it: a member
+// whose parent path passes through one would be written through it. This
+// check replaces libarchive's ARCHIVE_EXTRACT_SECURE_SYMLINKS, which
+// lstat()s and opens every component of every member's absolute path
+// (about nine system calls per member; most of a large tree's extraction).
+class SymlinkGuard {
+ public:
+  bool Passes(const std::string& name) const {
+    for (size_t slash = name.find('/'); slash != std::string::npos;
+         slash = name.find('/', slash + 1)) {
+      if (links_.count(name.substr(0, slash))) return true;
+    }
+    return false;
+  }
+  bool IsLink(const std::string& name) const { return links_.count(name) != 0; }
+  // After `name` was extracted: a symlink (or a hard link to one) is
+  // remembered; anything else replaced whatever was there.
+  void Extracted(const std::string& name, bool is_link) {
+    if (is_link) {
+      links_.insert(name);
+    } else {
+      links_.erase(name);
+    }
+  }
+
+ private:
+  std::unordered_set<std::string> links_;
+};
+
 Status Unsafe(std::string_view member, std::string_view reason) {
   return Status::Error(ErrorCode::kUnsafePath, "archive member \"" + std::string(member) +
                                                    "\" refused: " + std::string(reason))
@@ -57,7 +105,10 @@ Status Unsafe(std::string_view member, std::string_view reason) {
       .With("reason", std::string(reason));
 }
 
-Status WriteEntry(archive* w, archive_entry* entry, const std::string& source, TreeStats* stats) {
+// `buf` is the archive's one copy buffer: a buffer per file cost a 256 KiB
+// mmap, page faults and munmap for each of a tree's small files.
+Status WriteEntry(archive* w, archive_entry* entry, const std::string& source,
+                  std::vector<char>& buf, TreeStats* stats) {
   if (archive_write_header(w, entry) != ARCHIVE_OK) return ArchiveError(w, "writing tar header");
   ++stats->entries;
   if (archive_entry_filetype(entry) != AE_IFREG || archive_entry_size(entry) == 0) {
@@ -68,7 +119,6 @@ Status WriteEntry(archive* w, archive_entry* entry, const std::string& source, T
     return Status::Error(ErrorCode::kIoError,
                          "cannot read " + source + ": " + std::strerror(errno));
   }
-  std::vector<char> buf(256 * 1024);
   int64_t left = archive_entry_size(entry);
   Status result;
   while (left > 0) {
@@ -168,6 +218,9 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
   archive_write_set_format_option(w.get(), "pax", "hdrcharset", "BINARY");
   if (compression == TarCompression::kGzip) archive_write_add_filter_gzip(w.get());
   if (compression == TarCompression::kZstd) archive_write_add_filter_zstd(w.get());
+  // Whole 256 KiB writes into the pipe, not tar's 10 KiB records, and no
+  // padding after the last.
+  archive_write_set_bytes_per_block(w.get(), kPipeBlockBytes);
   archive_write_set_bytes_in_last_block(w.get(), 1);
   if (archive_write_open_fd(w.get(), out_fd) != ARCHIVE_OK) return ArchiveError(w.get(), "tar");
   std::string root = local_dir;
@@ -181,6 +234,7 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
       archive_entry_linkresolver_new());
   archive_entry_linkresolver_set_strategy(resolver.get(), archive_format(w.get()));
   TreeStats stats;
+  std::vector<char> buf(256 * 1024);
   for (;;) {
     EntryPtr entry(archive_entry_new());
     int r = archive_read_next_header2(disk.get(), entry.get());
@@ -197,7 +251,7 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
     archive_entry* e = entry.release();
     archive_entry_linkify(resolver.get(), &e, &spare);
     if (e) {
-      Status s = WriteEntry(w.get(), e, source, &stats);
+      Status s = WriteEntry(w.get(), e, source, buf, &stats);
       archive_entry_free(e);
       if (!s.ok()) return s;
     }
@@ -209,8 +263,8 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
     archive_entry* spare = nullptr;
     archive_entry_linkify(resolver.get(), &e, &spare);
     if (!e) break;
-    Status s = WriteEntry(w.get(), e,
-                          archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : "", &stats);
+    Status s = WriteEntry(
+        w.get(), e, archive_entry_sourcepath(e) ? archive_entry_sourcepath(e) : "", buf, &stats);
     archive_entry_free(e);
     if (!s.ok()) return s;
   }
@@ -244,10 +298,10 @@ Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir) {
   archive_read_support_filter_gzip(r.get());
   archive_read_support_filter_zstd(r.get());
   ArchivePtr w(archive_write_disk_new());
-  archive_write_disk_set_options(w.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-                                              ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-                                              ARCHIVE_EXTRACT_SECURE_NODOTDOT);
-  if (archive_read_open_fd(r.get(), in_fd, 64 * 1024) != ARCHIVE_OK) {
+  archive_write_disk_set_options(
+      w.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+  SymlinkGuard symlinks;  // in place of ARCHIVE_EXTRACT_SECURE_SYMLINKS
+  if (archive_read_open_fd(r.get(), in_fd, kPipeBlockBytes) != ARCHIVE_OK) {
     cleanup();
     return Status::Error(ErrorCode::kInvalidArchive, "cannot read the archive");
   }
@@ -269,19 +323,37 @@ Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir) {
       result = Unsafe(name, "absolute name or \"..\" component");
       break;
     }
+    name = Normalized(name);
+    if (name.empty()) continue;
+    if (symlinks.Passes(name)) {
+      result = Unsafe(name, "it would be written through a symlink");
+      break;
+    }
     mode_t type = archive_entry_filetype(entry);
+    // libarchive takes an existing directory as it finds it, following a
+    // symlink (without SECURE_SYMLINKS) to set its mode and times: a
+    // directory may not reuse a symlink's name. Files and links replace it.
+    if (type == AE_IFDIR && symlinks.IsLink(name)) {
+      result = Unsafe(name, "a directory over a symlink");
+      break;
+    }
     bool hardlink = archive_entry_hardlink(entry) != nullptr;
     if (!hardlink && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
       result = Unsafe(name, "device, FIFO and socket entries are refused");
       break;
     }
+    bool is_link = !hardlink && type == AE_IFLNK;
     if (const char* link = archive_entry_hardlink(entry)) {
-      std::string target = link;
-      while (target.starts_with("./")) target.erase(0, 2);
-      if (!SafeMemberName(target)) {
+      std::string target = Normalized(link);
+      if (!SafeMemberName(link) || target.empty()) {
         result = Unsafe(name, "hard link to outside the tree");
         break;
       }
+      if (symlinks.Passes(target)) {
+        result = Unsafe(name, "hard link through a symlink");
+        break;
+      }
+      is_link = symlinks.IsLink(target);  // a hard link to a symlink is one too
       archive_entry_set_hardlink(entry, (stage + "/" + target).c_str());
     }
     archive_entry_set_pathname(entry, (stage + "/" + name).c_str());
@@ -308,6 +380,7 @@ Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir) {
       result = ArchiveError(w.get(), "finishing " + name);
       break;
     }
+    symlinks.Extracted(name, is_link);
     ++stats.entries;
   }
   if (result.ok() && archive_write_close(w.get()) != ARCHIVE_OK) {

@@ -23,6 +23,10 @@
 
 namespace agentd::client {
 
+// The unit both halves move through their pipe: libarchive's block size
+// and the pipe's capacity (tree_transfer.cc).
+inline constexpr int kPipeBlockBytes = 256 * 1024;
+
 Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
                                TarCompression compression);
 Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir);
