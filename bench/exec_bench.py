@@ -117,31 +117,35 @@ def exec_round(d, conn, first, n):
     return latencies
 
 
-def c_exec_round(driver, d, first, n):
-    """exec_round_trip.c: the same loop as exec_round, from C."""
-    out = subprocess.run([driver, str(d.port), TOKEN, str(first), str(n)], capture_output=True,
-                         text=True, check=True).stdout
+def c_exec_round(driver, d, first, n, mode="one"):
+    """exec_round_trip.c from C: `one` request (the start that waits) or
+    `two` (start, then the long poll of exec_round)."""
+    out = subprocess.run([driver, str(d.port), TOKEN, str(first), str(n), mode],
+                         capture_output=True, text=True, check=True).stdout
     return [float(x) for x in out.split()]
 
 
 def round_trip(binary, exe, driver, n, rounds, state_parent):
     """The daemon's round trip driven from C (the target's row: both sides
-    in C), and for orientation from Python's http.client."""
+    in C) with the start that waits; for orientation, the same as start plus
+    long poll from C, and from Python's http.client."""
     d = Daemon(binary, "--ack-ttl-sec", "0", state_parent=state_parent)
     try:
         conn = d.conn()
         exec_round(d, conn, 10**6, 20)  # warm up
         c_exec_round(driver, d, 2 * 10**6, 20)
-        base, ours, python = [], [], []
+        base, ours, two, python = [], [], [], []
         for r in range(rounds):
             base += fork_exec_round(exe, n // rounds)
             ours += c_exec_round(driver, d, r * n, n // rounds)
+            two += c_exec_round(driver, d, 4 * 10**6 + r * n, max(1, n // rounds // 2), "two")
             python += exec_round(d, conn, 3 * 10**6 + r * n, max(1, n // rounds // 4))
         conn.close()
     finally:
         d.close()
     return {"n": len(ours), "state_parent": state_parent,
             "agentd_p50_us": pct(ours, 50), "agentd_p99_us": pct(ours, 99),
+            "two_requests_n": len(two), "two_requests_p50_us": pct(two, 50),
             "python_n": len(python), "python_p50_us": pct(python, 50),
             "baseline_p50_us": pct(base, 50), "baseline_p99_us": pct(base, 99)}
 

@@ -2,15 +2,18 @@
  * (fork_exec_baseline.c), so neither side carries an interpreter's own cost
  * per request (Python's http.client adds about 0.1 ms to each call here).
  *
- *   exec_round_trip PORT TOKEN FIRST N
+ *   exec_round_trip PORT TOKEN FIRST N [one|two]
  *
- * On one keep-alive loopback connection, for i in FIRST..FIRST+N-1: PUT
- * /v1/execs/rt-<i> {"argv":["/bin/true"]}, then one long poll for its exit
- * and output (GET ...?stdout_from=0&stderr_from=0&wait_ms=10000); prints the
- * time of the two in microseconds, one per line. The ack that follows each
- * (POST .../ack, keeping the daemon's table small) is not timed, as in
- * exec_bench.py's Python loop. Exits 1 on any unexpected answer. Answers are
- * read by Content-Length, which is all the daemon sends on these routes. */
+ * On one keep-alive loopback connection, for i in FIRST..FIRST+N-1, starts
+ * /bin/true as rt-<i> and gets its exit and output, then prints the time in
+ * microseconds, one per line:
+ *   one (default)  PUT /v1/execs/rt-<i>?stdout_from=0&stderr_from=0&
+ *                  wait_ms=10000&until=exit: the start that waits
+ *                  (docs/PROTOCOL.md, "Start and wait"), one request;
+ *   two            PUT, then one long poll (GET ...?stdout_from=0&...).
+ * The ack that follows each (POST .../ack, keeping the daemon's table
+ * small) is not timed. Exits 1 on any unexpected answer. Answers are read
+ * by Content-Length, which is all the daemon sends on these routes. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -72,7 +75,8 @@ static int call(const char* method, const char* target, const char* body) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) die("usage: exec_round_trip PORT TOKEN FIRST N", NULL);
+  if (argc != 5 && argc != 6) die("usage: exec_round_trip PORT TOKEN FIRST N [one|two]", NULL);
+  int one_request = argc == 5 || strcmp(argv[5], "two") != 0;
   token = argv[2];
   long first = atol(argv[3]), n = atol(argv[4]);
   struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1]))};
@@ -84,13 +88,23 @@ int main(int argc, char** argv) {
   char target[256];
   for (long i = first; i < first + n; ++i) {
     double t0 = now_us();
-    snprintf(target, sizeof target, "/v1/execs/rt-%ld", i);
-    if (call("PUT", target, "{\"argv\":[\"/bin/true\"]}") != 201) die("start refused", answer);
-    snprintf(target, sizeof target, "/v1/execs/rt-%ld?stdout_from=0&stderr_from=0&wait_ms=10000",
-             i);
-    if (call("GET", target, NULL) != 200 || !strstr(answer, "\"state\":\"exited\"") ||
-        !strstr(answer, "\"exit_code\":0")) {
-      die("no exit in the long poll", answer);
+    int status;
+    if (one_request) {
+      snprintf(target, sizeof target,
+               "/v1/execs/rt-%ld?stdout_from=0&stderr_from=0&wait_ms=10000&until=exit", i);
+      status = call("PUT", target, "{\"argv\":[\"/bin/true\"]}");
+      if (status != 201) die("start refused", answer);
+    } else {
+      snprintf(target, sizeof target, "/v1/execs/rt-%ld", i);
+      if (call("PUT", target, "{\"argv\":[\"/bin/true\"]}") != 201) die("start refused", answer);
+      snprintf(target, sizeof target,
+               "/v1/execs/rt-%ld?stdout_from=0&stderr_from=0&wait_ms=10000", i);
+      status = call("GET", target, NULL);
+      if (status != 200) die("poll refused", answer);
+    }
+    if (!strstr(answer, "\"state\":\"exited\"") || !strstr(answer, "\"exit_code\":0") ||
+        !strstr(answer, "\"stdout\":")) {
+      die("no exit and output in the answer", answer);
     }
     printf("%.1f\n", now_us() - t0);
     snprintf(target, sizeof target, "/v1/execs/rt-%ld/ack", i);

@@ -103,6 +103,20 @@ class PollTest(DaemonTestCase):
         s, body = self.daemon.json("GET", "/v1/execs/poll-5?wait_ms=120000", timeout=200)
         self.assertEqual(body["state"], "exited")
 
+    def test_until_exit_waits_past_new_output_for_the_exit(self):
+        start(self.daemon, "poll-6", {"command": "echo a; sleep 0.3; echo b"})
+        s, body = self.daemon.json(
+            "GET", "/v1/execs/poll-6?stdout_from=0&wait_ms=120000&until=exit", timeout=200)
+        self.assertEqual((s, body["state"], body["exit_code"]), (200, "exited", 0))
+        self.assertEqual(base64.b64decode(body["stdout"]["data_b64"]), b"a\nb\n")
+        # until=output (the default) ends the wait at the first new byte.
+        start(self.daemon, "poll-7", {"command": "echo a; sleep 30"})
+        self.addCleanup(self.daemon.json, "POST", "/v1/execs/poll-7/kill", {"signal": "KILL"})
+        s, body = self.daemon.json(
+            "GET", "/v1/execs/poll-7?stdout_from=0&wait_ms=120000&until=output", timeout=200)
+        self.assertEqual((s, body["state"]), (200, "running"))
+        self.assertEqual(base64.b64decode(body["stdout"]["data_b64"]), b"a\n")
+
 
 class RawOutputTest(DaemonTestCase):
     def test_raw_route_serves_exact_bytes_with_offsets(self):

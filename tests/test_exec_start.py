@@ -1,11 +1,13 @@
 """Exec start: idempotence, conflicts, release tombstones, spawn outcomes,
 argv and shell mode, bad requests."""
 
+import base64
 import json
 import os
 import shutil
 import tempfile
 import threading
+import time
 import unittest
 
 from lib.agentd_test import Daemon, DaemonTestCase, error_code
@@ -70,6 +72,53 @@ class IdempotentStartTest(DaemonTestCase):
             s, b = self.daemon.json("PUT", "/v1/execs/conflict-1", other)
             self.assertEqual((s, error_code(b)), (409, "exec_id_conflict"), other)
             self.assertEqual(b["error"]["id"], "conflict-1")
+
+
+class StartAndWaitTest(DaemonTestCase):
+    """PUT with Poll's query: the start's answer is the poll's answer."""
+
+    def test_a_short_command_answers_its_exit_and_output_in_one_request(self):
+        body = {"command": "echo out; echo err >&2; exit 3"}
+        q = "?stdout_from=0&stderr_from=0&wait_ms=10000&until=exit"
+        s, obj = self.daemon.json("PUT", "/v1/execs/sw-1" + q, body)
+        self.assertEqual(s, 201, obj)
+        self.assertEqual((obj["state"], obj["exit_code"]), ("exited", 3))
+        self.assertEqual(base64.b64decode(obj["stdout"]["data_b64"]), b"out\n")
+        self.assertEqual(base64.b64decode(obj["stderr"]["data_b64"]), b"err\n")
+        self.assertEqual(obj["stdout"]["next"], 4)
+        # A retry is the same start: 200, the same poll answer, nothing rerun.
+        s, again = self.daemon.json("PUT", "/v1/execs/sw-1" + q, body)
+        self.assertEqual(s, 200, again)
+        self.assertEqual(again, obj)
+        # And a retry without the query is a plain replay.
+        s, plain = self.daemon.json("PUT", "/v1/execs/sw-1", body)
+        self.assertEqual(s, 200)
+        self.assertNotIn("stdout", plain)
+        self.assertEqual(plain["exit_code"], 3)
+
+    def test_the_wait_ends_at_wait_ms_with_the_exec_still_running(self):
+        t = time.monotonic()
+        s, obj = self.daemon.json("PUT", "/v1/execs/sw-2?wait_ms=300&stdout_from=0",
+                                  {"command": "echo first; sleep 30"})
+        waited = time.monotonic() - t
+        self.assertEqual(s, 201, obj)
+        # New output ends a wait, as in a long poll: "first" may come first.
+        self.assertEqual(obj["state"], "running")
+        self.assertLess(waited, 10)
+        self.daemon.json("POST", "/v1/execs/sw-2/kill", {"signal": "KILL"})
+
+    def test_a_bad_query_starts_nothing(self):
+        for q in ("wait_ms=300001", "stdout_from=-1", "max_bytes=0", "wait_ms=x", "until=done"):
+            s, obj = self.daemon.json("PUT", "/v1/execs/sw-bad?" + q, {"argv": ["true"]})
+            self.assertEqual((s, error_code(obj)), (400, "invalid_request"), q)
+        s, _ = self.daemon.json("GET", "/v1/execs/sw-bad")
+        self.assertEqual(s, 404)
+
+    def test_a_cursor_past_the_end_is_refused_after_the_start(self):
+        s, obj = self.daemon.json("PUT", "/v1/execs/sw-3?stdout_from=5", {"argv": ["true"]})
+        self.assertEqual((s, error_code(obj)), (400, "invalid_request"))
+        self.assertEqual(obj["error"]["next"], 0)
+        self.assertEqual(wait_exit(self.daemon, "sw-3")["exit_code"], 0)  # it did start
 
 
 class ReleasedIdTest(unittest.TestCase):

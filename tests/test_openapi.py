@@ -146,10 +146,11 @@ def daemon_routes():
 
 
 def daemon_query_parameters():
-    """The query parameter names daemon/api/*.cc reads (QueryReader, QueryNumber, QueryFlag)."""
+    """The query parameter names daemon/api/*.cc reads (QueryReader, QueryNumber, QueryFlag,
+    QueryChoice)."""
     names = set()
     api = os.path.join(REPO, "daemon", "api")
-    pattern = re.compile(r'(?:q\.(?:Required|String|Bool)|Query(?:Number|Flag))\(\s*(?:req,\s*)?'
+    pattern = re.compile(r'(?:q\.(?:Required|String|Bool)|Query(?:Number|Flag|Choice))\(\s*(?:req,\s*)?'
                          r'"([a-z_]+)"')
     for name in os.listdir(api):
         if name.endswith(".cc") and not name.endswith("_test.cc"):

@@ -68,24 +68,44 @@ asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,
   co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
+namespace {
+
+// Poll's query (docs/PROTOCOL.md, "Poll"), appended to `target`.
+void AppendPollQuery(std::string& target, const PollOptions& options) {
+  char sep = target.find('?') == std::string::npos ? '?' : '&';
+  auto add = [&](std::string_view name, std::string_view value) {
+    target += sep;
+    target += name;
+    target += '=';
+    target += value;
+    sep = '&';
+  };
+  if (options.stdout_from) add("stdout_from", std::to_string(*options.stdout_from));
+  if (options.stderr_from) add("stderr_from", std::to_string(*options.stderr_from));
+  if (options.max_bytes) add("max_bytes", std::to_string(*options.max_bytes));
+  if (options.wait.count() > 0) add("wait_ms", std::to_string(options.wait.count()));
+}
+
+}  // namespace
+
 asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string id,
                                                        PollOptions options) {
   AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
   HttpRequest req;
   req.target = ExecPath(id);
-  char sep = '?';
-  auto add = [&](std::string_view name, uint64_t value) {
-    req.target += sep;
-    req.target += name;
-    req.target += '=';
-    req.target += std::to_string(value);
-    sep = '&';
-  };
-  if (options.stdout_from) add("stdout_from", *options.stdout_from);
-  if (options.stderr_from) add("stderr_from", *options.stderr_from);
-  if (options.max_bytes) add("max_bytes", *options.max_bytes);
-  if (options.wait.count() > 0) add("wait_ms", static_cast<uint64_t>(options.wait.count()));
+  AppendPollQuery(req.target, options);
   req.idempotent = true;  // polling never changes state
+  req.extra_wait = options.wait;
+  co_return DecodeAnswer<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
+}
+
+asio::awaitable<Result<ExecPollResponse>> StartAndPollCall(Transport& t, std::string id,
+                                                           ExecStartRequest request,
+                                                           PollOptions options) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req = JsonRequest("PUT", ExecPath(id), EncodeExecStartRequest(request));
+  AppendPollQuery(req.target, options);
+  req.idempotent = true;  // the query is not part of the start's identity
   req.extra_wait = options.wait;
   co_return DecodeAnswer<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
 }
@@ -264,8 +284,6 @@ asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest reques
                                            RunOptions options) {
   RunResult result;
   result.id = options.id.empty() ? MintExecId("run") : options.id;
-  Result<ExecInfo> started = co_await StartExecCall(t, result.id, std::move(request));
-  if (!started.ok()) co_return started.status();
   StreamCallbacks cb;
   auto keep = [](std::string& into, bool& truncated, size_t limit, std::string_view bytes) {
     size_t room = limit > into.size() ? limit - into.size() : 0;
@@ -281,10 +299,12 @@ asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest reques
   cb.on_gap = [&](std::string_view stream, uint64_t, uint64_t) {
     (stream == "stderr" ? result.stderr_truncated : result.stdout_truncated) = true;
   };
-  // Long polls first: a short command has exited by the time the first
-  // answer comes, and that answer carries all of its output (one request,
-  // as a raw-HTTP caller would make). Output that keeps coming past a few
-  // polls is followed as an event stream from where the polls left off.
+  // Long polls first, the first of them the start itself (Start and wait):
+  // a short command has exited by the time that answer comes, and it
+  // carries all of its output, in one request. Output that keeps coming
+  // past a few polls is followed as an event stream from where the polls
+  // left off. (A daemon without Start and wait answers the start alone;
+  // the polls then begin at offset 0.)
   StreamCursors cursors;
   std::optional<ExecInfo> exited_early;
   for (int round = 0; round < kRunPollRounds && !exited_early; ++round) {
@@ -292,7 +312,12 @@ asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest reques
     o.stdout_from = cursors.stdout_next;
     o.stderr_from = cursors.stderr_next;
     o.wait = kWaitRound;
-    Result<ExecPollResponse> polled = co_await PollExecCall(t, result.id, o);
+    Result<ExecPollResponse> polled = Status::Internal("no poll");
+    if (round == 0) {  // not in a conditional expression: GCC 12 and co_await
+      polled = co_await StartAndPollCall(t, result.id, std::move(request), o);
+    } else {
+      polled = co_await PollExecCall(t, result.id, o);
+    }
     if (!polled.ok()) co_return polled.status();
     for (auto [slice, next, stream, deliver] :
          {std::tuple(&polled->stdout_slice, &cursors.stdout_next, "stdout", &cb.on_stdout),

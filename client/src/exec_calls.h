@@ -14,6 +14,11 @@ asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,
                                                 ExecStartRequest request);
 asio::awaitable<Result<ExecPollResponse>> PollExecCall(Transport& t, std::string id,
                                                        PollOptions options);
+// PUT /v1/execs/{id} with Poll's query (docs/PROTOCOL.md, "Start and
+// wait"): the start's answer is the poll's.
+asio::awaitable<Result<ExecPollResponse>> StartAndPollCall(Transport& t, std::string id,
+                                                           ExecStartRequest request,
+                                                           PollOptions options);
 asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
                                                std::chrono::milliseconds timeout);
 asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request);

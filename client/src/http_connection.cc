@@ -95,6 +95,28 @@ asio::awaitable<Status> HttpConnection::Connect(const Endpoint& endpoint, Deadli
 
 asio::awaitable<Status> HttpConnection::Write(std::vector<asio::const_buffer> buffers,
                                               Deadline deadline) {
+  // As much as the socket takes now goes at once (a request usually fits
+  // whole); the deadline's timer is armed only for what has to wait.
+  asio::error_code now_ec;
+  size_t sent = socket_.write_some(buffers, now_ec);
+  if (now_ec && now_ec != asio::error::would_block && now_ec != asio::error::try_again) {
+    Close();
+    co_return Lost(now_ec, "sending the request");
+  }
+  size_t total = asio::buffer_size(buffers);
+  if (!now_ec && sent == total) co_return Status::Ok();
+  if (now_ec) sent = 0;
+  // Drop what went out already.
+  std::vector<asio::const_buffer> rest;
+  for (asio::const_buffer b : buffers) {
+    if (sent >= b.size()) {
+      sent -= b.size();
+      continue;
+    }
+    rest.push_back(b + sent);
+    sent = 0;
+  }
+  buffers = std::move(rest);
   timer_.expires_at(deadline);
   auto r = co_await (asio::async_write(socket_, buffers, kNothrow) || timer_.async_wait(kNothrow));
   if (r.index() == 1) {

@@ -34,6 +34,20 @@ Result<bool> QueryFlag(const Request& req, std::string_view name) {
       .With("field", std::string(name));
 }
 
+Result<std::optional<std::string>> QueryChoice(const Request& req, std::string_view name,
+                                               std::initializer_list<std::string_view> choices) {
+  const std::string* text = req.Query(name);
+  if (!text) return std::optional<std::string>();
+  std::string listed;
+  for (std::string_view choice : choices) {
+    if (*text == choice) return std::optional<std::string>(*text);
+    listed += (listed.empty() ? "" : ", ") + std::string(choice);
+  }
+  return Status::InvalidRequest("query parameter \"" + std::string(name) + "\" must be one of " +
+                                listed)
+      .With("field", std::string(name));
+}
+
 Status CheckCursor(std::string_view field, uint64_t cursor, const OutputLog& log) {
   if (cursor <= log.next()) return Status::Ok();
   return Status::InvalidRequest(std::string(field) + " " + std::to_string(cursor) +

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "agentd/protocol/status.h"
@@ -29,6 +31,10 @@ Result<std::optional<uint64_t>> QueryNumber(const Request& req, std::string_view
                                             uint64_t max);
 // A 0/1 flag; absent is false.
 Result<bool> QueryFlag(const Request& req, std::string_view name);
+// One of `choices`; nullopt when absent; anything else is 400
+// invalid_request naming the parameter and the choices.
+Result<std::optional<std::string>> QueryChoice(const Request& req, std::string_view name,
+                                               std::initializer_list<std::string_view> choices);
 
 // 400 invalid_request when a cursor is past the end of its stream.
 Status CheckCursor(std::string_view field, uint64_t cursor, const OutputLog& log);

@@ -1,6 +1,7 @@
-// PUT /v1/execs/{id} (docs/PROTOCOL.md, "Start").
+// PUT /v1/execs/{id} (docs/PROTOCOL.md, "Start", and "Start and wait").
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
+#include "api/exec_poll_answer.h"
 
 namespace agentd {
 namespace {
@@ -10,6 +11,13 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
   Status valid = ValidateExecId(id);
   if (!valid.ok()) {
     co_await res.SendError(valid);
+    co_return;
+  }
+  // Poll's parameters make this a start and wait (checked before anything
+  // starts; the cursors are checked against the streams after).
+  Result<PollQuery> poll = ParsePollQuery(req);
+  if (!poll.ok()) {
+    co_await res.SendError(poll.status());
     co_return;
   }
   Result<json::Value> doc = co_await req.ReadJson();
@@ -36,8 +44,13 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
   while (rec->launching) {
     co_await rec->changed.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
+  int status = started->created ? 201 : 200;
+  if (poll->given) {
+    co_await AnswerPoll(*rec, *poll, status, res);
+    co_return;
+  }
   json::Value body = EncodeExecInfo(rec->Info());
-  co_await res.SendJson(started->created ? 201 : 200, body);
+  co_await res.SendJson(status, body);
 }
 
 }  // namespace

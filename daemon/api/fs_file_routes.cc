@@ -27,14 +27,9 @@ constexpr std::string_view kOctetStream = "application/octet-stream";
 // Reads of files whose size is unknown (procfs, sysfs) go in blocks of this.
 constexpr size_t kStreamBlockBytes = 64 * 1024;
 
-struct Route {
-  ApiContext& ctx;
-  FsService& fs;
-};
-
 // A file whose size the kernel does not know (procfs and the like) is read
 // to its end in blocks and sent chunked, through the line filter if any.
-asio::awaitable<void> StreamToEnd(Route r, std::shared_ptr<ReadableFile> file,
+asio::awaitable<void> StreamToEnd(FsRoute r, std::shared_ptr<ReadableFile> file,
                                   std::optional<LineRange> lines, Response& res) {
   std::optional<LineRangeScanner> scanner;
   if (lines) scanner.emplace(*lines);
@@ -71,7 +66,7 @@ asio::awaitable<void> SendSpan(Response& res, int status, int fd, uint64_t begin
   co_await res.End();
 }
 
-asio::awaitable<void> ReadFile(Route r, Request& req, Response& res) {
+asio::awaitable<void> ReadFile(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   const std::string* start = q.String("start_line");
@@ -141,7 +136,7 @@ asio::awaitable<void> ReadFile(Route r, Request& req, Response& res) {
   co_await SendSpan(res, 200, file->fd.get(), 0, size, h);
 }
 
-asio::awaitable<void> WriteFile(Route r, Request& req, Response& res) {
+asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   const std::string* mode_text = q.String("mode");
@@ -208,7 +203,7 @@ asio::awaitable<void> WriteFile(Route r, Request& req, Response& res) {
 }  // namespace
 
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs) {
-  Route r{ctx, fs};
+  FsRoute r{ctx, fs};
   router.Add("GET", "/v1/fs/file",
              [r](Request& req, Response& res) { return ReadFile(r, req, res); });
   router.Add("PUT", "/v1/fs/file",

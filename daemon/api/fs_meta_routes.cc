@@ -11,12 +11,7 @@
 namespace agentd {
 namespace {
 
-struct Route {
-  ApiContext& ctx;
-  FsService& fs;
-};
-
-asio::awaitable<void> Stat(Route r, Request& req, Response& res) {
+asio::awaitable<void> Stat(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   bool follow = q.Bool("follow", false);
@@ -34,7 +29,7 @@ asio::awaitable<void> Stat(Route r, Request& req, Response& res) {
   co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
-asio::awaitable<void> List(Route r, Request& req, Response& res) {
+asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   Status s = q.Finish();
@@ -51,7 +46,7 @@ asio::awaitable<void> List(Route r, Request& req, Response& res) {
   co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
-asio::awaitable<void> Mkdir(Route r, Request& req, Response& res) {
+asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
   Result<json::Value> body = co_await req.ReadJson();
   Result<MkdirRequest> mk = body.ok() ? DecodeMkdirRequest(*body) : body.status();
   Result<RelPath> rel = mk.ok() ? r.fs.policy().Check(mk->path) : mk.status();
@@ -68,7 +63,7 @@ asio::awaitable<void> Mkdir(Route r, Request& req, Response& res) {
   co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
-asio::awaitable<void> Rename(Route r, Request& req, Response& res) {
+asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
   Result<json::Value> body = co_await req.ReadJson();
   Result<RenameRequest> mv = body.ok() ? DecodeRenameRequest(*body) : body.status();
   Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();
@@ -86,7 +81,7 @@ asio::awaitable<void> Rename(Route r, Request& req, Response& res) {
   co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
-asio::awaitable<void> Delete(Route r, Request& req, Response& res) {
+asio::awaitable<void> Delete(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   bool recursive = q.Bool("recursive", false);
@@ -104,7 +99,7 @@ asio::awaitable<void> Delete(Route r, Request& req, Response& res) {
   co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
 }
 
-asio::awaitable<void> Realpath(Route r, Request& req, Response& res) {
+asio::awaitable<void> Realpath(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   Status s = q.Finish();
@@ -124,7 +119,7 @@ asio::awaitable<void> Realpath(Route r, Request& req, Response& res) {
 }  // namespace
 
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs) {
-  Route r{ctx, fs};
+  FsRoute r{ctx, fs};
   router.Add("GET", "/v1/fs/stat", [r](Request& req, Response& res) { return Stat(r, req, res); });
   router.Add("GET", "/v1/fs/list", [r](Request& req, Response& res) { return List(r, req, res); });
   router.Add("POST", "/v1/fs/mkdir",

@@ -4,6 +4,7 @@
 #include <asio.hpp>
 
 #include "agentd/protocol/json.h"
+#include "api/api_context.h"
 #include "api/fs_service.h"
 #include "metrics/metrics.h"
 #include "server/awaitable.h"
@@ -20,6 +21,12 @@
   } while (0)
 
 namespace agentd {
+
+// What every file and tree route handler works with.
+struct FsRoute {
+  ApiContext& ctx;
+  FsService& fs;
+};
 
 // The lexical check of a client path (nullptr: the parameter was absent,
 // already reported by the QueryReader).

@@ -1,0 +1,85 @@
+#include "api/exec_poll_answer.h"
+
+#include "agentd/protocol/exec.h"
+#include "api/exec_api.h"
+
+namespace agentd {
+namespace {
+
+// Something a long poll answers for: new bytes (or a gap) past a cursor it
+// was given (unless it waits for the exit only), or the exec's end.
+bool HasNews(ExecRecord& rec, const PollQuery& q) {
+  if (rec.finished() || rec.released) return true;
+  if (q.until_exit) return false;
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    const std::optional<uint64_t>& c = q.cursors[static_cast<int>(s)];
+    if (c && *c < rec.log(s).next()) return true;
+  }
+  return false;
+}
+
+Result<ExecPollResponse> Snapshot(ExecRecord& rec, const PollQuery& q) {
+  ExecPollResponse r;
+  r.exec = rec.Info();
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    const std::optional<uint64_t>& cursor = q.cursors[static_cast<int>(s)];
+    if (!cursor) continue;
+    OutputLog& log = rec.log(s);
+    OutputSlice slice;
+    slice.from = std::max(*cursor, log.retained_from());
+    if (*cursor < slice.from) slice.gap_from = *cursor;
+    AGENTD_RETURN_IF_ERROR(log.Read(slice.from, q.max_bytes, &slice.data));
+    slice.next = slice.from + slice.data.size();
+    (s == Stream::kStdout ? r.stdout_slice : r.stderr_slice) = std::move(slice);
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<PollQuery> ParsePollQuery(const Request& req) {
+  PollQuery q;
+  const char* names[2] = {"stdout_from", "stderr_from"};
+  for (int i = 0; i < 2; ++i) {
+    Result<std::optional<uint64_t>> c = QueryNumber(req, names[i], 0, INT64_MAX);
+    if (!c.ok()) return c.status();
+    q.cursors[i] = *c;
+    q.given |= c->has_value();
+  }
+  Result<std::optional<uint64_t>> max = QueryNumber(req, "max_bytes", 1, kMaxPollMaxBytes);
+  if (!max.ok()) return max.status();
+  q.max_bytes = max->value_or(kDefaultPollMaxBytes);
+  Result<std::optional<uint64_t>> wait = QueryNumber(req, "wait_ms", 0, kMaxWaitMs);
+  if (!wait.ok()) return wait.status();
+  q.wait_ms = wait->value_or(0);
+  q.given |= max->has_value() || wait->has_value();
+  Result<std::optional<std::string>> until = QueryChoice(req, "until", {"output", "exit"});
+  if (!until.ok()) return until.status();
+  q.until_exit = *until == "exit";
+  q.given |= until->has_value();
+  return q;
+}
+
+asio::awaitable<void> AnswerPoll(ExecRecord& rec, const PollQuery& q, int status, Response& res) {
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    if (const auto& c = q.cursors[static_cast<int>(s)]) {
+      Status ok = CheckCursor(s == Stream::kStdout ? "stdout_from" : "stderr_from", *c, rec.log(s));
+      if (!ok.ok()) {
+        co_await res.SendError(ok);
+        co_return;
+      }
+    }
+  }
+  auto deadline = ChangeSignal::Clock::now() + std::chrono::milliseconds(q.wait_ms);
+  while (!HasNews(rec, q) && ChangeSignal::Clock::now() < deadline) {
+    co_await rec.changed.Wait(deadline);
+  }
+  Result<ExecPollResponse> answer = Snapshot(rec, q);
+  if (!answer.ok()) {
+    co_await res.SendError(answer.status());
+    co_return;
+  }
+  co_await res.SendJson(status, EncodeExecPollResponse(*answer));
+}
+
+}  // namespace agentd
