@@ -19,16 +19,24 @@ size_t LineEnd(std::string_view bytes, size_t from) {
 
 }  // namespace
 
-void AppendSseEvent(std::string& out, std::string_view event, std::string_view data,
-                    std::string_view id) {
-  out.reserve(out.size() + event.size() + data.size() + id.size() + 24);
+void AppendSseEventStart(std::string& out, std::string_view event) {
   out += "event: ";
   out += event;
   out += "\ndata: ";
-  out += data;
+}
+
+void AppendSseEventEnd(std::string& out, std::string_view id) {
   out += "\nid: ";
   out += id;
   out += "\n\n";
+}
+
+void AppendSseEvent(std::string& out, std::string_view event, std::string_view data,
+                    std::string_view id) {
+  out.reserve(out.size() + event.size() + data.size() + id.size() + 24);
+  AppendSseEventStart(out, event);
+  out += data;
+  AppendSseEventEnd(out, id);
 }
 
 void AppendSseComment(std::string& out, std::string_view text) {

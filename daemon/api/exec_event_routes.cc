@@ -45,10 +45,12 @@ class EventWriter {
       }
       if (cursor < log.next()) {
         AGENTD_RETURN_IF_ERROR(log.Read(cursor, kMaxEventBytes, &bytes_));
-        data_.clear();
-        AppendOutputEventData(data_, cursor, bytes_);
+        // Encoded straight into the send buffer: base64 and JSON hold no
+        // line break.
+        AppendSseEventStart(buf_, StreamName(s));
+        AppendOutputEventData(buf_, cursor, bytes_);
         cursor += bytes_.size();
-        AppendSseEvent(buf_, StreamName(s), data_, Id());
+        AppendSseEventEnd(buf_, Id());
         any = true;
       }
     }
@@ -63,7 +65,7 @@ class EventWriter {
 
   ExecRecord& rec_;
   uint64_t cursor_[2];
-  std::string buf_, bytes_, data_;
+  std::string buf_, bytes_;
 };
 
 asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, Response& res) {

@@ -175,13 +175,15 @@ Status OutputLog::Append(std::string_view bytes) {
 }
 
 Status OutputLog::Read(uint64_t from, uint64_t max_bytes, std::string* out) const {
-  out->clear();
   if (from < retained_from_ || from > next_) {
+    out->clear();
     return Status::Internal("read outside the retained range");
   }
   uint64_t len = std::min(max_bytes, next_ - from);
-  if (len == 0) return Status::Ok();
+  // Resized without clearing first: a reused buffer of the same size is
+  // not zero-filled again before pread overwrites it.
   out->resize(static_cast<size_t>(len));
+  if (len == 0) return Status::Ok();
   size_t done = 0;
   while (done < len) {
     ssize_t n = ::pread(fd_.get(), out->data() + done, len - done, static_cast<off_t>(from + done));

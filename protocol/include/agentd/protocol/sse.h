@@ -22,6 +22,10 @@ struct SseEvent {
 
 // Appends one event. `data` must not contain line breaks (ours is one line
 // of JSON).
+// The same event in two halves, for data the caller appends to `out`
+// itself between them (no copy); that data must hold no line break.
+void AppendSseEventStart(std::string& out, std::string_view event);
+void AppendSseEventEnd(std::string& out, std::string_view id);
 void AppendSseEvent(std::string& out, std::string_view event, std::string_view data,
                     std::string_view id);
 // Appends a comment line (": text") and the blank line that ends it.
