@@ -49,6 +49,25 @@ void SameIdSameRequestAnswersSameExec(CheckContext& ctx) {
   Expect(a.pid == b.pid && a.started_at == b.started_at, "a repeat answers the same exec");
 }
 
+void StartAndWaitAnswersExitAndOutput(CheckContext& ctx) {
+  NeedShell(ctx);
+  std::string id = ctx.NewId("startwait");
+  ExecStartRequest req = Sh("echo out; echo err >&2; exit 3");
+  client::PollOptions o;
+  o.stdout_from = 0;
+  o.stderr_from = 0;
+  o.wait = std::chrono::seconds(30);
+  o.until_exit = true;
+  ExecPollResponse r = ExpectOk(ctx.client().StartExecAndWait(id, req, o), "start and wait");
+  Expect(!r.exec.running && r.exec.exit_code == 3, "the one answer carries the exit (3)");
+  Expect(r.stdout_slice && r.stdout_slice->data == "out\n" && r.stderr_slice &&
+             r.stderr_slice->data == "err\n",
+         "the one answer carries both streams");
+  ExecPollResponse again = ExpectOk(ctx.client().StartExecAndWait(id, req, o), "the same again");
+  Expect(again.exec.pid == r.exec.pid && again.exec.started_at == r.exec.started_at,
+         "a retry of a start that waits is the same exec");
+}
+
 void SameIdDifferentRequestConflicts(CheckContext& ctx) {
   std::string id = ctx.NewId("conflict");
   ExecStartRequest one, two;
@@ -234,6 +253,8 @@ void AddExecChecks(std::vector<Check>& checks) {
       {"exec", "eight racing starts with one id run one process", EightWayRaceStartsOneProcess});
   checks.push_back({"exec", "a repeated start with the same request answers the same exec",
                     SameIdSameRequestAnswersSameExec});
+  checks.push_back({"exec", "a start that waits answers the exit and both streams at once",
+                    StartAndWaitAnswersExitAndOutput});
   checks.push_back({"exec", "the same id with a different request is exec_id_conflict",
                     SameIdDifferentRequestConflicts});
   checks.push_back(

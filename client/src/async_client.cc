@@ -49,6 +49,12 @@ asio::awaitable<Result<ExecPollResponse>> AsyncClient::PollExec(std::string id,
   co_return co_await PollExecCall(*transport_, std::move(id), options);
 }
 
+asio::awaitable<Result<ExecPollResponse>> AsyncClient::StartExecAndWait(std::string id,
+                                                                        ExecStartRequest request,
+                                                                        PollOptions options) {
+  co_return co_await StartAndPollCall(*transport_, std::move(id), std::move(request), options);
+}
+
 asio::awaitable<Result<ExecInfo>> AsyncClient::WaitExec(std::string id,
                                                         std::chrono::milliseconds timeout) {
   co_return co_await WaitExecCall(*transport_, std::move(id), timeout);

@@ -84,6 +84,7 @@ void AppendPollQuery(std::string& target, const PollOptions& options) {
   if (options.stderr_from) add("stderr_from", std::to_string(*options.stderr_from));
   if (options.max_bytes) add("max_bytes", std::to_string(*options.max_bytes));
   if (options.wait.count() > 0) add("wait_ms", std::to_string(options.wait.count()));
+  if (options.until_exit) add("until", "exit");
 }
 
 }  // namespace

@@ -82,6 +82,12 @@ class AsyncClient {
   asio::awaitable<Result<ExecInfo>> StartExec(std::string id, ExecStartRequest request);
   // GET /v1/execs/{id}: read-only; with options.wait a long poll.
   asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id, PollOptions options = {});
+  // PUT /v1/execs/{id} with Poll's query ("Start and wait"): starts like
+  // StartExec, answers like PollExec once started. A short command's exit
+  // and output in one request: options.wait and until_exit, cursors at 0.
+  asio::awaitable<Result<ExecPollResponse>> StartExecAndWait(std::string id,
+                                                             ExecStartRequest request,
+                                                             PollOptions options);
   // Long-polls until the exec has exited or `timeout` passes (deadline_exceeded).
   asio::awaitable<Result<ExecInfo>> WaitExec(std::string id, std::chrono::milliseconds timeout);
   asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request = {});
@@ -169,6 +175,12 @@ class AsyncClient {
   template <typename Token>
   auto AsyncPollExec(std::string id, PollOptions options, Token&& token) {
     return detail::Launch(executor_, PollExec(std::move(id), options), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncStartExecAndWait(std::string id, ExecStartRequest request, PollOptions options,
+                             Token&& token) {
+    return detail::Launch(executor_, StartExecAndWait(std::move(id), std::move(request), options),
+                          std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncWaitExec(std::string id, std::chrono::milliseconds timeout, Token&& token) {

@@ -36,6 +36,10 @@ class Client {
   Result<ExecPollResponse> PollExec(std::string id, PollOptions options = {}) {
     return Wait(async_.PollExec(std::move(id), options));
   }
+  Result<ExecPollResponse> StartExecAndWait(std::string id, ExecStartRequest request,
+                                            PollOptions options) {
+    return Wait(async_.StartExecAndWait(std::move(id), std::move(request), options));
+  }
   Result<ExecInfo> WaitExec(std::string id, std::chrono::milliseconds timeout) {
     return Wait(async_.WaitExec(std::move(id), timeout));
   }

@@ -30,6 +30,7 @@ struct PollOptions {
   std::optional<uint64_t> stderr_from;
   std::optional<uint64_t> max_bytes;  // per stream
   std::chrono::milliseconds wait{0};  // long poll
+  bool until_exit = false;            // new output alone does not end the wait
 };
 
 // Callbacks of Stream(). Each is optional. They run on the client's
