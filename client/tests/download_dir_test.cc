@@ -19,41 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string TarOf(const std::vector<std::pair<std::string, std::string>>& files,
-                  const std::string& symlink_name = "", const std::string& symlink_target = "") {
-  std::string out;
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  archive_write_open(
-      a, &out, nullptr,
-      [](archive*, void* data, const void* buf, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(data)->append(static_cast<const char*>(buf), n);
-        return static_cast<la_ssize_t>(n);
-      },
-      nullptr);
-  if (!symlink_name.empty()) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, symlink_name.c_str());
-    archive_entry_set_filetype(e, AE_IFLNK);
-    archive_entry_set_symlink(e, symlink_target.c_str());
-    archive_write_header(a, e);
-    archive_entry_free(e);
-  }
-  for (const auto& [name, content] : files) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, name.c_str());
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, static_cast<la_int64_t>(content.size()));
-    archive_write_header(a, e);
-    archive_write_data(a, content.data(), content.size());
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-  return out;
-}
-
 // A tar of raw entries: {name, type, link target or content}; type is
 // 'f' (file), 'd' (directory), 'l' (symlink) or 'h' (hard link).
 struct Member {
@@ -95,6 +60,15 @@ std::string RawTar(const std::vector<Member>& members) {
   archive_write_close(a);
   archive_write_free(a);
   return out;
+}
+
+// Regular files (mode 0644) after an optional symlink.
+std::string TarOf(const std::vector<std::pair<std::string, std::string>>& files,
+                  const std::string& symlink_name = "", const std::string& symlink_target = "") {
+  std::vector<Member> members;
+  if (!symlink_name.empty()) members.push_back({symlink_name, 'l', symlink_target});
+  for (const auto& [name, content] : files) members.push_back({name, 'f', content});
+  return RawTar(members);
 }
 
 ClientOptions Fast(const std::string& url) {

@@ -68,10 +68,7 @@ std::vector<Runtime> RuntimeProbe::Present(const std::string& path_list) {
   cached_ = WatchAll(path_list);
   if (!cached_) inotify_.reset();
   path_list_ = path_list;
-  present_.clear();
-  for (Runtime r : kAllRuntimes) {
-    if (!FindInPath(std::string(RuntimeProgram(r)), path_list).empty()) present_.push_back(r);
-  }
+  present_ = PresentRuntimes(path_list);
   ++probes_;
   return present_;
 }

@@ -38,10 +38,10 @@ bool RuntimePresent(Runtime r, const std::vector<std::string>& env) {
   return !FindInPath(std::string(RuntimeProgram(r)), PathOf(env)).empty();
 }
 
-std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env) {
+std::vector<Runtime> PresentRuntimes(const std::string& path_list) {
   std::vector<Runtime> out;
   for (Runtime r : kAllRuntimes) {
-    if (RuntimePresent(r, env)) out.push_back(r);
+    if (!FindInPath(std::string(RuntimeProgram(r)), path_list).empty()) out.push_back(r);
   }
   return out;
 }

@@ -16,9 +16,10 @@ namespace agentd {
 
 // The interpreter's path in `path_list` (a PATH value), or "" when absent.
 std::string FindInPath(const std::string& program, const std::string& path_list);
-// The runtimes whose interpreter the PATH of `env` ("NAME=value" strings)
-// holds; PATH defaults as in spawn.h when `env` has none.
-std::vector<Runtime> PresentRuntimes(const std::vector<std::string>& env);
+// The runtimes whose interpreter `path_list` (a PATH value) holds.
+std::vector<Runtime> PresentRuntimes(const std::string& path_list);
+// Whether the PATH of `env` ("NAME=value" strings) holds r's interpreter;
+// PATH defaults as in spawn.h when `env` has none.
 bool RuntimePresent(Runtime r, const std::vector<std::string>& env);
 // The PATH a child with no request env gets: the launch env's, else the
 // daemon's, else spawn.h's default (what BuildChildEnv would give, without

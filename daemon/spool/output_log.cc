@@ -15,6 +15,8 @@ namespace {
 
 // One splice call moves at most this much (a pipe never holds more).
 constexpr uint64_t kSpliceChunk = 1 << 20;
+// What a log without a file reads (and copies) before it splices.
+constexpr uint64_t kFirstCopyBytes = 16 * 1024;
 
 }  // namespace
 
@@ -64,33 +66,12 @@ void OutputLog::Grew(uint64_t bytes) {
   if (budget_) budget_->OnGrow(this, bytes);
 }
 
-OutputLog::Fill OutputLog::FirstFill(int pipe_fd, uint64_t max_bytes) {
-  Fill f;
-  char buf[16 * 1024];
-  for (;;) {
-    ssize_t n = ::read(pipe_fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes));
-    if (n > 0) {
-      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
-        Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
-        ReleaseTo(next_);
-      }
-      f.bytes = static_cast<uint64_t>(n);
-      return f;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      f.would_block = true;
-    } else {
-      f.eof = true;  // 0, or EIO: a PTY master whose slave side is all closed
-    }
-    return f;
-  }
-}
-
 OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
   Fill f;
   if (!fd_ && max_bytes > 0) {
-    f = FirstFill(pipe_fd, max_bytes);
+    // The first bytes of a log without a file: read, appended (which makes
+    // the file), then splice takes over.
+    f = CopyFrom(pipe_fd, std::min<uint64_t>(max_bytes, kFirstCopyBytes), f);
     if (f.eof || f.would_block) return f;
   }
   while (f.bytes < max_bytes) {

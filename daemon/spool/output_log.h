@@ -103,8 +103,6 @@ class OutputLog {
  private:
   OutputLog(std::string path, UniqueFd fd, uint64_t next, uint64_t retained_from);
   Status MakeFile();
-  // The first bytes of a log without a file: read, then the file made.
-  Fill FirstFill(int pipe_fd, uint64_t max_bytes);
   void Grew(uint64_t bytes);
   Fill CopyFrom(int fd, uint64_t max_bytes, Fill f);
   void Punch();
