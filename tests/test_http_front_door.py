@@ -208,6 +208,26 @@ class HttpHygieneTest(DaemonTestCase):
         (status, _, _), = parse_raw_responses(rest)
         self.assertEqual(status, 200)
 
+    def test_an_early_answer_reaches_a_client_that_sends_its_whole_body(self):
+        # Regression: the daemon answered 404 before reading a 3 MB upload,
+        # drained 256 KiB and closed; the unread bytes made the kernel reset
+        # the connection, and a client that writes its whole body before
+        # reading (Python's http.client) saw a broken pipe, not the 404.
+        missing = os.path.join(tempfile.mkdtemp(prefix="agentd-linger-"), "no", "such")
+        body_bytes = 16 * 1024 * 1024
+        s = socket.create_connection(("127.0.0.1", self.daemon.port))
+        s.settimeout(60)
+        s.sendall(b"PUT /v1/fs/tar?path=%s HTTP/1.1\r\nHost: x\r\n"
+                  b"Authorization: Bearer %s\r\nContent-Length: %d\r\n\r\n"
+                  % (missing.encode(), self.daemon.token.encode(), body_bytes))
+        chunk = b"\0" * (1024 * 1024)
+        for _ in range(body_bytes // len(chunk)):
+            s.sendall(chunk)  # raised BrokenPipeError/ConnectionResetError before
+        data = read_until_close(s)
+        s.close()
+        (status, _, answer), = parse_raw_responses(data)
+        self.assertEqual((status, error_code(json.loads(answer))), (404, "not_found"))
+
     def test_client_vanishing_mid_body_leaves_the_daemon_serving(self):
         s = socket.create_connection(("127.0.0.1", self.daemon.port))
         s.sendall(b"POST /v1/bootstrap HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"tok")

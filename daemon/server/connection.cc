@@ -92,13 +92,40 @@ asio::awaitable<void> Connection::Run() {
     Result<bool> head = co_await ReadHead();
     if (!head.ok()) {
       co_await SendEarlyError(head.status());
+      // A refused head (too large, malformed): the client may be sending
+      // the rest of it, or a body, right now.
+      may_still_send_ = head.status().code() != ErrorCode::kRequestTimeout;
       break;
     }
     if (!*head) break;
     bool keep_going = co_await Serve();
-    if (!keep_going) break;
+    if (!keep_going) {
+      may_still_send_ = !message_complete_ && !timed_out_;
+      break;
+    }
   }
+  co_await LingerBeforeClose();
   Close();
+}
+
+asio::awaitable<void> Connection::LingerBeforeClose() {
+  if (closed_ || !may_still_send_ || taken_over_) co_return;
+  asio::error_code ec;
+  socket_.shutdown(asio::socket_base::shutdown_send, ec);
+  if (ec) co_return;
+  if (!buf_) {
+    buf_.reset(new char[kReadBufferBytes]);
+    buf_size_ = kReadBufferBytes;
+  }
+  Arm(limits_.linger_timeout);
+  size_t discarded = 0;
+  while (!closed_ && discarded <= limits_.linger_max_bytes) {
+    auto [read_ec, n] =
+        co_await socket_.async_read_some(asio::buffer(buf_.get(), buf_size_), kUseNothrow);
+    if (read_ec) break;  // the client closed (EOF), reset, or the linger time ran out
+    discarded += n;
+  }
+  Disarm();
 }
 
 void Connection::Compact() {
@@ -321,6 +348,7 @@ std::string Connection::TakeOver() {
   begin_ = end_ = 0;
   body_queue_.clear();
   broken_ = true;  // never parsed as HTTP again
+  taken_over_ = true;
   return rest;
 }
 

@@ -71,6 +71,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Handles one request; false when the connection must close afterwards.
   asio::awaitable<bool> Serve();
   asio::awaitable<bool> DrainBody();
+  // Before a close that may cut a client mid-send (limits.h, linger_*).
+  asio::awaitable<void> LingerBeforeClose();
   asio::awaitable<void> SendEarlyError(const Status& error);
   Status Feed();
   void Compact();
@@ -108,6 +110,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool broken_ = false;  // the byte stream is unusable (mid-body error)
   bool closed_ = false;
   bool close_after_request_ = false;
+  bool may_still_send_ = false;  // closing with part of a request unread
+  bool taken_over_ = false;      // the bytes belong to a switched protocol
 };
 
 // The set of open connections, for limits, metrics and shutdown.

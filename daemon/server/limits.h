@@ -36,6 +36,14 @@ struct ServerLimits {
   // Unread request body the server still drains to keep a connection alive
   // after a handler answered early; beyond it the connection is closed.
   size_t max_drain_bytes = 256 * 1024;
+  // A connection closed while its client may still be sending (an answer
+  // before the whole body, a refused head) first stops sending and reads
+  // and discards for up to this long and this many bytes, so the client
+  // can finish its write and read the answer: a close with unread bytes
+  // makes the kernel reset the connection, and the client sees a broken
+  // pipe instead of the answer (the "lingering close" of RFC 9112 9.6).
+  std::chrono::milliseconds linger_timeout{std::chrono::seconds(10)};
+  size_t linger_max_bytes = 64 * 1024 * 1024;
 };
 
 }  // namespace agentd
