@@ -100,7 +100,9 @@ asio::awaitable<void> Connection::Run() {
     if (!*head) break;
     bool keep_going = co_await Serve();
     if (!keep_going) {
-      may_still_send_ = !message_complete_ && !timed_out_;
+      // Not after a body cut for its pace: that client is the one the
+      // pace bound exists to stop.
+      may_still_send_ = !message_complete_ && !timed_out_ && !body_timeout_;
       break;
     }
   }
