@@ -70,7 +70,7 @@ int Serve(DaemonConfig& config) {
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
-  ExecEngine exec(io, blocking, config, bootstrap);
+  ExecEngine exec(io, blocking, EngineOptionsOf(config), bootstrap);
   if (Status s = exec.Open(); !s.ok()) {
     std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
     return 1;

@@ -1,7 +1,5 @@
 #include "api/exec_api.h"
 
-#include <poll.h>
-
 #include <charconv>
 
 #include "api/routes.h"
@@ -55,13 +53,6 @@ Status CheckCursor(std::string_view field, uint64_t cursor, const OutputLog& log
                                 " bytes)")
       .With("field", std::string(field))
       .With("next", log.next());
-}
-
-bool PeerClosed(Request& req) {
-  struct pollfd p {
-    req.connection().socket().native_handle(), POLLRDHUP, 0
-  };
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {

@@ -39,10 +39,6 @@ Result<std::optional<std::string>> QueryChoice(const Request& req, std::string_v
 // 400 invalid_request when a cursor is past the end of its stream.
 Status CheckCursor(std::string_view field, uint64_t cursor, const OutputLog& log);
 
-// True when the client closed its side of the connection (a waiting
-// stream checks this so an abandoned follow does not linger).
-bool PeerClosed(Request& req);
-
 void RegisterExecStartRoutes(Router& router, ExecEngine& engine);
 void RegisterExecPollRoutes(Router& router, ExecEngine& engine);
 void RegisterExecOutputRoutes(Router& router, ExecEngine& engine);

@@ -18,8 +18,8 @@ asio::awaitable<void> Ack(ExecEngine& engine, Request& req, Response& res) {
 }
 
 // The kill body is optional: no body (or an empty one) means the defaults.
-asio::awaitable<Result<KillRequest>> ReadKillRequest(ExecEngine& engine, Request& req) {
-  Result<std::string> body = co_await req.ReadBodyAll(engine.config().limits.max_json_body_bytes);
+asio::awaitable<Result<KillRequest>> ReadKillRequest(Request& req) {
+  Result<std::string> body = co_await req.ReadBodyAll(req.limits().max_json_body_bytes);
   if (!body.ok()) co_return body.status();
   if (body->empty()) co_return KillRequest{};
   Result<json::Value> doc = json::Parse(*body);
@@ -28,7 +28,7 @@ asio::awaitable<Result<KillRequest>> ReadKillRequest(ExecEngine& engine, Request
 }
 
 asio::awaitable<void> Kill(ExecEngine& engine, Request& req, Response& res) {
-  Result<KillRequest> kill = co_await ReadKillRequest(engine, req);
+  Result<KillRequest> kill = co_await ReadKillRequest(req);
   if (!kill.ok()) {
     co_await res.SendError(kill.status());
     co_return;
@@ -53,7 +53,7 @@ asio::awaitable<Result<uint64_t>> WriteStdin(ExecEngine& engine, Request& req) {
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
   if (!found.ok()) co_return found.status();
   Result<std::unique_ptr<StdinWrite>> write =
-      co_await StdinWrite::Begin(*found, **offset, engine.config().limits.io_timeout);
+      co_await StdinWrite::Begin(*found, **offset, req.limits().io_timeout);
   if (!write.ok()) co_return write.status();
   for (;;) {
     Result<std::string_view> chunk = co_await req.ReadBody();

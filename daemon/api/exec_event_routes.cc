@@ -87,7 +87,7 @@ asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, R
       co_return;
     }
     if (*collected) continue;
-    if (PeerClosed(req)) co_return;
+    if (req.PeerClosed()) co_return;
     co_await rec.changed.Wait(last_write + kKeepaliveInterval);
   }
 }

@@ -32,7 +32,7 @@ asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, R
     }
     auto now = ChangeSignal::Clock::now();
     if (now - last_check >= kKeepaliveInterval) {
-      if (PeerClosed(req)) co_return;
+      if (req.PeerClosed()) co_return;
       last_check = now;
     }
     co_await rec.changed.Wait(now + kKeepaliveInterval);

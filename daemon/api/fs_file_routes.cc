@@ -13,6 +13,7 @@
 #include "api/fs_route_util.h"
 #include "api/pool_job.h"
 #include "api/query_reader.h"
+#include "api/request_ownership.h"
 #include "api/routes.h"
 #include "fs/atomic_file.h"
 #include "fs/file_read.h"

@@ -5,6 +5,7 @@
 #include "agentd/protocol/fs.h"
 #include "api/fs_route_util.h"
 #include "api/query_reader.h"
+#include "api/request_ownership.h"
 #include "api/routes.h"
 #include "fs/file_ops.h"
 

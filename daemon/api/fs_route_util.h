@@ -7,9 +7,9 @@
 #include "api/api_context.h"
 #include "api/fs_service.h"
 #include "metrics/metrics.h"
-#include "server/awaitable.h"
 #include "server/request.h"
 #include "server/response.h"
+#include "sys/awaitable.h"
 
 // In a coroutine returning awaitable<void>: stop when `expr` (a Status)
 // failed. (GCC 12 miscompiles "if (!(co_await f()).ok()) co_return;" into
@@ -36,7 +36,7 @@ inline Result<RelPath> CheckPath(const FsService& fs, const std::string* path) {
 }
 
 // Runs `fn` (returning Result<json::Value>) on `pool` and answers 200 with
-// its value or the error. Pass a named lambda (server/awaitable.h caveats).
+// its value or the error. Pass a named lambda (sys/awaitable.h caveats).
 template <typename Fn>
 asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, Fn fn) {
   Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));

@@ -33,11 +33,6 @@ struct WatchRoute {
   FsService& fs;
 };
 
-bool ReadableWithoutClose(Request& req) {
-  pollfd p{req.connection().socket().native_handle(), POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
 // Holds one of the daemon's watch slots for as long as a stream lives.
 class WatchSlot {
  public:
@@ -64,20 +59,17 @@ void AppendEvent(std::string& out, const WatchEvent& ev, uint64_t id) {
 // Waits until `fd` is readable, the client's socket has something to say
 // (normally: it closed, which frees the stream's slot at once), or
 // `deadline` passes.
-asio::awaitable<void> WaitReadable(asio::posix::stream_descriptor& fd, Socket& client,
+asio::awaitable<void> WaitReadable(asio::posix::stream_descriptor& fd, Request& client,
                                    bool watch_client, Clock::time_point deadline) {
   asio::steady_timer timer(fd.get_executor(), deadline);
   auto cancel = [&fd](const asio::error_code& ec) {
     if (!ec) fd.cancel();
   };
   timer.async_wait(cancel);
-  if (watch_client) client.async_wait(Socket::wait_read, cancel);
+  if (watch_client) client.WaitPeerReadable(cancel);
   co_await fd.async_wait(asio::posix::descriptor_base::wait_read, kUseNothrow);
   timer.cancel();
-  if (watch_client) {
-    asio::error_code ignored;
-    client.cancel(ignored);
-  }
+  if (watch_client) client.CancelPeerWait();
 }
 
 asio::awaitable<void> Stream(TreeWatcher& watcher, const std::string& top, Request& req,
@@ -120,13 +112,13 @@ asio::awaitable<void> Stream(TreeWatcher& watcher, const std::string& top, Reque
       co_await res.End();
       co_return;
     }
-    if (PeerClosed(req)) co_return;
+    if (req.PeerClosed()) co_return;
     // A client that sends bytes on an event stream (it should not) is
     // then only checked at the keepalive, never spun on.
-    if (watch_client && ReadableWithoutClose(req)) watch_client = false;
+    if (watch_client && req.PeerSentBytes()) watch_client = false;
     auto deadline =
         watcher.has_pending() ? Clock::now() + kMovePairing : last_write + kWatchKeepalive;
-    co_await WaitReadable(readable, req.connection().socket(), watch_client, deadline);
+    co_await WaitReadable(readable, req, watch_client, deadline);
   }
 }
 

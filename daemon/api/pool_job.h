@@ -1,6 +1,6 @@
 // PoolJob<R>: work started on a thread pool now and awaited later, so a
 // coroutine can feed a job (through a ByteChannel) while it runs. Unlike
-// RunBlocking (server/awaitable.h), which suspends the caller at once.
+// RunBlocking (sys/awaitable.h), which suspends the caller at once.
 //
 // Start() and Wait() are called on the io executor; the job runs on the
 // pool. The shared state keeps everything alive until both are done.

@@ -16,8 +16,8 @@
 #include "api/query_reader.h"
 #include "api/routes.h"
 #include "proc/listening_ports.h"
-#include "server/awaitable.h"
 #include "server/connection.h"
+#include "sys/awaitable.h"
 
 namespace agentd {
 namespace {

@@ -11,9 +11,9 @@
 #include "api/exec_api.h"
 #include "api/routes.h"
 #include "metrics/daemon_metrics.h"
-#include "run/runtimes.h"
+#include "proc/runtimes.h"
 #include "run/tree_scan.h"
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 
 namespace agentd {
 namespace {
@@ -79,7 +79,7 @@ asio::awaitable<void> WaitForRun(ExecEngine& engine, std::shared_ptr<ExecRecord>
                                  Request& req) {
   bool killed = false;
   while (!rec->finished()) {
-    if (!killed && PeerClosed(req)) {
+    if (!killed && req.PeerClosed()) {
       // Nobody will read the answer: end the run now rather than at its timeout.
       KillRequest kill;
       kill.signal = "KILL";
@@ -142,7 +142,7 @@ asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req,
   }
   const DaemonConfig& config = ctx.config;
   int64_t timeout = std::min(run->timeout_sec.value_or(config.run_timeout_sec), kMaxRunTimeoutSec);
-  std::string cwd = run->cwd.value_or(DefaultRunCwd(config));
+  std::string cwd = run->cwd.value_or(DefaultRunCwd(config.workdir));
   ExecStartRequest exec = RunToExecRequest(*run, cwd, timeout);
   Status ready = engine.CheckRuntime(exec);
   if (!ready.ok()) {

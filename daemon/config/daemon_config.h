@@ -10,6 +10,7 @@
 
 #include "agentd/protocol/limits.h"
 #include "agentd/protocol/status.h"
+#include "exec/exec_options.h"
 #include "log/log.h"
 #include "server/limits.h"
 #include "server/listen_address.h"
@@ -17,7 +18,6 @@
 namespace agentd {
 
 inline constexpr char kDefaultListen[] = "127.0.0.1:7700";
-inline constexpr char kDefaultStateDir[] = "/run/agentd";
 
 struct DaemonConfig {
   std::vector<ListenAddress> listen;  // empty: kDefaultListen
@@ -63,6 +63,21 @@ struct DaemonConfig {
   bool exit_with_cmd = false;        // the workload's exit stops the daemon, with its code
   std::vector<std::string> command;  // the workload's argv; empty: none
 };
+
+// The engine's share of the configuration (exec/exec_options.h).
+inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
+  return ExecEngineOptions{.state_dir = c.state_dir,
+                           .workdir = c.workdir,
+                           .ack_ttl_sec = c.ack_ttl_sec,
+                           .output_drain = c.output_drain,
+                           .retention_stream_bytes = c.retention_stream_bytes,
+                           .retention_total_bytes = c.retention_total_bytes,
+                           .max_execs = c.max_execs,
+                           .limits_mode = c.limits_mode,
+                           .default_limits = c.default_limits,
+                           .default_timeout_sec = c.default_timeout_sec,
+                           .child_oom_score_adj = c.child_oom_score_adj};
+}
 
 struct ParsedFlags {
   enum class Action { kRun, kHelp, kVersion };

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <vector>
 
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 
 namespace agentd {
 

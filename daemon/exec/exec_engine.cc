@@ -11,9 +11,9 @@
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
 #include "proc/process_group.h"
+#include "proc/runtimes.h"
 #include "proc/signals.h"
-#include "run/runtimes.h"
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 
 extern char** environ;
 
@@ -40,13 +40,13 @@ std::optional<struct rlimit> RaiseNofile() {
 
 }  // namespace
 
-ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking,
-                       const DaemonConfig& config, const BootstrapState& bootstrap)
+ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking, ExecEngineOptions options,
+                       const BootstrapState& bootstrap)
     : io_(io),
       blocking_(blocking),
-      config_(config),
+      options_(std::move(options)),
       bootstrap_(bootstrap),
-      budget_(config.retention_stream_bytes, config.retention_total_bytes),
+      budget_(options_.retention_stream_bytes, options_.retention_total_bytes),
       reaper_(io),
       limit_timer_(io),
       sweep_timer_(io) {}
@@ -62,14 +62,14 @@ ExecEngine::~ExecEngine() {
 }
 
 Status ExecEngine::Open() {
-  Result<std::string> dir = PrepareStateDir(config_.state_dir);
+  Result<std::string> dir = PrepareStateDir(options_.state_dir);
   if (!dir.ok()) return dir.status();
   state_dir_ = std::move(*dir);
   store_ = std::make_unique<ExecStore>(state_dir_ + "/execs");
   AGENTD_RETURN_IF_ERROR(store_->Open());
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   child_nofile_ = RaiseNofile();
-  AGENTD_RETURN_IF_ERROR(limiter_.Open(config_.limits_mode));
+  AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
   Log(LogLevel::kInfo, "limits",
       json::Object()
           .Set("mechanism", std::string(limiter_.mechanism_name()))
@@ -189,17 +189,17 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
     return Status::Error(ErrorCode::kExecReleased, "exec \"" + id + "\" was released")
         .With("id", id);
   }
-  if (static_cast<int64_t>(table_.size()) >= config_.max_execs) {
+  if (static_cast<int64_t>(table_.size()) >= options_.max_execs) {
     return Status::Error(ErrorCode::kTooManyExecs, "the daemon holds " +
                                                        std::to_string(table_.size()) +
                                                        " exec records; ack some to release them")
-        .With("limit", config_.max_execs);
+        .With("limit", options_.max_execs);
   }
   Result<std::optional<Credentials>> identity = ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
   if (request.runtime) {
     AGENTD_RETURN_IF_ERROR(CheckRuntime(request, *identity));
-    if (!request.cwd) request.cwd = DefaultRunCwd(config_);
+    if (!request.cwd) request.cwd = DefaultRunCwd(options_.workdir);
   }
 
   auto rec = std::make_shared<ExecRecord>(io_.get_executor());
@@ -256,7 +256,7 @@ Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
     }
     rec->owns_group = false;
     Persist(*rec);
-    ScheduleRelease(rec, std::chrono::seconds(config_.ack_ttl_sec));
+    ScheduleRelease(rec, std::chrono::seconds(options_.ack_ttl_sec));
     rec->changed.Notify();
   }
   return rec->Info();

@@ -23,14 +23,14 @@
 
 #include "agentd/protocol/exec.h"
 #include "auth/bootstrap_state.h"
-#include "config/daemon_config.h"
+#include "exec/exec_options.h"
 #include "exec/exec_record.h"
 #include "exec/exec_store.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
 #include "proc/reaper.h"
+#include "proc/runtime_probe.h"
 #include "proc/user_db.h"
-#include "run/runtime_probe.h"
 #include "spool/output_log.h"
 
 namespace agentd {
@@ -42,7 +42,7 @@ struct ExecTotals {
 
 class ExecEngine {
  public:
-  ExecEngine(asio::io_context& io, asio::thread_pool& blocking, const DaemonConfig& config,
+  ExecEngine(asio::io_context& io, asio::thread_pool& blocking, ExecEngineOptions options,
              const BootstrapState& bootstrap);
   ~ExecEngine();
 
@@ -84,7 +84,7 @@ class ExecEngine {
   std::vector<ExecInfo> List() const;
   ExecTotals Totals() const;
 
-  const DaemonConfig& config() const { return config_; }
+  const ExecEngineOptions& options() const { return options_; }
   const Reaper& reaper() const { return reaper_; }
   const Limiter& limiter() const { return limiter_; }
   int64_t running() const { return running_; }
@@ -134,7 +134,7 @@ class ExecEngine {
 
   asio::io_context& io_;
   asio::thread_pool& blocking_;
-  const DaemonConfig& config_;
+  const ExecEngineOptions options_;
   const BootstrapState& bootstrap_;
   std::string state_dir_;
   std::unique_ptr<ExecStore> store_;

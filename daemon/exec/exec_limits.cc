@@ -20,11 +20,11 @@ constexpr std::chrono::seconds kSweepInterval{5};
 
 Status ExecEngine::ApplyLimits(ExecStartRequest& request,
                                const std::optional<Credentials>& identity, ExecRecord& rec) {
-  rec.limits = request.limits.Over(config_.default_limits);
+  rec.limits = request.limits.Over(options_.default_limits);
   if (request.timeout_sec) {
     rec.timeout_sec = request.timeout_sec;
-  } else if (config_.default_timeout_sec > 0) {
-    rec.timeout_sec = config_.default_timeout_sec;
+  } else if (options_.default_timeout_sec > 0) {
+    rec.timeout_sec = options_.default_timeout_sec;
   }
   bool as_root = (identity && identity->uid) ? *identity->uid == 0 : ::geteuid() == 0;
   return limiter_.Check(rec.limits, as_root);

@@ -14,7 +14,7 @@
 #include "proc/child_env.h"
 #include "proc/spawn.h"
 #include "proc/wait_status.h"
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 #include "sys/pipe.h"
 #include "sys/posix_error.h"
 #include "sys/pty.h"
@@ -195,7 +195,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, ExecStartRequest& request
   for (const ChildRlimit& r : limiter_.Rlimits(rec->limits)) {
     spec.rlimits.emplace_back(r.resource, r.value);
   }
-  spec.oom_score_adj = config_.child_oom_score_adj;
+  spec.oom_score_adj = options_.child_oom_score_adj;
   Result<SpawnResult> spawned = Spawn(spec);
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
@@ -302,7 +302,7 @@ void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
   if (rec->pumps_running == 0) return Finalize(rec);
   Persist(*rec);
   rec->changed.Notify();
-  rec->drain_timer.expires_after(config_.output_drain);
+  rec->drain_timer.expires_after(options_.output_drain);
   rec->drain_timer.async_wait([this, rec](const asio::error_code& ec) {
     if (!ec) ExpireDrain(rec);
   });

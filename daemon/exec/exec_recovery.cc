@@ -74,7 +74,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   if (stored.acked_at_ms) {
     rec->acked = true;
     rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));
-    auto left = *rec->acked_at + std::chrono::seconds(config_.ack_ttl_sec) - now;
+    auto left = *rec->acked_at + std::chrono::seconds(options_.ack_ttl_sec) - now;
     ScheduleRelease(rec, std::max(std::chrono::milliseconds(0),
                                   std::chrono::duration_cast<std::chrono::milliseconds>(left)));
   }

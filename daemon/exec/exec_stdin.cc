@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 #include "sys/posix_error.h"
 
 namespace agentd {

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "config/daemon_config.h"
 #include "fs/dir_entries.h"
 #include "log/log.h"
 #include "sys/posix_error.h"

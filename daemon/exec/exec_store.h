@@ -24,6 +24,9 @@
 
 namespace agentd {
 
+// The state directory when --state-dir names none and it can be made.
+inline constexpr char kDefaultStateDir[] = "/run/agentd";
+
 struct StoredExec {
   std::string dir;
   std::string fingerprint;

@@ -1,5 +1,6 @@
 #include "server/connection.h"
 
+#include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
@@ -9,8 +10,8 @@
 #include <cstring>
 
 #include "log/log.h"
-#include "server/awaitable.h"
 #include "server/url.h"
+#include "sys/awaitable.h"
 
 namespace agentd {
 namespace {
@@ -49,6 +50,25 @@ void Connection::Start() {
       socket_.get_executor(), [self] { return self->Run(); }, asio::detached);
   asio::co_spawn(
       socket_.get_executor(), [self] { return self->Watchdog(); }, asio::detached);
+}
+
+bool Connection::PeerClosed() {
+  pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+bool Connection::PeerSentBytes() {
+  pollfd p{socket_.native_handle(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+void Connection::WaitPeerReadable(std::function<void(const asio::error_code&)> fn) {
+  socket_.async_wait(Socket::wait_read, std::move(fn));
+}
+
+void Connection::CancelPeerWait() {
+  asio::error_code ignored;
+  socket_.cancel(ignored);
 }
 
 void Connection::Close() {

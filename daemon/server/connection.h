@@ -49,6 +49,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t id() const { return id_; }
   Socket& socket() { return socket_; }
   const ServerLimits& limits() const { return limits_; }
+  // What the peer did while a handler streams or waits, without reading
+  // its bytes (they belong to the next request): closed its side, or sent
+  // something. Both look, never block.
+  bool PeerClosed();
+  bool PeerSentBytes();
+  // Calls `fn` once the socket is readable (bytes or a close), or with
+  // operation_aborted after CancelPeerWait().
+  void WaitPeerReadable(std::function<void(const asio::error_code&)> fn);
+  void CancelPeerWait();
 
   // For Request and Response; see their headers for the contracts.
   asio::awaitable<Result<std::string_view>> NextBodyChunk();

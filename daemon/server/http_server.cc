@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "log/log.h"
-#include "server/awaitable.h"
+#include "sys/awaitable.h"
 #include "sys/posix_error.h"
 
 namespace agentd {

@@ -11,6 +11,14 @@ const std::string* Request::Query(std::string_view name) const {
   return nullptr;
 }
 
+bool Request::PeerClosed() { return conn_.PeerClosed(); }
+bool Request::PeerSentBytes() { return conn_.PeerSentBytes(); }
+void Request::WaitPeerReadable(std::function<void(const asio::error_code&)> fn) {
+  conn_.WaitPeerReadable(std::move(fn));
+}
+void Request::CancelPeerWait() { conn_.CancelPeerWait(); }
+const ServerLimits& Request::limits() const { return conn_.limits(); }
+
 std::string_view Request::Param(std::string_view name) const {
   for (const auto& [k, v] : params_) {
     if (k == name) return v;

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <asio/awaitable.hpp>
+#include <asio/error_code.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +17,7 @@
 
 #include "agentd/protocol/status.h"
 #include "server/http_parser.h"
+#include "server/limits.h"
 #include "server/url.h"
 
 namespace agentd {
@@ -53,6 +56,14 @@ class Request {
   // The body parsed as JSON (bounded by the server's JSON body limit).
   asio::awaitable<Result<json::Value>> ReadJson();
   bool body_complete() const;
+
+  // See Connection: a stream or a long wait ends early when its client left.
+  bool PeerClosed();
+  bool PeerSentBytes();
+  void WaitPeerReadable(std::function<void(const asio::error_code&)> fn);
+  void CancelPeerWait();
+  // The server's bounds (JSON body size, I/O progress timeout).
+  const ServerLimits& limits() const;
 
   // The connection's peer and transport, for logs.
   Connection& connection() { return conn_; }

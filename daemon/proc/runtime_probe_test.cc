@@ -1,4 +1,4 @@
-#include "run/runtime_probe.h"
+#include "proc/runtime_probe.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -10,7 +10,6 @@
 
 #include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/runtime.h"
-#include "config/daemon_config.h"
 
 namespace agentd {
 
@@ -28,6 +27,6 @@ std::string ChildPath(const char* const* daemon_env, const EnvList& launch_env);
 
 // The default cwd of a run: --workdir, else /workspace when it is a
 // directory, else "/".
-std::string DefaultRunCwd(const DaemonConfig& config);
+std::string DefaultRunCwd(const std::string& workdir);
 
 }  // namespace agentd

@@ -1,4 +1,4 @@
-#include "run/runtimes.h"
+#include "proc/runtimes.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,8 +60,8 @@ std::string ChildPath(const char* const* daemon_env, const EnvList& launch_env) 
   return from_daemon ? from_daemon : kDefaultPath;
 }
 
-std::string DefaultRunCwd(const DaemonConfig& config) {
-  if (!config.workdir.empty()) return config.workdir;
+std::string DefaultRunCwd(const std::string& workdir) {
+  if (!workdir.empty()) return workdir;
   struct stat st;
   if (::stat("/workspace", &st) == 0 && S_ISDIR(st.st_mode)) return "/workspace";
   return "/";

@@ -1,4 +1,4 @@
-#include "fs/ownership.h"
+#include "api/request_ownership.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,10 +1,10 @@
-#include "run/runtime_probe.h"
+#include "proc/runtime_probe.h"
 
 #include <errno.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "run/runtimes.h"
+#include "proc/runtimes.h"
 
 namespace agentd {
 namespace {

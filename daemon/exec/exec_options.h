@@ -1,0 +1,29 @@
+// ExecEngineOptions: what the exec engine is told at construction, and
+// nothing else of the daemon's configuration (no HTTP limits, no listen
+// addresses): the engine sees only its own vocabulary. main.cc fills it
+// from the command line (config/daemon_config.h, EngineOptionsOf).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "agentd/protocol/limits.h"
+
+namespace agentd {
+
+struct ExecEngineOptions {
+  std::string state_dir;  // empty: kDefaultStateDir, else $XDG_RUNTIME_DIR, else a temp dir
+  std::string workdir;    // default cwd of /v1/run records; empty: DefaultRunCwd's choice
+  int64_t ack_ttl_sec = 60;
+  std::chrono::milliseconds output_drain{std::chrono::seconds(2)};
+  uint64_t retention_stream_bytes = 256ull << 20;
+  uint64_t retention_total_bytes = 1ull << 30;
+  int64_t max_execs = 4096;
+  std::string limits_mode = "auto";  // auto | cgroup2 | cgroup1 | rlimit
+  ExecLimits default_limits;         // for execs and runs that do not set them
+  int64_t default_timeout_sec = 0;   // 0: none
+  int child_oom_score_adj = 500;
+};
+
+}  // namespace agentd
