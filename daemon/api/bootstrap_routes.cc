@@ -1,5 +1,6 @@
 // POST /v1/bootstrap (docs/PROTOCOL.md, "Auth and bootstrap").
 #include "agentd/protocol/bootstrap.h"
+#include "api/query_reader.h"
 #include "api/routes.h"
 #include "log/log.h"
 
@@ -27,6 +28,10 @@ Status OverBudget(const std::string& body) {
 }
 
 asio::awaitable<void> Bootstrap(ApiContext& ctx, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   // Read past the budget (up to the JSON limit) so the refusal can say how
   // the bytes were spent.
   Result<std::string> body = co_await req.ReadBodyAll(ctx.config.limits.max_json_body_bytes);

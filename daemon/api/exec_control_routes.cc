@@ -9,6 +9,10 @@ namespace agentd {
 namespace {
 
 asio::awaitable<void> Ack(ExecEngine& engine, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   Result<ExecInfo> info = engine.Ack(req.Param("id"));
   if (!info.ok()) {
     co_await res.SendError(info.status());
@@ -19,6 +23,7 @@ asio::awaitable<void> Ack(ExecEngine& engine, Request& req, Response& res) {
 
 // The kill body is optional: no body (or an empty one) means the defaults.
 asio::awaitable<Result<KillRequest>> ReadKillRequest(Request& req) {
+  AGENTD_CO_RETURN_IF_ERROR(QueryReader(req.query()).Finish());
   Result<std::string> body = co_await req.ReadBodyAll(req.limits().max_json_body_bytes);
   if (!body.ok()) co_return body.status();
   if (body->empty()) co_return KillRequest{};
@@ -42,18 +47,19 @@ asio::awaitable<void> Kill(ExecEngine& engine, Request& req, Response& res) {
 }
 
 asio::awaitable<Result<uint64_t>> WriteStdin(ExecEngine& engine, Request& req) {
-  Result<std::optional<uint64_t>> offset = QueryNumber(req, "offset", 0, INT64_MAX);
-  if (!offset.ok()) co_return offset.status();
-  if (!*offset) {
-    co_return Status::InvalidRequest("query parameter \"offset\" is required")
-        .With("field", "offset");
+  QueryReader q(req.query());
+  std::optional<uint64_t> offset = q.Number("offset", 0, INT64_MAX);
+  // (A malformed offset was recorded first; the first problem wins.)
+  if (!offset) {
+    q.Fail(
+        Status::InvalidRequest("query parameter \"offset\" is required").With("field", "offset"));
   }
-  Result<bool> eof = QueryFlag(req, "eof");
-  if (!eof.ok()) co_return eof.status();
+  bool eof = q.Bool("eof", false);
+  AGENTD_CO_RETURN_IF_ERROR(q.Finish());
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
   if (!found.ok()) co_return found.status();
   Result<std::unique_ptr<StdinWrite>> write =
-      co_await StdinWrite::Begin(*found, **offset, req.limits().io_timeout);
+      co_await StdinWrite::Begin(*found, *offset, req.limits().io_timeout);
   if (!write.ok()) co_return write.status();
   for (;;) {
     Result<std::string_view> chunk = co_await req.ReadBody();
@@ -61,7 +67,7 @@ asio::awaitable<Result<uint64_t>> WriteStdin(ExecEngine& engine, Request& req) {
     if (chunk->empty()) break;
     AGENTD_CO_RETURN_IF_ERROR(co_await (*write)->Write(*chunk));
   }
-  co_return (*write)->Finish(*eof);
+  co_return (*write)->Finish(eof);
 }
 
 asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
@@ -78,6 +84,10 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
 // foreground process group. Once the output is complete the terminal is
 // gone and a resize changes nothing (the exec object is still answered).
 asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   Result<json::Value> doc = co_await req.ReadJson();
   Result<ResizeRequest> resize = doc.ok() ? DecodeResizeRequest(*doc) : doc.status();
   if (!resize.ok()) {

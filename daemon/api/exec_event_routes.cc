@@ -10,7 +10,13 @@ namespace {
 
 using Clock = ChangeSignal::Clock;
 
+// The query's cursors, unless a reconnecting client's Last-Event-ID (which
+// wins) says where it was; the query is checked either way.
 Result<std::pair<uint64_t, uint64_t>> StartCursors(const Request& req) {
+  QueryReader q(req.query());
+  std::optional<uint64_t> out = q.Number("stdout_from", 0, INT64_MAX);
+  std::optional<uint64_t> err = q.Number("stderr_from", 0, INT64_MAX);
+  AGENTD_RETURN_IF_ERROR(q.Finish());
   if (const std::string* last = req.Header("last-event-id")) {
     std::optional<std::pair<uint64_t, uint64_t>> ids = ParseExecEventId(*last);
     if (!ids) {
@@ -19,11 +25,7 @@ Result<std::pair<uint64_t, uint64_t>> StartCursors(const Request& req) {
     }
     return *ids;
   }
-  Result<std::optional<uint64_t>> out = QueryNumber(req, "stdout_from", 0, INT64_MAX);
-  if (!out.ok()) return out.status();
-  Result<std::optional<uint64_t>> err = QueryNumber(req, "stderr_from", 0, INT64_MAX);
-  if (!err.ok()) return err.status();
-  return std::pair<uint64_t, uint64_t>(out->value_or(0), err->value_or(0));
+  return std::pair<uint64_t, uint64_t>(out.value_or(0), err.value_or(0));
 }
 
 class EventWriter {

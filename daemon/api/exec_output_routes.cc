@@ -40,13 +40,12 @@ asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, R
 }
 
 asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Response& res) {
-  Result<std::optional<uint64_t>> from = QueryNumber(req, "from", 0, INT64_MAX);
-  Result<bool> follow = QueryFlag(req, "follow");
-  for (const Status* s : {&from.status(), &follow.status()}) {
-    if (!s->ok()) {
-      co_await res.SendError(*s);
-      co_return;
-    }
+  QueryReader q(req.query());
+  std::optional<uint64_t> from = q.Number("from", 0, INT64_MAX);
+  bool follow = q.Bool("follow", false);
+  if (Status s = q.Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
   }
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
@@ -55,14 +54,14 @@ asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Re
   }
   std::shared_ptr<ExecRecord> rec = *found;
   OutputLog& log = rec->log(stream);
-  uint64_t cursor = from->value_or(0);
+  uint64_t cursor = from.value_or(0);
   if (Status ok = CheckCursor("from", cursor, log); !ok.ok()) {
     co_await res.SendError(ok);
     co_return;
   }
   cursor = std::max(cursor, log.retained_from());
   Headers headers{{"Agentd-From", std::to_string(cursor)}};
-  if (!*follow) {
+  if (!follow) {
     uint64_t next = log.next();
     headers.emplace_back("Agentd-Next", std::to_string(next));
     OutputLog::Pin pin(log, cursor);

@@ -37,27 +37,18 @@ Result<ExecPollResponse> Snapshot(ExecRecord& rec, const PollQuery& q) {
 
 }  // namespace
 
-Result<PollQuery> ParsePollQuery(const Request& req) {
-  PollQuery q;
-  const char* names[2] = {"stdout_from", "stderr_from"};
-  for (int i = 0; i < 2; ++i) {
-    Result<std::optional<uint64_t>> c = QueryNumber(req, names[i], 0, INT64_MAX);
-    if (!c.ok()) return c.status();
-    q.cursors[i] = *c;
-    q.given |= c->has_value();
-  }
-  Result<std::optional<uint64_t>> max = QueryNumber(req, "max_bytes", 1, kMaxPollMaxBytes);
-  if (!max.ok()) return max.status();
-  q.max_bytes = max->value_or(kDefaultPollMaxBytes);
-  Result<std::optional<uint64_t>> wait = QueryNumber(req, "wait_ms", 0, kMaxWaitMs);
-  if (!wait.ok()) return wait.status();
-  q.wait_ms = wait->value_or(0);
-  q.given |= max->has_value() || wait->has_value();
-  Result<std::optional<std::string>> until = QueryChoice(req, "until", {"output", "exit"});
-  if (!until.ok()) return until.status();
-  q.until_exit = *until == "exit";
-  q.given |= until->has_value();
-  return q;
+PollQuery ReadPollQuery(QueryReader& q) {
+  PollQuery p;
+  p.cursors[0] = q.Number("stdout_from", 0, INT64_MAX);
+  p.cursors[1] = q.Number("stderr_from", 0, INT64_MAX);
+  std::optional<uint64_t> max = q.Number("max_bytes", 1, kMaxPollMaxBytes);
+  p.max_bytes = max.value_or(kDefaultPollMaxBytes);
+  std::optional<uint64_t> wait = q.Number("wait_ms", 0, kMaxWaitMs);
+  p.wait_ms = wait.value_or(0);
+  std::optional<std::string> until = q.Choice("until", {"output", "exit"});
+  p.until_exit = until == "exit";
+  p.given = p.cursors[0] || p.cursors[1] || max || wait || until;
+  return p;
 }
 
 asio::awaitable<void> AnswerPoll(ExecRecord& rec, const PollQuery& q, int status, Response& res) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "agentd/protocol/status.h"
+#include "api/query_reader.h"
 #include "exec/exec_record.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -23,8 +24,9 @@ struct PollQuery {
   bool given = false;       // any of the parameters was in the query
 };
 
-// The parameters with their documented ranges (400 invalid_request).
-Result<PollQuery> ParsePollQuery(const Request& req);
+// The parameters with their documented ranges; a problem is recorded in
+// `q` (its Finish() reports it).
+PollQuery ReadPollQuery(QueryReader& q);
 
 // Checks the cursors against the streams (400 invalid_request with
 // `next` for one past the end), waits up to wait_ms for news (a byte past

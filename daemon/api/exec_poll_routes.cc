@@ -8,9 +8,10 @@ namespace agentd {
 namespace {
 
 asio::awaitable<void> Poll(ExecEngine& engine, Request& req, Response& res) {
-  Result<PollQuery> q = ParsePollQuery(req);
-  if (!q.ok()) {
-    co_await res.SendError(q.status());
+  QueryReader q(req.query());
+  PollQuery poll = ReadPollQuery(q);
+  if (Status s = q.Finish(); !s.ok()) {
+    co_await res.SendError(s);
     co_return;
   }
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
@@ -18,10 +19,14 @@ asio::awaitable<void> Poll(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(found.status());
     co_return;
   }
-  co_await AnswerPoll(**found, *q, 200, res);
+  co_await AnswerPoll(**found, poll, 200, res);
 }
 
-asio::awaitable<void> List(ExecEngine& engine, Request&, Response& res) {
+asio::awaitable<void> List(ExecEngine& engine, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   co_await res.SendJson(200, EncodeExecList(engine.List()));
 }
 

@@ -15,9 +15,10 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
   }
   // Poll's parameters make this a start and wait (checked before anything
   // starts; the cursors are checked against the streams after).
-  Result<PollQuery> poll = ParsePollQuery(req);
-  if (!poll.ok()) {
-    co_await res.SendError(poll.status());
+  QueryReader q(req.query());
+  PollQuery poll = ReadPollQuery(q);
+  if (Status s = q.Finish(); !s.ok()) {
+    co_await res.SendError(s);
     co_return;
   }
   Result<json::Value> doc = co_await req.ReadJson();
@@ -45,8 +46,8 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await rec->changed.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
   int status = started->created ? 201 : 200;
-  if (poll->given) {
-    co_await AnswerPoll(*rec, *poll, status, res);
+  if (poll.given) {
+    co_await AnswerPoll(*rec, poll, status, res);
     co_return;
   }
   json::Value body = EncodeExecInfo(rec->Info());

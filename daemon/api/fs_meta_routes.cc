@@ -48,6 +48,10 @@ asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   Result<json::Value> body = co_await req.ReadJson();
   Result<MkdirRequest> mk = body.ok() ? DecodeMkdirRequest(*body) : body.status();
   Result<RelPath> rel = mk.ok() ? r.fs.policy().Check(mk->path) : mk.status();
@@ -65,6 +69,10 @@ asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   Result<json::Value> body = co_await req.ReadJson();
   Result<RenameRequest> mv = body.ok() ? DecodeRenameRequest(*body) : body.status();
   Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();

@@ -1,5 +1,6 @@
 // GET /v1/health (docs/PROTOCOL.md, "Health"): no auth, cheap, never blocks.
 #include "agentd/protocol/bootstrap.h"
+#include "api/query_reader.h"
 #include "api/routes.h"
 
 namespace agentd {
@@ -8,7 +9,11 @@ std::string_view DaemonVersion() { return AGENTD_VERSION; }
 
 namespace {
 
-asio::awaitable<void> Health(ApiContext& ctx, Request&, Response& res) {
+asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   HealthResponse h;
   h.version = std::string(DaemonVersion());
   h.bootstrapped = ctx.bootstrap.bootstrapped();

@@ -2,6 +2,7 @@
 // exposition of the daemon's registry, and the dispatcher that counts
 // every HTTP request by method, route pattern and status.
 #include "agentd/protocol/bootstrap.h"
+#include "api/query_reader.h"
 #include "api/routes.h"
 #include "metrics/daemon_metrics.h"
 
@@ -18,7 +19,11 @@ std::string MethodLabel(std::string_view method) {
   return "other";
 }
 
-asio::awaitable<void> Metrics(Request&, Response& res) {
+asio::awaitable<void> Metrics(Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   std::string text = metrics::Daemon().registry.Render();
   co_await res.Send(200, kExpositionType, text);
 }

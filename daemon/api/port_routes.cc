@@ -130,8 +130,9 @@ asio::awaitable<void> Pump(From& from, To& to) {
 
 asio::awaitable<void> Connect(const DaemonConfig& config, Counter& tunnels, Request& req,
                               Response& res) {
+  Status s = QueryReader(req.query()).Finish();
   Result<uint16_t> port = ParsePort(req.Param("port"));
-  Status s = port.status();
+  if (s.ok()) s = port.status();
   const std::string* upgrade = req.Header("upgrade");
   if (s.ok() && (!req.head().upgrade || !upgrade || strcasecmp(upgrade->c_str(), "tcp") != 0)) {
     s = Status::InvalidRequest("a tunnel needs \"Connection: Upgrade\" and \"Upgrade: tcp\"")

@@ -1,15 +1,22 @@
 #include "api/query_reader.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace agentd {
 
 const std::string* QueryReader::String(std::string_view name) {
   known_.emplace_back(name);
+  const std::string* found = nullptr;
   for (const auto& [k, v] : query_) {
-    if (k == name) return &v;
+    if (k != name) continue;
+    if (found) {
+      Fail(name, "query parameter \"" + std::string(name) + "\" is given more than once");
+      return nullptr;
+    }
+    found = &v;
   }
-  return nullptr;
+  return found;
 }
 
 const std::string* QueryReader::Required(std::string_view name) {
@@ -27,10 +34,43 @@ bool QueryReader::Bool(std::string_view name, bool fallback) {
   return fallback;
 }
 
-void QueryReader::Fail(std::string_view name, std::string message) {
-  if (first_error_.ok()) {
-    first_error_ = Status::InvalidRequest(std::move(message)).With("field", std::string(name));
+std::optional<uint64_t> QueryReader::Number(std::string_view name, uint64_t min, uint64_t max) {
+  const std::string* text = String(name);
+  if (!text) return std::nullopt;
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+  if (!text->empty() && ec == std::errc() && end == text->data() + text->size() && n >= min &&
+      n <= max) {
+    return n;
   }
+  Fail(Status::InvalidRequest("query parameter \"" + std::string(name) +
+                              "\" must be an integer from " + std::to_string(min) + " to " +
+                              std::to_string(max))
+           .With("field", std::string(name))
+           .With("min", min)
+           .With("max", max));
+  return std::nullopt;
+}
+
+std::optional<std::string> QueryReader::Choice(std::string_view name,
+                                               std::initializer_list<std::string_view> choices) {
+  const std::string* text = String(name);
+  if (!text) return std::nullopt;
+  std::string listed;
+  for (std::string_view choice : choices) {
+    if (*text == choice) return *text;
+    listed += (listed.empty() ? "" : ", ") + std::string(choice);
+  }
+  Fail(name, "query parameter \"" + std::string(name) + "\" must be one of " + listed);
+  return std::nullopt;
+}
+
+void QueryReader::Fail(Status problem) {
+  if (first_error_.ok()) first_error_ = std::move(problem);
+}
+
+void QueryReader::Fail(std::string_view name, std::string message) {
+  Fail(Status::InvalidRequest(std::move(message)).With("field", std::string(name)));
 }
 
 Status QueryReader::Finish() const {

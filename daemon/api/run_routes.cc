@@ -9,6 +9,7 @@
 
 #include "agentd/protocol/run.h"
 #include "api/exec_api.h"
+#include "api/query_reader.h"
 #include "api/routes.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/runtimes.h"
@@ -130,6 +131,10 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
 }
 
 asio::awaitable<void> RunCode(ApiContext& ctx, ExecEngine& engine, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
   Result<json::Value> doc = co_await req.ReadJson();
   if (!doc.ok()) {
     co_await res.SendError(doc.status());

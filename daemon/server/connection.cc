@@ -290,10 +290,10 @@ asio::awaitable<bool> Connection::Serve() {
   RequestHead& head = parser_.head();
   Response res(*this, head.method == "HEAD");
   std::string route;
-  std::optional<ParsedTarget> target = ParseTarget(head.target);
-  if (!target) {
+  Result<ParsedTarget> target = ParseTarget(head.target);
+  if (!target.ok()) {
     res.CloseAfter();
-    co_await res.SendError(Status::InvalidRequest("malformed request target"));
+    co_await res.SendError(target.status());
   } else {
     Request req(*this, head, std::move(*target));
     try {

@@ -4,13 +4,6 @@
 
 namespace agentd {
 
-const std::string* Request::Query(std::string_view name) const {
-  for (const auto& [k, v] : target_.query) {
-    if (k == name) return &v;
-  }
-  return nullptr;
-}
-
 bool Request::PeerClosed() { return conn_.PeerClosed(); }
 bool Request::PeerSentBytes() { return conn_.PeerSentBytes(); }
 void Request::WaitPeerReadable(std::function<void(const asio::error_code&)> fn) {

@@ -32,9 +32,8 @@ class Request {
   const std::string& method() const { return head_.method; }
   const std::string& path() const { return target_.path; }
   const RequestHead& head() const { return head_; }
+  // Read through api/query_reader.h, which refuses what a route does not know.
   const QueryParams& query() const { return target_.query; }
-  // The first value of a query parameter, if present.
-  const std::string* Query(std::string_view name) const;
   const std::string* Header(std::string_view lower_name) const { return head_.Header(lower_name); }
   std::optional<uint64_t> content_length() const { return head_.content_length; }
 

@@ -50,8 +50,10 @@ std::string PercentEncode(std::string_view in, bool keep_slash) {
   return out;
 }
 
-std::optional<ParsedTarget> ParseTarget(std::string_view target) {
-  if (target.empty() || target.front() != '/') return std::nullopt;
+Result<ParsedTarget> ParseTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/') {
+    return Status::InvalidRequest("the request target must be a path starting with \"/\"");
+  }
   ParsedTarget out;
   size_t q = target.find('?');
   std::string_view raw_path = target.substr(0, q);
@@ -59,7 +61,7 @@ std::optional<ParsedTarget> ParseTarget(std::string_view target) {
     raw_path = raw_path.substr(0, hash);
   }
   auto path = PercentDecode(raw_path, false);
-  if (!path) return std::nullopt;
+  if (!path) return Status::InvalidRequest("malformed percent-escape in the request path");
   out.path = std::move(*path);
   if (q == std::string_view::npos) return out;
   std::string_view query = target.substr(q + 1);
@@ -72,7 +74,11 @@ std::optional<ParsedTarget> ParseTarget(std::string_view target) {
     size_t eq = pair.find('=');
     auto key = PercentDecode(pair.substr(0, eq), true);
     auto value = PercentDecode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
-    if (!key || !value) return std::nullopt;
+    if (!key || !value) {
+      std::string name = key ? *key : std::string(pair.substr(0, eq));
+      return Status::InvalidRequest("malformed percent-escape in query parameter \"" + name + "\"")
+          .With("field", name);
+    }
     out.query.emplace_back(std::move(*key), std::move(*value));
   }
   return out;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "agentd/protocol/status.h"
+
 namespace agentd {
 
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
@@ -24,7 +26,8 @@ struct ParsedTarget {
   QueryParams query;  // decoded, in order
 };
 
-// nullopt for a target that is not origin-form or has a malformed escape.
-std::optional<ParsedTarget> ParseTarget(std::string_view target);
+// 400 invalid_request for a target that is not origin-form or has a
+// malformed escape (in the query: naming the parameter as `field`).
+Result<ParsedTarget> ParseTarget(std::string_view target);
 
 }  // namespace agentd

@@ -6,7 +6,7 @@ using namespace agentd;
 
 TEST_CASE("targets split into a decoded path and ordered query", "[url]") {
   auto t = ParseTarget("/v1/fs/file?path=%2Ftmp%2Fa%20b&start_line=2&flag");
-  REQUIRE(t);
+  REQUIRE(t.ok());
   CHECK(t->path == "/v1/fs/file");
   REQUIRE(t->query.size() == 3);
   CHECK(t->query[0] == std::make_pair(std::string("path"), std::string("/tmp/a b")));
@@ -15,10 +15,12 @@ TEST_CASE("targets split into a decoded path and ordered query", "[url]") {
 }
 
 TEST_CASE("targets with malformed escapes or no leading slash are refused", "[url]") {
-  CHECK_FALSE(ParseTarget("/x?path=%zz"));
-  CHECK_FALSE(ParseTarget("/x%2"));
-  CHECK_FALSE(ParseTarget("http://host/x"));
-  CHECK_FALSE(ParseTarget(""));
+  Result<ParsedTarget> bad = ParseTarget("/x?path=%zz");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().details().Find("field")->as_string() == "path");
+  CHECK_FALSE(ParseTarget("/x%2").ok());
+  CHECK_FALSE(ParseTarget("http://host/x").ok());
+  CHECK_FALSE(ParseTarget("").ok());
 }
 
 TEST_CASE("percent encoding round-trips every byte", "[url]") {
