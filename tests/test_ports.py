@@ -14,6 +14,10 @@ class EchoServer(socketserver.ThreadingTCPServer):
     """Echoes every byte; on the client's half-close, answers "bye" and closes."""
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's default backlog is 5: with 64 tunnels connecting at
+    # once the kernel dropped SYNs, and a connect retried after 1, 3, 7 and
+    # 15 s outlasted the test's 10 s socket timeout on a loaded machine.
+    request_queue_size = 128
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), EchoHandler)
