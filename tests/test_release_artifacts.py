@@ -26,7 +26,19 @@ AS_ROOT = os.geteuid() == 0 and shutil.which("unshare") is not None
 # Each static archive the link may take code from, and the heading of its
 # section in THIRD_PARTY_NOTICES.md (None: agentd's own code).
 NOTICE_FOR_ARCHIVE = {
-    "libagentd_core.a": None,
+    "libdaemon_sys.a": None,
+    "libdaemon_log.a": None,
+    "libdaemon_metrics.a": None,
+    "libdaemon_limits.a": None,
+    "libdaemon_spool.a": None,
+    "libdaemon_proc.a": None,
+    "libdaemon_fs.a": None,
+    "libdaemon_auth.a": None,
+    "libdaemon_server.a": None,
+    "libdaemon_exec.a": None,
+    "libdaemon_run.a": None,
+    "libdaemon_config.a": None,
+    "libdaemon_api.a": None,
     "libagentd_protocol.a": None,
     "libagentd_llhttp.a": "llhttp",
     "libagentd_simdjson.a": "simdjson",

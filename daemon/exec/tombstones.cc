@@ -16,7 +16,7 @@ namespace {
 
 constexpr int64_t kMinuteMs = 60'000;
 
-int64_t UnixMs(Tombstones::Clock::time_point t) {
+int64_t TombstoneMs(Tombstones::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
 
@@ -63,7 +63,7 @@ void Tombstones::Insert(uint64_t hash, int64_t unix_ms) {
 void Tombstones::Expire(Clock::time_point now) {
   // A bucket goes when its newest possible entry is older than keep_.
   int64_t cutoff =
-      UnixMs(now) - std::chrono::duration_cast<std::chrono::milliseconds>(keep_).count();
+      TombstoneMs(now) - std::chrono::duration_cast<std::chrono::milliseconds>(keep_).count();
   while (!buckets_.empty() && (buckets_.front().minute + 1) * kMinuteMs <= cutoff) {
     size_ -= buckets_.front().hashes.size();
     buckets_.pop_front();
@@ -72,7 +72,7 @@ void Tombstones::Expire(Clock::time_point now) {
 
 void Tombstones::Add(std::string_view id, Clock::time_point now) {
   Expire(now);
-  Record r{Hash(id), UnixMs(now)};
+  Record r{Hash(id), TombstoneMs(now)};
   Insert(r.hash, r.unix_ms);
   if (file_) {
     ssize_t n = ::write(file_.get(), &r, sizeof(r));
@@ -108,7 +108,7 @@ Status Tombstones::Load(const std::string& path, Clock::time_point now) {
   std::stable_sort(records.begin(), records.end(),
                    [](const Record& a, const Record& b) { return a.unix_ms < b.unix_ms; });
   int64_t cutoff =
-      UnixMs(now) - std::chrono::duration_cast<std::chrono::milliseconds>(keep_).count();
+      TombstoneMs(now) - std::chrono::duration_cast<std::chrono::milliseconds>(keep_).count();
   std::string kept;
   for (const Record& r : records) {
     if (r.unix_ms < cutoff) continue;

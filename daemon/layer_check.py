@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The daemon's layers as the build enforces them (docs/ARCHITECTURE.md).
+
+For every pair of layers (L, M) this preprocesses `#include "M/<header>"`
+with exactly the include paths and definitions L's sources are compiled
+with (build/daemon/layers.txt, written by daemon/CMakeLists.txt). It must
+succeed when M is L or lies beneath L by the rules below, and fail with
+"not found" otherwise. So the test fails both when the build lets a layer
+reach upward and when it cuts an arrow the rules allow.
+
+usage: layer_check.py <build>/daemon/layers.txt <source>/daemon
+"""
+import concurrent.futures
+import os
+import subprocess
+import sys
+import tempfile
+
+# Each layer and the layers it may include directly (the arrows point down).
+RULES = {
+    "sys": [],
+    "log": [],
+    "metrics": [],
+    "limits": ["sys"],
+    "spool": ["log", "sys"],
+    "proc": ["log", "sys"],
+    "fs": ["log", "sys"],
+    "auth": ["log", "sys"],
+    "server": ["log", "sys"],
+    "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
+    "run": ["sys"],
+    "config": ["exec", "log", "server"],
+    "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "run", "server", "sys"],
+}
+
+
+def beneath(layer):
+    seen, todo = set(), list(RULES[layer])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(RULES[m])
+    return seen
+
+
+def main():
+    layers_txt, source = sys.argv[1], sys.argv[2]
+    build = {}
+    with open(layers_txt) as f:
+        for line in f.read().splitlines():
+            if line.startswith("cxx "):
+                build["cxx"] = line[4:]
+            elif line:
+                layer, kind, value = line.split(" ", 2)
+                build.setdefault(layer, {"include": [], "define": []})[kind].append(value)
+    missing = set(RULES) ^ (set(build) - {"cxx"})
+    if missing:
+        sys.exit(f"layers in the build and in RULES differ: {sorted(missing)}")
+    dirs = {d for d in os.listdir(source) if os.path.isdir(os.path.join(source, d))}
+    unruled = dirs - set(RULES) - {"testing"}
+    if unruled:
+        sys.exit(f"daemon directories with no layer rule: {sorted(unruled)}")
+    header = {m: sorted(h for h in os.listdir(os.path.join(source, m)) if h.endswith(".h"))[0]
+              for m in RULES}
+
+    def probe(layer, target, tmp):
+        src = os.path.join(tmp, f"{layer}_includes_{target}.cc")
+        with open(src, "w") as f:
+            f.write(f'#include "{target}/{header[target]}"\n')
+        cmd = [build["cxx"], "-std=c++20", "-E", "-o", os.devnull, src]
+        cmd += ["-I" + d for d in build[layer]["include"] if d]
+        cmd += ["-D" + d for d in build[layer]["define"] if d]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        allowed = target == layer or target in beneath(layer)
+        if allowed and run.returncode != 0:
+            return f"{layer} may include {target}/ but cannot:\n{run.stderr[:2000]}"
+        if not allowed:
+            if run.returncode == 0:
+                return f"{layer} must not include {target}/ but can"
+            if f"{target}/{header[target]}" not in run.stderr:
+                return f"{layer} including {target}/ failed for another reason:\n{run.stderr[:2000]}"
+        return None
+
+    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        pairs = [(l, m) for l in RULES for m in RULES]
+        results = list(pool.map(lambda p: probe(p[0], p[1], tmp), pairs))
+    failures = [r for r in results if r]
+    for r in failures:
+        print(r)
+    allowed = sum(1 for l, m in pairs if m == l or m in beneath(l))
+    print(f"{len(pairs)} layer pairs: {allowed} includes allowed and possible, "
+          f"{len(pairs) - allowed} forbidden and refused by the build; {len(failures)} wrong")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
