@@ -28,7 +28,7 @@ RULES = {
     "auth": ["log", "sys"],
     "server": ["log", "sys"],
     "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
-    "run": ["sys"],
+    "run": ["exec", "metrics", "proc", "sys"],
     "config": ["exec", "log", "server"],
     "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "run", "server", "sys"],
 }

@@ -2,8 +2,6 @@
 // "Ack", "Kill", "Stdin", "Resize").
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
-#include "exec/exec_stdin.h"
-#include "sys/pty.h"
 
 namespace agentd {
 namespace {
@@ -56,10 +54,8 @@ asio::awaitable<Result<uint64_t>> WriteStdin(ExecEngine& engine, Request& req) {
   }
   bool eof = q.Bool("eof", false);
   AGENTD_CO_RETURN_IF_ERROR(q.Finish());
-  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
-  if (!found.ok()) co_return found.status();
   Result<std::unique_ptr<StdinWrite>> write =
-      co_await StdinWrite::Begin(*found, *offset, req.limits().io_timeout);
+      co_await engine.BeginStdin(req.Param("id"), *offset, req.limits().io_timeout);
   if (!write.ok()) co_return write.status();
   for (;;) {
     Result<std::string_view> chunk = co_await req.ReadBody();
@@ -80,9 +76,6 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
   co_await res.SendJson(200, EncodeStdinResponse(answer));
 }
 
-// Sets the PTY's window size; the kernel sends SIGWINCH to the terminal's
-// foreground process group. Once the output is complete the terminal is
-// gone and a resize changes nothing (the exec object is still answered).
 asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
   if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
     co_await res.SendError(s);
@@ -94,28 +87,12 @@ asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(resize.status());
     co_return;
   }
-  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
-  if (!found.ok()) {
-    co_await res.SendError(found.status());
+  Result<ExecInfo> info = engine.Resize(req.Param("id"), *resize);
+  if (!info.ok()) {
+    co_await res.SendError(info.status());
     co_return;
   }
-  ExecRecord& rec = **found;
-  if (!rec.pty) {
-    co_await res.SendError(
-        Status::Error(ErrorCode::kNotAPty, "exec \"" + rec.id + "\" does not run on a PTY")
-            .With("id", rec.id));
-    co_return;
-  }
-  const auto& master = rec.pipes[static_cast<int>(Stream::kStdout)];
-  if (master && master->is_open()) {
-    Status s = ResizePty(master->native_handle(), static_cast<int>(resize->rows),
-                         static_cast<int>(resize->cols));
-    if (!s.ok()) {
-      co_await res.SendError(s);
-      co_return;
-    }
-  }
-  co_await res.SendJson(200, EncodeExecInfo(rec.Info()));
+  co_await res.SendJson(200, EncodeExecInfo(*info));
 }
 
 }  // namespace

@@ -7,10 +7,9 @@ namespace agentd {
 namespace {
 
 asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res) {
-  std::string id(req.Param("id"));
-  Status valid = ValidateExecId(id);
-  if (!valid.ok()) {
-    co_await res.SendError(valid);
+  Result<ExecId> id = ExecId::Parse(req.Param("id"));
+  if (!id.ok()) {
+    co_await res.SendError(id.status());
     co_return;
   }
   // Poll's parameters make this a start and wait (checked before anything
@@ -31,20 +30,12 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await res.SendError(request.status());
     co_return;
   }
-  // No await between here and the answer's encoding: the lookup and the
-  // insert of Start() are one step on the io thread.
-  Result<ExecEngine::Started> started = engine.Start(id, std::move(*request));
+  Result<ExecEngine::Started> started = co_await engine.StartLaunched(*id, *request);
   if (!started.ok()) {
     co_await res.SendError(started.status());
     co_return;
   }
-  // An exec with cgroup limits is spawned once its group exists (made off
-  // the io thread): answer when it has started or failed to, so the 201
-  // shows the process (or the spawn failure) as for any other exec.
   std::shared_ptr<ExecRecord> rec = started->record;
-  while (rec->launching) {
-    co_await rec->changed.Wait(std::chrono::steady_clock::now() + std::chrono::seconds(1));
-  }
   int status = started->created ? 201 : 200;
   if (poll.given) {
     co_await AnswerPoll(*rec, poll, status, res);

@@ -14,6 +14,7 @@
 #include "proc/runtimes.h"
 #include "proc/signals.h"
 #include "sys/awaitable.h"
+#include "sys/pty.h"
 
 extern char** environ;
 
@@ -126,15 +127,12 @@ Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRe
   return ResolveCredentials(request.user, request.group, LoadUserDb());
 }
 
-Status ExecEngine::CheckRuntime(const ExecStartRequest& request,
-                                const std::optional<Credentials>& identity) {
-  if (!request.runtime) return Status::Ok();
-  const Credentials* creds = identity ? &*identity : nullptr;
-  std::vector<std::string> env =
-      BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
-  if (RuntimePresent(*request.runtime, env)) return Status::Ok();
-  std::string name(RuntimeName(*request.runtime));
-  std::string program(RuntimeProgram(*request.runtime));
+namespace {
+
+Status CheckRuntime(Runtime runtime, const std::vector<std::string>& env) {
+  if (RuntimePresent(runtime, env)) return Status::Ok();
+  std::string name(RuntimeName(runtime));
+  std::string program(RuntimeProgram(runtime));
   return Status::Error(ErrorCode::kRuntimeUnavailable, "runtime \"" + name +
                                                            "\" is not available in this guest (" +
                                                            program + " is not in the PATH)")
@@ -142,10 +140,21 @@ Status ExecEngine::CheckRuntime(const ExecStartRequest& request,
       .With("program", program);
 }
 
-Status ExecEngine::CheckRuntime(const ExecStartRequest& request) {
+}  // namespace
+
+Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   Result<std::optional<Credentials>> identity = ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
-  return CheckRuntime(request, *identity);
+  Prepared p;
+  const Credentials* creds = *identity ? &**identity : nullptr;
+  p.env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
+  if (request.runtime) {
+    AGENTD_RETURN_IF_ERROR(CheckRuntime(*request.runtime, p.env));
+    if (!request.cwd) request.cwd = DefaultRunCwd(options_.workdir);
+  }
+  p.request = std::move(request);
+  p.identity = std::move(*identity);
+  return p;
 }
 
 std::vector<std::string> ExecEngine::Runtimes() const {
@@ -156,12 +165,14 @@ std::vector<std::string> ExecEngine::Runtimes() const {
   return out;
 }
 
-Result<ExecEngine::Started> ExecEngine::StartRun(ExecStartRequest request) {
+Result<ExecEngine::Started> ExecEngine::StartRun(Prepared prepared) {
+  AGENTD_RETURN_IF_ERROR(CheckCapacity());
   std::string id;
   do {
     id = "run." + std::to_string(next_run_++) + "." + std::to_string(::getpid());
   } while (table_.count(id) != 0 || tombstones_.Contains(id, SystemClock::now()));
-  return Start(id, std::move(request), /*internal=*/true);
+  std::string fingerprint = ExecFingerprint(prepared.request);
+  return Insert(id, std::move(fingerprint), std::move(prepared), /*internal=*/true);
 }
 
 void ExecEngine::Discard(const SharedRecord& rec) {
@@ -175,9 +186,8 @@ void ExecEngine::Discard(const SharedRecord& rec) {
   rec->changed.Notify();
 }
 
-Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRequest request,
-                                              bool internal) {
-  AGENTD_RETURN_IF_ERROR(ValidateExecId(id));
+Result<ExecEngine::Started> ExecEngine::Start(const ExecId& exec_id, ExecStartRequest request) {
+  const std::string& id = exec_id.str();
   std::string fingerprint = ExecFingerprint(request);
   if (auto it = table_.find(id); it != table_.end()) {
     if (it->second->fingerprint == fingerprint) return Started{it->second, false};
@@ -189,27 +199,46 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
     return Status::Error(ErrorCode::kExecReleased, "exec \"" + id + "\" was released")
         .With("id", id);
   }
-  if (static_cast<int64_t>(table_.size()) >= options_.max_execs) {
-    return Status::Error(ErrorCode::kTooManyExecs, "the daemon holds " +
-                                                       std::to_string(table_.size()) +
-                                                       " exec records; ack some to release them")
-        .With("limit", options_.max_execs);
-  }
-  Result<std::optional<Credentials>> identity = ResolveIdentity(request);
-  if (!identity.ok()) return identity.status();
-  if (request.runtime) {
-    AGENTD_RETURN_IF_ERROR(CheckRuntime(request, *identity));
-    if (!request.cwd) request.cwd = DefaultRunCwd(options_.workdir);
-  }
+  AGENTD_RETURN_IF_ERROR(CheckCapacity());
+  Result<Prepared> prepared = Prepare(std::move(request));
+  if (!prepared.ok()) return prepared.status();
+  return Insert(id, std::move(fingerprint), std::move(*prepared), /*internal=*/false);
+}
 
+asio::awaitable<Result<ExecEngine::Started>> ExecEngine::StartLaunched(const ExecId& id,
+                                                                       ExecStartRequest& request) {
+  Result<Started> started = Start(id, std::move(request));
+  if (started.ok()) {
+    SharedRecord rec = started->record;
+    co_await Launched(rec);
+  }
+  co_return started;
+}
+
+asio::awaitable<void> ExecEngine::Launched(SharedRecord rec) {
+  // LaunchInGroup notifies once the process is spawned or failed; nothing
+  // awaits between the check and the wait, so that wake-up is not lost.
+  while (rec->launching) co_await rec->changed.Wait(ChangeSignal::Clock::time_point::max());
+}
+
+Status ExecEngine::CheckCapacity() const {
+  if (static_cast<int64_t>(table_.size()) < options_.max_execs) return Status::Ok();
+  return Status::Error(ErrorCode::kTooManyExecs, "the daemon holds " +
+                                                     std::to_string(table_.size()) +
+                                                     " exec records; ack some to release them")
+      .With("limit", options_.max_execs);
+}
+
+Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::string fingerprint,
+                                               Prepared prepared, bool internal) {
   auto rec = std::make_shared<ExecRecord>(io_.get_executor());
-  AGENTD_RETURN_IF_ERROR(ApplyLimits(request, *identity, *rec));
+  AGENTD_RETURN_IF_ERROR(ApplyLimits(prepared.request, prepared.identity, *rec));
   rec->internal = internal;
   rec->id = id;
   rec->fingerprint = std::move(fingerprint);
   rec->seq = next_seq_++;
   rec->dir = store_->DirFor(id);
-  rec->kill_grace_sec = request.kill_grace_sec.value_or(kDefaultKillGraceSec);
+  rec->kill_grace_sec = prepared.request.kill_grace_sec.value_or(kDefaultKillGraceSec);
   AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     rec->logs[static_cast<int>(s)] = OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
@@ -220,7 +249,7 @@ Result<ExecEngine::Started> ExecEngine::Start(const std::string& id, ExecStartRe
   }
   table_.emplace(id, rec);
   metrics::Daemon().execs_started.With({internal ? "run" : "exec"}).Inc();
-  Launch(rec, request, *identity);
+  Launch(rec, prepared);
   Persist(*rec);
   return Started{rec, true};
 }
@@ -260,6 +289,31 @@ Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
     rec->changed.Notify();
   }
   return rec->Info();
+}
+
+Result<ExecInfo> ExecEngine::Resize(std::string_view id, const ResizeRequest& request) {
+  Result<SharedRecord> found = Find(id);
+  if (!found.ok()) return found.status();
+  const ExecRecord& rec = **found;
+  if (!rec.pty) {
+    return Status::Error(ErrorCode::kNotAPty, "exec \"" + rec.id + "\" does not run on a PTY")
+        .With("id", rec.id);
+  }
+  const auto& master = rec.pipes[static_cast<int>(Stream::kStdout)];
+  if (master && master->is_open()) {
+    AGENTD_RETURN_IF_ERROR(ResizePty(master->native_handle(), static_cast<int>(request.rows),
+                                     static_cast<int>(request.cols)));
+  }
+  return rec.Info();
+}
+
+asio::awaitable<Result<std::unique_ptr<StdinWrite>>> ExecEngine::BeginStdin(
+    std::string_view id, uint64_t offset, std::chrono::milliseconds io_timeout) {
+  Result<SharedRecord> found = Find(id);
+  if (!found.ok()) co_return found.status();
+  Result<std::unique_ptr<StdinWrite>> write =
+      co_await StdinWrite::Begin(*found, offset, io_timeout);
+  co_return write;
 }
 
 Result<ExecInfo> ExecEngine::Kill(std::string_view id, const KillRequest& request) {

@@ -23,8 +23,10 @@
 
 #include "agentd/protocol/exec.h"
 #include "auth/bootstrap_state.h"
+#include "exec/exec_id.h"
 #include "exec/exec_options.h"
 #include "exec/exec_record.h"
+#include "exec/exec_stdin.h"
 #include "exec/exec_store.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
@@ -66,13 +68,30 @@ class ExecEngine {
     std::shared_ptr<ExecRecord> record;
     bool created = false;
   };
-  // `internal` marks a /v1/run record (see ExecRecord::internal).
-  Result<Started> Start(const std::string& id, ExecStartRequest request, bool internal = false);
-  // A /v1/run: Start() with an id the daemon mints ("run-<n>").
-  Result<Started> StartRun(ExecStartRequest request);
-  // 400 runtime_unavailable when the request's runtime is not in the PATH
-  // its process would get (also 400 for an unknown user).
-  Status CheckRuntime(const ExecStartRequest& request);
+  // A start request checked against the guest, once: its user resolved,
+  // its runtime present in the PATH its process gets (else 400
+  // runtime_unavailable), a run's default cwd applied, and the child's
+  // environment built (the spawn uses this one).
+  struct Prepared {
+    ExecStartRequest request;
+    std::optional<Credentials> identity;
+    std::vector<std::string> env;
+  };
+  Result<Prepared> Prepare(ExecStartRequest request);
+  // Looks the id up (same request: the record; different: 409; released:
+  // 410) and starts a new exec. An exec with cgroup limits is spawned once
+  // its group exists (made off the io thread): until then its record is
+  // `launching`.
+  Result<Started> Start(const ExecId& id, ExecStartRequest request);
+  // Start(), completing once the process is launched or failed to, so the
+  // answer shows the process (or the spawn failure) for every exec. `id`
+  // and `request` must live until it completes.
+  asio::awaitable<Result<Started>> StartLaunched(const ExecId& id, ExecStartRequest& request);
+  // Completes once `rec` is launched (at once for most execs).
+  asio::awaitable<void> Launched(std::shared_ptr<ExecRecord> rec);
+  // A /v1/run, checked by Prepare() first: an internal record with an id
+  // the daemon mints ("run.<n>.<pid>").
+  Result<Started> StartRun(Prepared prepared);
   // The runtimes present for an exec with no request env (health).
   std::vector<std::string> Runtimes() const;
   // Removes a finished internal record and its files (no tombstone).
@@ -81,6 +100,13 @@ class ExecEngine {
   Result<std::shared_ptr<ExecRecord>> Find(std::string_view id);
   Result<ExecInfo> Ack(std::string_view id);
   Result<ExecInfo> Kill(std::string_view id, const KillRequest& request);
+  // Sets a PTY exec's window size (the terminal's foreground group gets
+  // SIGWINCH); 409 not_a_pty for an exec without one. Once the output is
+  // complete the terminal is gone and a resize changes nothing.
+  Result<ExecInfo> Resize(std::string_view id, const ResizeRequest& request);
+  // Begins a stdin write at `offset` (exec/exec_stdin.h).
+  asio::awaitable<Result<std::unique_ptr<StdinWrite>>> BeginStdin(
+      std::string_view id, uint64_t offset, std::chrono::milliseconds io_timeout);
   std::vector<ExecInfo> List() const;
   ExecTotals Totals() const;
 
@@ -101,15 +127,14 @@ class ExecEngine {
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
-  Status CheckRuntime(const ExecStartRequest& request, const std::optional<Credentials>& identity);
+  Status CheckCapacity() const;
+  Result<Started> Insert(const std::string& id, std::string fingerprint, Prepared prepared,
+                         bool internal);
 
   // exec_process.cc: the life of a process.
-  void Launch(const SharedRecord& rec, ExecStartRequest& request,
-              const std::optional<Credentials>& identity);
-  asio::awaitable<void> LaunchInGroup(SharedRecord rec, ExecStartRequest request,
-                                      std::optional<Credentials> identity);
-  void SpawnProcess(const SharedRecord& rec, ExecStartRequest& request,
-                    const std::optional<Credentials>& identity);
+  void Launch(const SharedRecord& rec, Prepared& prepared);
+  asio::awaitable<void> LaunchInGroup(SharedRecord rec, std::shared_ptr<Prepared> prepared);
+  void SpawnProcess(const SharedRecord& rec, Prepared& prepared);
   void FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code);
   asio::awaitable<void> Pump(SharedRecord rec, Stream s);
   void OnLeaderExit(const SharedRecord& rec, int wait_status);

@@ -131,20 +131,20 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   CountExit(*rec, /*spawn_failed=*/true);
 }
 
-void ExecEngine::Launch(const SharedRecord& rec, ExecStartRequest& request,
-                        const std::optional<Credentials>& identity) {
+void ExecEngine::Launch(const SharedRecord& rec, Prepared& prepared) {
   rec->started_at = SystemClock::now();
   rec->started_steady = SteadyClock::now();
   if (limiter_.NeedsGroup(rec->limits)) {
     rec->launching = true;
-    asio::co_spawn(io_, LaunchInGroup(rec, std::move(request), identity), asio::detached);
+    auto held = std::make_shared<Prepared>(std::move(prepared));
+    asio::co_spawn(io_, LaunchInGroup(rec, std::move(held)), asio::detached);
     return;
   }
-  SpawnProcess(rec, request, identity);
+  SpawnProcess(rec, prepared);
 }
 
-asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec, ExecStartRequest request,
-                                                std::optional<Credentials> identity) {
+asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec,
+                                                std::shared_ptr<Prepared> prepared) {
   const Limiter* limiter = &limiter_;
   auto make = [limiter, seq = rec->seq, limits = rec->limits]() {
     return limiter->CreateGroup(seq, limits);
@@ -157,22 +157,22 @@ asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec, ExecStartReque
   } else if (!group.ok()) {
     FailLaunch(rec, "cannot set up the exec's limits: " + group.status().message(), 126);
   } else {
-    SpawnProcess(rec, request, identity);
+    SpawnProcess(rec, *prepared);
   }
   Persist(*rec);
   rec->changed.Notify();
 }
 
-void ExecEngine::SpawnProcess(const SharedRecord& rec, ExecStartRequest& request,
-                              const std::optional<Credentials>& identity) {
+void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
+  ExecStartRequest& request = prepared.request;
+  const std::optional<Credentials>& identity = prepared.identity;
   auto launch_began = rec->started_steady;
   rec->started_at = SystemClock::now();
   rec->started_steady = SteadyClock::now();
   rec->pty = request.pty.has_value();
   rec->stdin_stream = request.stdin_stream || rec->pty;
   const Credentials* creds = identity ? &*identity : nullptr;
-  std::vector<std::string> env =
-      BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
+  std::vector<std::string> env = std::move(prepared.env);  // built once, by Prepare()
   if (request.pty && !FindRequestEnv(request.env, "TERM")) {
     SetEnv(env, "TERM", request.pty->term.value_or(kDefaultTerm));
   }

@@ -1,0 +1,181 @@
+#include "run/code_run.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "metrics/daemon_metrics.h"
+#include "proc/runtimes.h"
+#include "run/tree_scan.h"
+#include "sys/awaitable.h"
+
+namespace agentd {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Stderr bytes the summary's error line is looked for in.
+constexpr uint64_t kSummaryTailBytes = 4096;
+// How often a waiting run checks that its client is still there.
+constexpr std::chrono::seconds kPeerCheckInterval{1};
+
+double Since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+std::string StderrTail(const OutputLog& log) {
+  uint64_t from = std::max(log.retained_from(),
+                           log.next() > kSummaryTailBytes ? log.next() - kSummaryTailBytes : 0);
+  std::string out;
+  (void)log.Read(from, log.next() - from, &out);
+  return out;
+}
+
+struct Scanned {
+  std::optional<TreeSnapshot> snapshot;
+};
+
+// The blocking work of one scan, for RunBlocking (a plain function: the
+// lambda is built outside any coroutine frame).
+std::function<Scanned()> MakeScan(const std::string& root, const ScanOptions& options,
+                                  std::shared_ptr<TreeSnapshot> before) {
+  return [root, options, before]() {
+    Result<TreeSnapshot> s = ScanTree(root, options, before.get());
+    Scanned out;
+    if (s.ok()) out.snapshot = std::move(*s);
+    return out;
+  };
+}
+
+asio::awaitable<void> WaitForRun(ExecEngine& engine, std::shared_ptr<ExecRecord> rec,
+                                 const std::function<bool()>& client_gone) {
+  bool killed = false;
+  while (!rec->finished()) {
+    if (!killed && client_gone && client_gone()) {
+      // Nobody will read the answer: end the run now rather than at its timeout.
+      KillRequest kill;
+      kill.signal = "KILL";
+      (void)engine.Kill(rec->id, kill);
+      killed = true;
+    }
+    co_await rec->changed.Wait(SteadyClock::now() + kPeerCheckInterval);
+  }
+}
+
+RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime runtime,
+                        const TreeDiff& diff) {
+  ExecInfo info = rec.Info();
+  RunResponse r;
+  r.exit_code = info.exit_code;
+  r.signal = info.signal;
+  r.timed_out = info.timed_out;
+  r.killed_by = info.killed_by;
+  r.limit = info.limit;
+  r.duration_ms = info.duration_ms;
+  r.error = info.error;
+  r.success = info.exit_code == 0 && !info.killed_by && !info.error;
+  bool cut_out = false;
+  bool cut_err = false;
+  r.stdout_text = RunAnswerText(*rec.logs[0], &cut_out);
+  r.stderr_text = RunAnswerText(*rec.logs[1], &cut_err);
+  r.truncated = cut_out || cut_err;
+  r.stdout_bytes = info.stdout_bytes;
+  r.stderr_bytes = info.stderr_bytes;
+  r.changed_files = diff.changes;
+  r.changed_files_truncated = diff.truncated;
+  r.changed_files_bound = diff.bound;
+  r.runtime = std::string(RuntimeName(runtime));
+  r.cwd = cwd;
+  r.timeout_sec = rec.timeout_sec.value_or(0);
+  RunOutcome o;
+  o.exit_code = info.exit_code;
+  o.signal = info.signal;
+  o.killed_by = info.killed_by;
+  o.limit = info.limit;
+  o.duration_ms = info.duration_ms;
+  o.changed_files = diff.total;
+  // A directory that was not scanned (cwd "/") is not news in every summary.
+  o.changed_files_truncated = diff.truncated && diff.bound && diff.bound->name != "not_scanned";
+  o.stderr_tail = StderrTail(*rec.logs[1]);
+  r.summary = RunSummary(o);
+  return r;
+}
+
+}  // namespace
+
+std::string RunAnswerText(const OutputLog& log, bool* cut) {
+  uint64_t from = log.retained_from();
+  uint64_t next = log.next();
+  std::string head;
+  std::string tail;
+  if (from == 0 && next <= kRunOutputBytes) {
+    (void)log.Read(0, next, &head);
+    return head;
+  }
+  *cut = true;
+  uint64_t tail_bytes = kRunOutputBytes - (from == 0 ? kRunHeadBytes : 0);
+  tail_bytes = std::min(tail_bytes, next - from);
+  (void)log.Read(next - tail_bytes, tail_bytes, &tail);
+  std::string_view t = Utf8Tail(tail, tail.size());
+  if (from > 0) return OmittedMarker(next - t.size()) + std::string(t);
+  (void)log.Read(0, kRunHeadBytes, &head);
+  std::string_view h = Utf8Head(head, kRunHeadBytes);
+  return std::string(h) + OmittedMarker(next - h.size() - t.size()) + std::string(t);
+}
+
+asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
+                                                  const std::function<bool()>& client_gone) {
+  int64_t timeout =
+      std::min(run.timeout_sec.value_or(options_.default_timeout_sec), kMaxRunTimeoutSec);
+  std::string cwd = run.cwd.value_or(DefaultRunCwd(options_.workdir));
+  // Checked before the first scan, which may take seconds: a run that
+  // cannot start costs nothing. The checked request is what starts.
+  Result<ExecEngine::Prepared> prepared = engine_.Prepare(RunToExecRequest(run, cwd, timeout));
+  if (!prepared.ok()) co_return prepared.status();
+
+  metrics::DaemonMetrics& m = metrics::Daemon();
+  ScanOptions options;
+  options.max_entries = options_.scan_max_entries;
+  options.max_time = std::chrono::milliseconds(options_.scan_max_ms);
+  options.exclude = DirIdentity(engine_.state_dir());
+  std::shared_ptr<TreeSnapshot> before;
+  // The whole guest is not a working directory: scanning "/" would read
+  // every file system up to the bounds and report the guest's own churn.
+  bool scan_root = cwd.find_first_not_of('/') == std::string::npos;
+  if (run.scan_changes && !scan_root) {
+    auto t0 = SteadyClock::now();
+    std::function<Scanned()> scan = MakeScan(cwd, options, nullptr);
+    Scanned scanned = co_await RunBlocking(blocking_, std::move(scan));
+    m.run_phase.With({"scan_before"}).Observe(Since(t0));
+    if (scanned.snapshot) before = std::make_shared<TreeSnapshot>(std::move(*scanned.snapshot));
+  }
+
+  Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));
+  if (!started.ok()) co_return started.status();
+  std::shared_ptr<ExecRecord> rec = started->record;
+  auto t_exec = SteadyClock::now();
+  co_await WaitForRun(engine_, rec, client_gone);
+  m.run_phase.With({"execution"}).Observe(Since(t_exec));
+
+  TreeDiff diff;
+  if (run.scan_changes && scan_root) {
+    diff.truncated = true;
+    diff.bound = LimitHit{"not_scanned", 0, "entries"};
+  }
+  if (before) {
+    auto t0 = SteadyClock::now();
+    std::function<Scanned()> scan = MakeScan(cwd, options, before);
+    Scanned after = co_await RunBlocking(blocking_, std::move(scan));
+    m.run_phase.With({"scan_after"}).Observe(Since(t0));
+    if (after.snapshot) {
+      diff = DiffTrees(*before, *after.snapshot, options_.changed_files_max);
+    } else {
+      diff.truncated = true;  // the directory went away
+    }
+  }
+  RunResponse answer = BuildAnswer(*rec, cwd, run.runtime, diff);
+  engine_.Discard(rec);
+  co_return answer;
+}
+
+}  // namespace agentd
