@@ -43,7 +43,7 @@ void RegisterServeMetrics(ApiContext& ctx, ExecEngine& exec, HttpServer& server)
 int Serve(DaemonConfig& config) {
   SetLogLevel(config.log_level);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error code, not a death
-  if (config.listen.empty()) config.listen.push_back(*ParseListenAddress(kDefaultListen));
+  if (config.listen.empty()) config.listen.push_back(*ListenAddress::Parse(kDefaultListen));
 
   BootstrapState bootstrap;
   if (!config.token_file.empty()) {

@@ -6,8 +6,8 @@
 
 #include "agentd/client/nothrow.h"
 #include "agentd/protocol/base64.h"
+#include "agentd/protocol/percent.h"
 #include "agentd/protocol/sse.h"
-#include "url_encode.h"
 
 namespace agentd::client {
 namespace {
@@ -20,7 +20,9 @@ constexpr std::chrono::milliseconds kWaitRound{30000};
 // Long polls Run makes before it follows the output as an event stream.
 constexpr int kRunPollRounds = 3;
 
-std::string ExecPath(const std::string& id) { return "/v1/execs/" + EncodeQueryValue(id); }
+std::string ExecPath(const std::string& id) {
+  return "/v1/execs/" + PercentEncode(id, /*keep_slash=*/true);
+}
 
 HttpRequest JsonRequest(std::string method, std::string target, const json::Value& body) {
   HttpRequest req;

@@ -1,20 +1,20 @@
 #include "file_calls.h"
 
-#include "url_encode.h"
+#include "agentd/protocol/percent.h"
 
 namespace agentd::client {
 namespace {
 
 std::string PathQuery(std::string_view route, const std::string& path) {
-  return std::string(route) + "?path=" + EncodeQueryValue(path);
+  return std::string(route) + "?path=" + PercentEncode(path, /*keep_slash=*/true);
 }
 
 std::string WriteTarget(const std::string& path, const WriteOptions& o) {
   std::string target = PathQuery("/v1/fs/file", path);
   if (o.mode) target += "&mode=" + FormatMode(*o.mode);
   if (o.parents) target += "&parents=1";
-  if (o.user) target += "&user=" + EncodeQueryValue(*o.user);
-  if (o.group) target += "&group=" + EncodeQueryValue(*o.group);
+  if (o.user) target += "&user=" + PercentEncode(*o.user, /*keep_slash=*/true);
+  if (o.group) target += "&group=" + PercentEncode(*o.group, /*keep_slash=*/true);
   return target;
 }
 

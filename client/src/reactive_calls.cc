@@ -3,8 +3,8 @@
 #include <charconv>
 
 #include "agentd/client/nothrow.h"
+#include "agentd/protocol/percent.h"
 #include "agentd/protocol/sse.h"
-#include "url_encode.h"
 
 namespace agentd::client {
 namespace {
@@ -49,7 +49,7 @@ asio::awaitable<Result<uint64_t>> WatchCall(Transport& t, std::string path, Watc
   bool watched_before = false;
   for (;;) {
     HttpRequest req;
-    req.target = "/v1/fs/watch?path=" + EncodeQueryValue(path) +
+    req.target = "/v1/fs/watch?path=" + PercentEncode(path, /*keep_slash=*/true) +
                  "&recursive=" + (options.recursive ? "1" : "0");
     req.headers.emplace_back("Accept", "text/event-stream");
     req.idempotent = true;

@@ -163,65 +163,72 @@ asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpReques
   co_return Attempt{std::move(*conn), std::move(*response)};
 }
 
-asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::Open(
-    const HttpRequest& request) {
+template <typename T>
+asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
+                                                  AnswerReader<T> read_answer) {
   if (!endpoint_status_.ok()) co_return endpoint_status_;
-  Status last;
   for (int attempt = 1;; ++attempt) {
     if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
     Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
     bool sent = false;
     Result<Attempt> a = co_await Exchange(request, deadline, &sent);
+    // A streamed body cannot be sent again once any of it went out.
     bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
     if (!a.ok()) {
-      last = a.status();
       if (may_retry && (!sent || request.idempotent)) continue;
-      co_return last;
+      co_return a.status();
     }
-    int status = a->head.status;
-    // 101: the connection now carries another protocol (a tunnel).
-    if ((status >= 200 && status < 300) || status == 101) {
-      co_return std::make_unique<ResponseStream>(*this, std::move(a->conn), std::move(a->head));
-    }
-    // An error answer: read its (bounded) JSON body into a Status.
-    Result<std::string> body = co_await a->conn->ReadBodyAll(kMaxErrorBody, deadline);
-    Recycle(std::move(a->conn));
-    last = StatusFromErrorBody(status, body.ok() ? *body : std::string());
-    if (may_retry && request.idempotent && IsRetryableStatus(status)) continue;
-    co_return last;
+    bool retryable = false;
+    Result<T> answer = co_await read_answer(std::move(*a), deadline, &retryable);
+    if (answer.ok() || !(may_retry && request.idempotent && retryable)) co_return answer;
   }
 }
 
-asio::awaitable<Result<HttpResponse>> Transport::Call(const HttpRequest& request, size_t max_body) {
-  if (!endpoint_status_.ok()) co_return endpoint_status_;
-  Status last;
-  for (int attempt = 1;; ++attempt) {
-    if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
-    Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
-    bool sent = false;
-    Result<Attempt> a = co_await Exchange(request, deadline, &sent);
-    bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
-    if (!a.ok()) {
-      last = a.status();
-      if (may_retry && (!sent || request.idempotent)) continue;
-      co_return last;
-    }
-    int status = a->head.status;
-    bool success = status >= 200 && status < 300;
-    Result<std::string> body =
-        co_await a->conn->ReadBodyAll(success ? max_body : kMaxErrorBody, deadline);
-    if (!body.ok()) {
-      last = body.status();
-      if (may_retry && request.idempotent) continue;
-      co_return last;
-    }
-    HttpResponse response{status, a->head.headers, std::move(*body)};
-    Recycle(std::move(a->conn));
-    if (success) co_return response;
-    last = StatusFromErrorBody(status, response.body);
-    if (may_retry && request.idempotent && IsRetryableStatus(status)) continue;
-    co_return last;
+asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::OpenAnswer(Attempt a,
+                                                                               Deadline deadline,
+                                                                               bool* retryable) {
+  int status = a.head.status;
+  // 101: the connection now carries another protocol (a tunnel).
+  if ((status >= 200 && status < 300) || status == 101) {
+    co_return std::make_unique<ResponseStream>(*this, std::move(a.conn), std::move(a.head));
   }
+  // An error answer: read its (bounded) JSON body into a Status.
+  Result<std::string> body = co_await a.conn->ReadBodyAll(kMaxErrorBody, deadline);
+  Recycle(std::move(a.conn));
+  *retryable = IsRetryableStatus(status);
+  co_return StatusFromErrorBody(status, body.ok() ? *body : std::string());
+}
+
+asio::awaitable<Result<HttpResponse>> Transport::CallAnswer(Attempt a, Deadline deadline,
+                                                            size_t max_body, bool* retryable) {
+  int status = a.head.status;
+  bool success = status >= 200 && status < 300;
+  Result<std::string> body =
+      co_await a.conn->ReadBodyAll(success ? max_body : kMaxErrorBody, deadline);
+  if (!body.ok()) {
+    *retryable = true;  // the answer was cut short: ask again (when idempotent)
+    co_return body.status();
+  }
+  HttpResponse response{status, std::move(a.head.headers), std::move(*body)};
+  Recycle(std::move(a.conn));
+  if (success) co_return response;
+  *retryable = IsRetryableStatus(status);
+  co_return StatusFromErrorBody(status, response.body);
+}
+
+asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::Open(
+    const HttpRequest& request) {
+  co_return co_await WithRetries<std::unique_ptr<ResponseStream>>(
+      request, [this](Attempt a, Deadline deadline, bool* retryable) {
+        return OpenAnswer(std::move(a), deadline, retryable);
+      });
+}
+
+asio::awaitable<Result<HttpResponse>> Transport::Call(const HttpRequest& request, size_t max_body) {
+  co_return co_await WithRetries<HttpResponse>(
+      request, [this, max_body](Attempt a, Deadline deadline, bool* retryable) {
+        return CallAnswer(std::move(a), deadline, max_body, retryable);
+      });
 }
 
 }  // namespace agentd::client

@@ -104,6 +104,20 @@ class Transport {
     std::unique_ptr<HttpConnection> conn;
     ResponseHead head;
   };
+  // Reads what one attempt answered into the caller's result; sets
+  // *retryable when the retry policy may ask again (a retryable status, an
+  // answer cut short).
+  template <typename T>
+  using AnswerReader = std::function<asio::awaitable<Result<T>>(Attempt, Deadline, bool*)>;
+
+  // The retry policy (see the top of this file), once for Call and Open:
+  // attempts with backoff until `read_answer` succeeds or may not retry.
+  template <typename T>
+  asio::awaitable<Result<T>> WithRetries(const HttpRequest& request, AnswerReader<T> read_answer);
+  asio::awaitable<Result<std::unique_ptr<ResponseStream>>> OpenAnswer(Attempt a, Deadline deadline,
+                                                                      bool* retryable);
+  asio::awaitable<Result<HttpResponse>> CallAnswer(Attempt a, Deadline deadline, size_t max_body,
+                                                   bool* retryable);
   // One attempt: connection, request, response head. `sent` reports whether
   // any byte of the request reached the socket.
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,

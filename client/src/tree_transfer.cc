@@ -11,8 +11,8 @@
 
 #include "agentd/client/nothrow.h"
 #include "agentd/protocol/json.h"
+#include "agentd/protocol/percent.h"
 #include "tree_archive.h"
-#include "url_encode.h"
 
 namespace agentd::client {
 namespace {
@@ -92,7 +92,7 @@ asio::awaitable<Result<TreeStats>> UploadOnce(Transport& transport, const std::s
   Result<TreeStats> local_result;
   HttpRequest req;
   req.method = "PUT";
-  req.target = "/v1/fs/tar?path=" + EncodeQueryValue(remote);
+  req.target = "/v1/fs/tar?path=" + PercentEncode(remote, /*keep_slash=*/true);
   req.content_type = "application/x-tar";
   req.source = [&]() -> asio::awaitable<Result<std::string_view>> {
     auto [ec, n] = co_await reader.async_read_some(asio::buffer(buf), kNothrow);
@@ -126,7 +126,7 @@ asio::awaitable<Result<TreeStats>> DownloadOnce(Transport& transport, const std:
                                                 const std::string& local,
                                                 TarCompression compression) {
   HttpRequest req;
-  req.target = "/v1/fs/tar?path=" + EncodeQueryValue(remote) +
+  req.target = "/v1/fs/tar?path=" + PercentEncode(remote, /*keep_slash=*/true) +
                "&compress=" + std::string(CompressionName(compression));
   req.idempotent = true;
   Result<std::unique_ptr<ResponseStream>> stream = co_await transport.Open(req);

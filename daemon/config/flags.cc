@@ -107,7 +107,7 @@ const std::vector<Flag>& Flags() {
       {"listen", "ADDR",
        "Listen on ADDR: HOST:PORT, unix:/path or vsock:PORT. Repeatable. Default 127.0.0.1:7700.",
        [](DaemonConfig& c, std::string_view v) {
-         Result<ListenAddress> a = ParseListenAddress(v);
+         Result<ListenAddress> a = ListenAddress::Parse(v);
          if (!a.ok()) return a.status();
          c.listen.push_back(std::move(*a));
          return Status::Ok();

@@ -19,22 +19,6 @@ namespace {
 constexpr char kDirPrefix[] = "exec-";
 constexpr size_t kMaxMetaBytes = 1 << 20;
 
-// Writes a file by temporary name and rename; returns it open for fsync.
-Result<UniqueFd> Replace(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return PosixError(errno, "cannot create", tmp);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return PosixError(errno, "cannot write", tmp);
-    done += static_cast<size_t>(n);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return PosixError(errno, "cannot rename", tmp);
-  return fd;
-}
-
 // mkdir -p with `mode` for every directory it creates.
 Status MakeDirs(const std::string& path, mode_t mode) {
   std::string partial;
@@ -121,7 +105,7 @@ Result<UniqueFd> ExecStore::WriteMeta(const std::string& dir, const ExecInfo& in
   if (acked_at_ms) o.Set("acked_at_ms", *acked_at_ms);
   std::string text = json::Serialize(o);
   text += '\n';
-  return Replace(dir + "/meta.json", text);
+  return ReplaceFile(dir + "/meta.json", text, SyncMode::kByCaller);
 }
 
 std::vector<StoredExec> ExecStore::LoadAll() {

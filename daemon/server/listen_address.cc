@@ -3,53 +3,24 @@
 #include <linux/vm_sockets.h>
 #include <sys/un.h>
 
-#include <charconv>
 #include <cstring>
 
 namespace agentd {
-namespace {
 
-bool ParsePort(std::string_view s, uint32_t max, uint32_t* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size() && *out <= max;
-}
-
-Status Bad(std::string_view text, std::string why) {
-  return Status::InvalidRequest("invalid listen address \"" + std::string(text) + "\": " + why);
-}
-
-}  // namespace
-
-Result<ListenAddress> ParseListenAddress(std::string_view text) {
+Result<ListenAddress> ListenAddress::Parse(std::string_view text) {
+  Result<Address> parsed = ParseListenAddress(text);
+  if (!parsed.ok()) return parsed.status();
   ListenAddress a;
+  static_cast<Address&>(a) = std::move(*parsed);
   a.text = text;
-  if (text.starts_with("unix:")) {
-    a.kind = ListenAddress::Kind::kUnix;
-    a.path = text.substr(5);
-    if (a.path.empty() || a.path.size() >= sizeof(sockaddr_un::sun_path)) {
-      return Bad(text, "the socket path must be 1 to 107 bytes");
+  if (a.kind == Kind::kTcp) {
+    asio::error_code ec;
+    asio::ip::make_address(a.host, ec);
+    if (ec) {
+      return Status::InvalidRequest("invalid listen address \"" + std::string(text) +
+                                    "\": the host must be a numeric IP address or localhost");
     }
-    return a;
   }
-  if (text.starts_with("vsock:")) {
-    a.kind = ListenAddress::Kind::kVsock;
-    if (!ParsePort(text.substr(6), UINT32_MAX, &a.port)) return Bad(text, "expected vsock:PORT");
-    return a;
-  }
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return Bad(text, "expected HOST:PORT");
-  std::string_view host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host == "localhost") host = "127.0.0.1";
-  if (host.empty()) host = "0.0.0.0";
-  asio::error_code ec;
-  asio::ip::make_address(std::string(host), ec);
-  if (ec) return Bad(text, "the host must be a numeric IP address or localhost");
-  if (!ParsePort(text.substr(colon + 1), 65535, &a.port)) return Bad(text, "bad port");
-  a.host = host;
   return a;
 }
 

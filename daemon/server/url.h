@@ -1,7 +1,7 @@
-// Request-target helpers: split path and query, percent-decode.
+// Request targets: the decoded path and the ordered, decoded query
+// (percent-decoding is agentd/protocol/percent.h, shared with the client).
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,14 +12,6 @@
 namespace agentd {
 
 using QueryParams = std::vector<std::pair<std::string, std::string>>;
-
-// Decodes %XX escapes (and '+' as space when `plus_is_space`). nullopt for a
-// malformed escape.
-std::optional<std::string> PercentDecode(std::string_view in, bool plus_is_space);
-
-// Percent-encodes everything but unreserved characters (and '/' when
-// `keep_slash`), for building targets.
-std::string PercentEncode(std::string_view in, bool keep_slash);
 
 struct ParsedTarget {
   std::string path;   // decoded

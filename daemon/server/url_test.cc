@@ -22,10 +22,3 @@ TEST_CASE("targets with malformed escapes or no leading slash are refused", "[ur
   CHECK_FALSE(ParseTarget("http://host/x").ok());
   CHECK_FALSE(ParseTarget("").ok());
 }
-
-TEST_CASE("percent encoding round-trips every byte", "[url]") {
-  std::string all;
-  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
-  CHECK(PercentDecode(PercentEncode(all, false), false) == all);
-  CHECK(PercentEncode("/a b/", true) == "/a%20b/");
-}

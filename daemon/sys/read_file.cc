@@ -31,32 +31,32 @@ Result<std::string> ReadFileToString(const std::string& path, size_t limit) {
   return out;
 }
 
-Status WriteFileAtomically(const std::string& path, std::string_view data) {
+Result<UniqueFd> ReplaceFile(const std::string& path, std::string_view data, SyncMode sync) {
   std::string tmp = path + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd) return PosixError(errno, "cannot create", tmp);
+  auto fail = [&](std::string_view what, const std::string& name) {
+    Status s = PosixError(errno, what, name);
+    ::unlink(tmp.c_str());
+    return s;
+  };
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = PosixError(errno, "cannot write", tmp);
-      ::unlink(tmp.c_str());
-      return s;
-    }
+    if (n < 0) return fail("cannot write", tmp);
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
-    Status s = PosixError(errno, "cannot sync", tmp);
-    ::unlink(tmp.c_str());
-    return s;
+  if (sync == SyncMode::kBeforeRename) {
+    // A close error is a write error too: checked before the rename.
+    if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) return fail("cannot sync", tmp);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = PosixError(errno, "cannot rename over", path);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::Ok();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename over", path);
+  return fd;
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view data) {
+  return ReplaceFile(path, data, SyncMode::kBeforeRename).status();
 }
 
 }  // namespace agentd

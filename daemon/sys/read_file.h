@@ -1,5 +1,6 @@
-// Reads a small file whole (configuration such as /etc/passwd, an exec's
-// metadata). Errors come from PosixError; a file over `limit` bytes is
+// Small whole files: read (configuration such as /etc/passwd, an exec's
+// metadata) and replaced atomically (exec metadata, the tombstone list).
+// Reads: Errors come from PosixError; a file over `limit` bytes is
 // payload_too_large. Any thread.
 #pragma once
 
@@ -7,13 +8,30 @@
 #include <string_view>
 
 #include "agentd/protocol/status.h"
+#include "sys/unique_fd.h"
 
 namespace agentd {
 
 Result<std::string> ReadFileToString(const std::string& path, size_t limit);
 
-// Writes `data` to `path` atomically: a temporary file beside it, fsync,
-// rename over the target. Mode 0600. Any thread.
+// When ReplaceFile's new contents are flushed to the disk.
+enum class SyncMode {
+  // fsync, then rename: after a crash `path` holds the old or the new
+  // contents, whole.
+  kBeforeRename,
+  // rename at once and hand the file back for the caller to fsync off its
+  // hot path: after a crash the file may be empty or short, and whoever
+  // reads it must cope.
+  kByCaller,
+};
+
+// The one atomic file write: `data` into "<path>.tmp" (mode 0600), then
+// renamed over `path`. The temporary file is removed on any failure.
+// Returns the written file, still open with kByCaller (closed, and the
+// descriptor empty, with kBeforeRename). Any thread.
+Result<UniqueFd> ReplaceFile(const std::string& path, std::string_view data, SyncMode sync);
+
+// ReplaceFile with SyncMode::kBeforeRename.
 Status WriteFileAtomically(const std::string& path, std::string_view data);
 
 }  // namespace agentd
