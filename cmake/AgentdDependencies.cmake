@@ -45,6 +45,15 @@ find_library(AGENTD_LIBZSTD_A NAMES libzstd.a REQUIRED)
 add_library(agentd_archive INTERFACE)
 target_link_libraries(agentd_archive INTERFACE ${AGENTD_LIBARCHIVE_A} ${AGENTD_LIBZSTD_A} ${AGENTD_LIBZ_A})
 
+# PCRE2 (libpcre2-dev) static archive, 8-bit code units, for GET
+# /v1/fs/search (docs/BUILDING.md says why PCRE2 and what it costs).
+find_library(AGENTD_LIBPCRE2_A NAMES libpcre2-8.a REQUIRED)
+find_path(AGENTD_PCRE2_INCLUDE NAMES pcre2.h REQUIRED)
+add_library(agentd_pcre2 INTERFACE)
+target_include_directories(agentd_pcre2 SYSTEM INTERFACE ${AGENTD_PCRE2_INCLUDE})
+target_compile_definitions(agentd_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8 PCRE2_STATIC)
+target_link_libraries(agentd_pcre2 INTERFACE ${AGENTD_LIBPCRE2_A})
+
 # Host-side tools (client library, conformance suite) are not static: they
 # use the system's shared libarchive.
 find_package(LibArchive 3 REQUIRED)

@@ -91,6 +91,7 @@ int Serve(DaemonConfig& config) {
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
+  RegisterFsSearchRoutes(router, ctx, **fs);
   RegisterFsWatchRoutes(router, ctx, **fs);
   RegisterPortRoutes(router, ctx);
 

@@ -61,10 +61,6 @@ const Value* Value::Find(std::string_view key) const {
 
 bool operator==(const Value& a, const Value& b) { return Canonical(a) == Canonical(b); }
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
 size_t Utf8SequenceLength(std::string_view s, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char c = byte(i);
@@ -94,6 +90,8 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   }
   return len;
 }
+
+namespace {
 
 void AppendNumber(std::string& out, double d) {
   if (!std::isfinite(d)) {  // JSON has no NaN or infinity

@@ -24,6 +24,8 @@ asio::awaitable<void> DispatchCounted(const Router& router, Request& req, Respon
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
+// GET /v1/fs/search and GET /v1/fs/glob (docs/PROTOCOL.md, "Search", "Glob").
+void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs);
 // docs/PROTOCOL.md, "Watch" and "Ports".
 void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterPortRoutes(Router& router, ApiContext& ctx);

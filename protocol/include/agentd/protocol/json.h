@@ -123,6 +123,10 @@ Result<Value> Parse(std::string_view text);
 // replaced with U+FFFD (documented in docs/PROTOCOL.md, "JSON").
 std::string Serialize(const Value& value);
 void AppendSerialized(std::string& out, const Value& value);
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid
+// (overlong forms, surrogates and code points above U+10FFFF are invalid):
+// Serialize writes one U+FFFD for each byte where this is 0.
+size_t Utf8SequenceLength(std::string_view s, size_t i);
 // Appends `s` as a quoted, escaped JSON string.
 void AppendQuoted(std::string& out, std::string_view s);
 

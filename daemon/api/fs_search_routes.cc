@@ -1,0 +1,98 @@
+// GET /v1/fs/search (docs/PROTOCOL.md, "Search"): the query is decoded and
+// the pattern compiled on the io thread; the start is opened on the
+// blocking pool (so a missing path is an ordinary error answer); then the
+// search runs as a long job whose NDJSON comes back through a bounded
+// channel, like a tar download.
+// GCC 12 false positive: see fs_tar_routes.cc.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#include <fcntl.h>
+
+#include "api/fs_route_util.h"
+#include "api/pool_job.h"
+#include "api/query_reader.h"
+#include "api/routes.h"
+#include "api/search_query.h"
+#include "log/log.h"
+#include "search/tree_search.h"
+
+namespace agentd {
+namespace {
+
+asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  SearchQuery sq = ReadSearchQuery(q, req.query());
+  Result<RelPath> rel = CheckPath(r.fs, sq.path);
+  Status s = q.Finish();
+  if (s.ok()) s = sq.error;
+  if (s.ok() && !rel.ok()) s = rel.status();
+  std::shared_ptr<const LineMatcher> matcher;
+  if (s.ok()) {
+    Result<std::shared_ptr<const LineMatcher>> m = LineMatcher::Compile(
+        *sq.pattern, LineMatcherOptions{sq.fixed, sq.ignore_case});
+    if (m.ok()) matcher = *m;
+    s = m.status();
+  }
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  auto open = [&]() { return r.fs.root().OpenAt(*rel, O_RDONLY | O_NONBLOCK); };
+  Result<UniqueFd> start = co_await RunBlocking(r.ctx.blocking, std::move(open));
+  if (!start.ok()) {
+    co_await res.SendError(start.status());
+    co_return;
+  }
+  std::optional<uint64_t> unknown_length;
+  AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Begin(200, "application/x-ndjson", unknown_length));
+  if (req.method() == "HEAD") {
+    co_await res.End();
+    co_return;
+  }
+  auto io = co_await asio::this_coro::executor;
+  std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
+  auto search = std::make_shared<TreeSearch>(r.fs.root(), *rel, r.fs.policy().Display(*rel),
+                                             std::move(matcher), std::move(sq.options));
+  auto job_fn = [channel, search, fd = std::move(*start)]() mutable -> Result<SearchSummary> {
+    Result<SearchSummary> sum =
+        search->Run(std::move(fd), [&](std::string block) { return channel->Push(std::move(block)); });
+    if (sum.ok()) {
+      channel->Finish();
+    } else {
+      channel->Close();
+    }
+    return sum;
+  };
+  auto job = PoolJob<Result<SearchSummary>>::Start(r.fs.jobs(), io, std::move(job_fn));
+  bool sent = true;
+  for (;;) {
+    std::optional<std::string> chunk = co_await channel->AsyncPop();
+    if (!chunk) break;
+    Status wrote = co_await res.Write(*chunk);
+    if (!wrote.ok()) {
+      sent = false;
+      channel->Close();
+      break;
+    }
+  }
+  Result<SearchSummary> done = co_await job.Wait();
+  if (!done.ok() || !sent) {
+    // A stream without its summary line (and final chunk) is how the
+    // client learns it was cut short.
+    if (sent) {
+      Log(LogLevel::kWarn, "search cut short",
+          json::Object().Set("path", rel->display).Set("error", done.status().ToString()));
+    }
+    co_return;
+  }
+  co_await res.End();
+}
+
+}  // namespace
+
+void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs) {
+  FsRoute r{ctx, fs};
+  router.Add("GET", "/v1/fs/search",
+             [r](Request& req, Response& res) { return Search(r, req, res); });
+}
+
+}  // namespace agentd

@@ -1,0 +1,240 @@
+#include "search/file_scanner.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+#include "agentd/protocol/json.h"
+#include "fs/line_scanner.h"
+#include "sys/posix_error.h"
+
+namespace agentd {
+namespace {
+
+// Bytes of whole lines kept from one block to the next for `before`
+// context; beyond it fewer lines are kept (a bound, not a promise).
+constexpr size_t kMaxKeptContextBytes = 1 << 20;
+
+size_t EndOfLine(std::string_view buf, size_t at, size_t limit) {
+  const void* nl = std::memchr(buf.data() + at, '\n', limit - at);
+  return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : limit;
+}
+
+void AppendContextLine(std::string& out, std::string_view line, size_t max) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  bool cut = false;
+  json::AppendQuoted(out, CutLine(line, max, &cut));
+}
+
+// A match whose `after` lines are still being gathered.
+struct PendingMatch {
+  std::string head;  // the encoded object up to and including "after":[
+  size_t need = 0;   // after lines still wanted
+  size_t next = 0;   // where the next after line starts in the buffer
+  bool first = true;
+};
+
+}  // namespace
+
+std::string_view CutLine(std::string_view line, size_t max, bool* cut) {
+  *cut = line.size() > max;
+  if (!*cut) return line;
+  size_t end = max;
+  // Step back over a sequence the cut would split (at most 3 bytes).
+  for (size_t back = 0; back < 3 && end > 0; ++back) {
+    size_t start = end - back - 1;
+    unsigned char c = static_cast<unsigned char>(line[start]);
+    if ((c & 0xC0) != 0x80) {  // a lead byte (or ASCII)
+      size_t len = json::Utf8SequenceLength(line, start);
+      if (len > 0 && start + len > end) end = start;
+      break;
+    }
+  }
+  return line.substr(0, end);
+}
+
+std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < text.size() && out.size() < limit;) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = json::Utf8SequenceLength(text, i);
+    if (len == 0) {
+      out.push_back(i);
+      ++i;
+    } else {
+      i += len;
+    }
+  }
+  return out;
+}
+
+Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Emit& emit) {
+  FileScanResult result;
+  std::string prefix = "{\"type\":\"match\",\"path\":";
+  json::AppendQuoted(prefix, path);
+  prefix += ",\"line\":";
+  buf_.clear();
+  size_t scan_from = 0;     // where the next search starts
+  size_t count_pos = 0;     // line numbers are known up to here
+  uint64_t count_line = 1;  // the line number at count_pos
+  bool eof = false;
+  bool first_block = true;
+  std::deque<PendingMatch> pending;
+  const size_t context = opts_.context;
+
+  // Gathers after-lines from [p.next, limit); emits pendings that are done.
+  auto feed = [&](size_t limit, bool at_eof) -> bool {
+    for (PendingMatch& p : pending) {
+      while (p.need > 0 && p.next < limit) {
+        size_t end = EndOfLine(buf_, p.next, limit);
+        if (end == limit && !at_eof) break;  // the line goes on in the next block
+        if (!p.first) p.head += ',';
+        p.first = false;
+        AppendContextLine(p.head, std::string_view(buf_).substr(p.next, end - p.next),
+                          opts_.max_line_bytes);
+        --p.need;
+        p.next = end + 1;
+      }
+      if (at_eof || p.next >= buf_.size() + 1) p.need = 0;
+    }
+    while (!pending.empty() && pending.front().need == 0) {
+      pending.front().head += "]}\n";
+      if (!emit(pending.front().head)) return false;
+      pending.pop_front();
+    }
+    return true;
+  };
+
+  while (!eof) {
+    if (std::chrono::steady_clock::now() >= opts_.deadline) {
+      result.timed_out = true;
+      return result;
+    }
+    size_t old = buf_.size();
+    buf_.resize(old + kSearchReadBytes);
+    ssize_t n;
+    do {
+      n = ::read(fd, buf_.data() + old, kSearchReadBytes);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return PosixError(errno, "cannot read", std::string(path));
+    buf_.resize(old + static_cast<size_t>(n));
+    eof = n == 0;
+    if (first_block) {
+      first_block = false;
+      if (std::memchr(buf_.data(), '\0', buf_.size())) {
+        result.binary = true;
+        return result;
+      }
+    }
+    // Whole lines only, unless the file ended.
+    size_t limit = buf_.size();
+    if (!eof) {
+      const void* last = ::memrchr(buf_.data() + scan_from, '\n', buf_.size() - scan_from);
+      if (!last) {
+        if (buf_.size() - scan_from > kMaxSearchLineBytes) {
+          result.binary = true;
+          return result;
+        }
+        continue;
+      }
+      limit = static_cast<size_t>(static_cast<const char*>(last) - buf_.data()) + 1;
+    }
+    std::string_view region(buf_.data(), limit);
+    if (!feed(limit, eof)) {
+      result.stopped = true;
+      return result;
+    }
+    while (scan_from < limit) {
+      Result<std::optional<LineMatcher::LineHit>> hit =
+          matcher_->NextLine(region, scan_from, scratch_);
+      if (!hit.ok()) return hit.status();
+      if (!*hit) {
+        scan_from = limit;
+        break;
+      }
+      const LineMatcher::LineHit& h = **hit;
+      count_line += CountNewlines(buf_.data() + count_pos, h.line_start - count_pos);
+      count_pos = h.line_start;
+      ++result.matches;
+      bool cut = false;
+      std::string_view line = region.substr(h.line_start, h.line_end - h.line_start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF files
+      std::string_view text = CutLine(line, opts_.max_line_bytes, &cut);
+      PendingMatch p;
+      p.head = prefix;
+      p.head += std::to_string(count_line);
+      p.head += ",\"column\":";
+      p.head += std::to_string(h.column + 1);
+      p.head += ",\"text\":";
+      json::AppendQuoted(p.head, text);
+      p.head += cut ? ",\"cut\":true" : ",\"cut\":false";
+      std::vector<size_t> bad = InvalidUtf8Offsets(text, kMaxInvalidOffsets);
+      if (!bad.empty()) {
+        p.head += ",\"invalid_utf8\":[";
+        for (size_t k = 0; k < bad.size(); ++k) {
+          if (k) p.head += ',';
+          p.head += std::to_string(bad[k]);
+        }
+        p.head += ']';
+      }
+      if (context > 0) {
+        // Up to `context` lines before, from what the buffer holds.
+        std::vector<std::string_view> before;
+        size_t end = h.line_start;
+        while (before.size() < context && end > 0) {
+          size_t stop = end - 1;  // the '\n' ending the previous line
+          const void* nl = stop > 0 ? ::memrchr(buf_.data(), '\n', stop) : nullptr;
+          size_t start = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
+          before.push_back(std::string_view(buf_).substr(start, stop - start));
+          end = start;
+        }
+        p.head += ",\"before\":[";
+        for (size_t k = before.size(); k-- > 0;) {
+          AppendContextLine(p.head, before[k], opts_.max_line_bytes);
+          if (k) p.head += ',';
+        }
+        p.head += "],\"after\":[";
+        p.need = context;
+        p.next = h.line_end + 1;
+        pending.push_back(std::move(p));
+        if (!feed(limit, eof)) {
+          result.stopped = true;
+          return result;
+        }
+      } else {
+        p.head += "}\n";
+        if (!emit(p.head)) {
+          result.stopped = true;
+          return result;
+        }
+      }
+      scan_from = h.line_end + 1;
+    }
+    if (eof) break;
+    // Keep the unfinished line and, for context, whole lines before it.
+    size_t keep = limit;
+    if (context > 0) {
+      size_t lines = 0;
+      while (keep > 0 && lines < context && limit - keep < kMaxKeptContextBytes) {
+        const void* nl = keep > 1 ? ::memrchr(buf_.data(), '\n', keep - 1) : nullptr;
+        keep = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
+        ++lines;
+      }
+    }
+    for (PendingMatch& p : pending) keep = std::min(keep, p.next);
+    count_line += CountNewlines(buf_.data() + count_pos, keep - count_pos);
+    buf_.erase(0, keep);
+    for (PendingMatch& p : pending) p.next -= keep;
+    scan_from = limit - keep;
+    count_pos = 0;
+  }
+  if (!feed(buf_.size(), true)) result.stopped = true;
+  return result;
+}
+
+}  // namespace agentd

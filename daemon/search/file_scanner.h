@@ -1,0 +1,65 @@
+// FileScanner: finds the matching lines of one open file and encodes each
+// as one NDJSON line (docs/PROTOCOL.md, "Search"). Reads in blocks with
+// memory bounded by the block size plus the longest line (lines over
+// kMaxSearchLineBytes make the file count as binary) plus the context
+// lines kept for `before`. A file whose first block holds a NUL byte is
+// binary and is not searched. One scanner per thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "agentd/protocol/status.h"
+#include "search/line_matcher.h"
+
+namespace agentd {
+
+inline constexpr size_t kSearchReadBytes = 256 * 1024;
+inline constexpr size_t kMaxSearchLineBytes = 16 << 20;
+// At most this many byte offsets of invalid UTF-8 are listed per line.
+inline constexpr size_t kMaxInvalidOffsets = 32;
+
+struct FileScanOptions {
+  size_t context = 0;         // lines before and after each match
+  size_t max_line_bytes = 0;  // `text` (and context lines) cut to this
+  // Checked before each read block: a 1 GiB file cannot outlast the
+  // search's time bound by more than one block.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// The text of a line as the protocol sends it: cut to `max` bytes on a
+// UTF-8 boundary (`*cut` says so) and the byte offsets of invalid UTF-8 in
+// what is kept (JSON serialization shows each such byte as U+FFFD).
+std::string_view CutLine(std::string_view line, size_t max, bool* cut);
+std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit);
+
+struct FileScanResult {
+  uint64_t matches = 0;
+  bool binary = false;   // skipped: a NUL byte, or a line too long
+  bool stopped = false;  // the sink asked to stop
+  bool timed_out = false;  // the deadline passed mid-file
+};
+
+class FileScanner {
+ public:
+  // `emit` gets each match's encoded line (ending in '\n'); false stops.
+  using Emit = std::function<bool(std::string_view ndjson_line)>;
+
+  FileScanner(std::shared_ptr<const LineMatcher> matcher, FileScanOptions opts)
+      : matcher_(std::move(matcher)), scratch_(*matcher_), opts_(opts) {}
+
+  // Scans `fd` from its current offset; `path` is what each match names.
+  // Errors: reads that fail (io_error) and match failures.
+  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit);
+
+ private:
+  std::shared_ptr<const LineMatcher> matcher_;
+  LineMatcher::Scratch scratch_;
+  FileScanOptions opts_;
+  std::string buf_;
+};
+
+}  // namespace agentd

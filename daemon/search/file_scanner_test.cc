@@ -1,0 +1,126 @@
+#include "search/file_scanner.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "agentd/protocol/json.h"
+#include "testing/temp_dir.h"
+
+using namespace agentd;
+
+namespace {
+
+struct Scanned {
+  std::vector<json::Value> lines;
+  FileScanResult result;
+};
+
+Scanned ScanText(const std::string& content, const char* pattern, FileScanOptions o = {0, 1024}) {
+  testing::TempDir dir;
+  dir.Write("f", content);
+  int fd = ::open((dir / "f").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  auto m = LineMatcher::Compile(pattern, {});
+  REQUIRE(m.ok());
+  FileScanner scanner(*m, o);
+  Scanned out;
+  auto r = scanner.Scan(fd, "/x/f", [&](std::string_view line) {
+    REQUIRE(line.back() == '\n');
+    auto v = json::Parse(line.substr(0, line.size() - 1));
+    REQUIRE(v.ok());
+    out.lines.push_back(*v);
+    return true;
+  });
+  ::close(fd);
+  REQUIRE(r.ok());
+  out.result = *r;
+  return out;
+}
+
+int64_t Int(const json::Value& v, const char* k) { return v.Find(k)->as_int(); }
+std::string Str(const json::Value& v, const char* k) { return v.Find(k)->as_string(); }
+
+}  // namespace
+
+TEST_CASE("matches name their 1-based line and column") {
+  auto s = ScanText("alpha\nbeta\ngamma beta\n", "beta");
+  REQUIRE(s.lines.size() == 2);
+  CHECK(Int(s.lines[0], "line") == 2);
+  CHECK(Int(s.lines[0], "column") == 1);
+  CHECK(Int(s.lines[1], "line") == 3);
+  CHECK(Int(s.lines[1], "column") == 7);
+  CHECK(Str(s.lines[1], "text") == "gamma beta");
+  CHECK(Str(s.lines[1], "path") == "/x/f");
+  CHECK(s.lines[1].Find("cut")->as_bool() == false);
+}
+
+TEST_CASE("line numbers stay right across read blocks") {
+  std::string content;
+  for (int i = 1; i <= 200000; ++i) content += (i == 150001 ? "needle" : "hay " + std::to_string(i)) + "\n";
+  REQUIRE(content.size() > 3 * kSearchReadBytes);
+  auto s = ScanText(content, "needle");
+  REQUIRE(s.lines.size() == 1);
+  CHECK(Int(s.lines[0], "line") == 150001);
+}
+
+TEST_CASE("a long line is cut on a UTF-8 boundary and says so") {
+  auto s = ScanText("ab\xc3\xa9" "cd\n", "cd", {0, 3});
+  REQUIRE(s.lines.size() == 1);
+  CHECK(Str(s.lines[0], "text") == "ab");
+  CHECK(s.lines[0].Find("cut")->as_bool());
+}
+
+TEST_CASE("invalid UTF-8 is named by byte offset") {
+  auto s = ScanText("ok \xff here\n", "here");
+  REQUIRE(s.lines.size() == 1);
+  CHECK(Str(s.lines[0], "text") == "ok \xEF\xBF\xBD here");  // U+FFFD for the byte
+  REQUIRE(s.lines[0].Find("invalid_utf8"));
+  CHECK(s.lines[0].Find("invalid_utf8")->as_array().size() == 1);
+  CHECK(s.lines[0].Find("invalid_utf8")->as_array()[0].as_int() == 3);
+}
+
+TEST_CASE("context lines come before and after, also across read blocks") {
+  auto s = ScanText("1\n2\nhit\n4\n5\n6\n", "hit", {2, 1024});
+  REQUIRE(s.lines.size() == 1);
+  auto& b = s.lines[0].Find("before")->as_array();
+  auto& a = s.lines[0].Find("after")->as_array();
+  REQUIRE(b.size() == 2);
+  CHECK(b[0].as_string() == "1");
+  CHECK(b[1].as_string() == "2");
+  REQUIRE(a.size() == 2);
+  CHECK(a[0].as_string() == "4");
+  CHECK(a[1].as_string() == "5");
+
+  std::string big;
+  while (big.size() < kSearchReadBytes - 3) big += "filler line\n";
+  big.resize(kSearchReadBytes - 3);
+  big += "\nbefore\nhit\nafter1\nafter2\n";
+  auto t = ScanText(big, "^hit$", {2, 1024});
+  REQUIRE(t.lines.size() == 1);
+  CHECK(t.lines[0].Find("before")->as_array()[1].as_string() == "before");
+  REQUIRE(t.lines[0].Find("after")->as_array().size() == 2);
+  CHECK(t.lines[0].Find("after")->as_array()[1].as_string() == "after2");
+}
+
+TEST_CASE("context at the start and the end of a file is shorter") {
+  auto s = ScanText("hit\nlast", "hit|last", {3, 1024});
+  REQUIRE(s.lines.size() == 2);
+  CHECK(s.lines[0].Find("before")->as_array().empty());
+  CHECK(s.lines[0].Find("after")->as_array().size() == 1);
+  CHECK(s.lines[1].Find("before")->as_array().size() == 1);
+  CHECK(s.lines[1].Find("after")->as_array().empty());
+}
+
+TEST_CASE("a file with a NUL byte is binary and not searched") {
+  auto s = ScanText(std::string("needle\0x\n", 9), "needle");
+  CHECK(s.lines.empty());
+  CHECK(s.result.binary);
+}
+
+TEST_CASE("CRLF line ends are not part of the text") {
+  auto s = ScanText("a hit\r\nb\r\n", "hit");
+  REQUIRE(s.lines.size() == 1);
+  CHECK(Str(s.lines[0], "text") == "a hit");
+}

@@ -1,0 +1,105 @@
+#include "search/line_matcher.h"
+
+#include <pcre2.h>
+
+#include <cstring>
+
+namespace agentd {
+namespace {
+
+pcre2_code* Code(void* p) { return static_cast<pcre2_code*>(p); }
+pcre2_match_data* Data(void* p) { return static_cast<pcre2_match_data*>(p); }
+
+// Constructs whose result depends on text outside the line the match is
+// in; such patterns are matched one line at a time.
+bool NeedsPerLine(std::string_view pattern, bool fixed) {
+  if (fixed) return false;
+  for (std::string_view s : {"\\A", "\\z", "\\Z", "\\G", "(?=", "(?!", "(?<", "(*"}) {
+    if (pattern.find(s) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const LineMatcher>> LineMatcher::Compile(std::string_view pattern,
+                                                                LineMatcherOptions opts) {
+  uint32_t flags = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF;
+  // PCRE2 refuses MULTILINE with LITERAL; a literal has no anchors anyway.
+  flags |= opts.fixed ? PCRE2_LITERAL : PCRE2_MULTILINE;
+  if (opts.ignore_case) flags |= PCRE2_CASELESS;
+  int err = 0;
+  PCRE2_SIZE err_offset = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   flags, &err, &err_offset, nullptr);
+  if (!code) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof(msg));
+    return Status::InvalidRequest("pattern does not compile: " +
+                                  std::string(reinterpret_cast<char*>(msg)))
+        .With("field", "pattern")
+        .With("offset", static_cast<uint64_t>(err_offset));
+  }
+  // Without JIT support (another CPU) the interpreter runs: slower, same
+  // answers.
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  std::shared_ptr<LineMatcher> m(new LineMatcher());
+  m->code_ = code;
+  m->per_line_ = NeedsPerLine(pattern, opts.fixed);
+  return std::shared_ptr<const LineMatcher>(std::move(m));
+}
+
+LineMatcher::~LineMatcher() { pcre2_code_free(Code(code_)); }
+
+LineMatcher::Scratch::Scratch(const LineMatcher& m)
+    : match_data_(pcre2_match_data_create_from_pattern(Code(m.code_), nullptr)) {}
+
+LineMatcher::Scratch::~Scratch() { pcre2_match_data_free(Data(match_data_)); }
+
+Result<size_t> LineMatcher::MatchIn(std::string_view buf, size_t start, size_t end,
+                                    Scratch& s) const {
+  int rc = pcre2_match(Code(code_), reinterpret_cast<PCRE2_SPTR>(buf.data() + start), end - start,
+                       0, 0, Data(s.match_data_), nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return std::string_view::npos;
+  if (rc < 0) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(rc, msg, sizeof(msg));
+    return Status::InvalidRequest("pattern cannot be matched: " +
+                                  std::string(reinterpret_cast<char*>(msg)))
+        .With("field", "pattern");
+  }
+  return static_cast<size_t>(pcre2_get_ovector_pointer(Data(s.match_data_))[0]);
+}
+
+Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_view buf,
+                                                                   size_t from,
+                                                                   Scratch& s) const {
+  auto line_end = [&](size_t at) {
+    const void* nl = std::memchr(buf.data() + at, '\n', buf.size() - at);
+    return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : buf.size();
+  };
+  size_t pos = from;
+  while (pos < buf.size()) {
+    size_t line_start = pos;
+    if (!per_line_) {
+      // Leftmost match anywhere from here; its line is the candidate.
+      Result<size_t> at = MatchIn(buf, pos, buf.size(), s);
+      if (!at.ok()) return at.status();
+      if (*at == std::string_view::npos) return std::optional<LineHit>();
+      size_t abs = pos + *at;
+      const void* prev = abs > pos ? ::memrchr(buf.data() + pos, '\n', abs - pos) : nullptr;
+      line_start = prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
+    }
+    size_t end = line_end(line_start);
+    // The line on its own decides (a whole-buffer match may have used the
+    // newline, as `\s` or `[^x]` can).
+    Result<size_t> in = MatchIn(buf, line_start, end, s);
+    if (!in.ok()) return in.status();
+    if (*in != std::string_view::npos) return std::optional<LineHit>(LineHit{line_start, end, *in});
+    if (end >= buf.size()) break;
+    pos = end + 1;
+  }
+  return std::optional<LineHit>();
+}
+
+}  // namespace agentd

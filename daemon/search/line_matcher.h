@@ -1,0 +1,67 @@
+// LineMatcher: a compiled PCRE2 pattern (JIT where the CPU has it) that
+// finds the lines of a buffer holding a match. Each line is matched on its
+// own (a match never spans a newline), in UTF mode that tolerates invalid
+// UTF-8 (PCRE2_MATCH_INVALID_UTF: invalid bytes match nothing but `\C`-free
+// patterns still run). A compiled pattern is shared between threads; each
+// thread matches with its own LineMatcher::Scratch.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agentd/protocol/status.h"
+
+namespace agentd {
+
+struct LineMatcherOptions {
+  bool fixed = false;  // the pattern is a literal
+  bool ignore_case = false;
+};
+
+class LineMatcher {
+ public:
+  // Errors: invalid_request naming field "pattern" with PCRE2's message
+  // and the offset in the pattern.
+  static Result<std::shared_ptr<const LineMatcher>> Compile(std::string_view pattern,
+                                                            LineMatcherOptions opts);
+  ~LineMatcher();
+
+  class Scratch {
+   public:
+    explicit Scratch(const LineMatcher& m);
+    ~Scratch();
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+   private:
+    friend class LineMatcher;
+    void* match_data_;
+  };
+
+  // The first matching line at or after `from` in `buf` (lines end at
+  // '\n'; the last may not): its start and end (without the newline) and
+  // the match's offset in the line. nullopt when no line matches. Errors
+  // (match limits hit) are reported as a failed Status.
+  struct LineHit {
+    size_t line_start;
+    size_t line_end;
+    size_t column;  // byte offset of the match in the line
+  };
+  Result<std::optional<LineHit>> NextLine(std::string_view buf, size_t from, Scratch& s) const;
+
+ private:
+  LineMatcher() = default;
+  // Matches within [start, end) only; the offset of the match or npos.
+  Result<size_t> MatchIn(std::string_view buf, size_t start, size_t end, Scratch& s) const;
+
+  void* code_ = nullptr;
+  // Whole-buffer search finds candidate lines fast; patterns whose meaning
+  // changes with what lies beyond the line (\A, \z, lookarounds) are run
+  // line by line instead.
+  bool per_line_ = false;
+};
+
+}  // namespace agentd

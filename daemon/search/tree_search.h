@@ -1,0 +1,72 @@
+// TreeSearch: GET /v1/fs/search's engine (docs/PROTOCOL.md, "Search"). Walks
+// a directory (search/tree_walk.h) or takes one file, scans each regular
+// file (search/file_scanner.h), and produces the NDJSON answer: one line
+// per matching line, then one summary line. Bounded in results, answer
+// bytes and time; the bound that ended it is named in the summary.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/status.h"
+#include "fs/confined_root.h"
+#include "fs/lexical_path.h"
+#include "search/line_matcher.h"
+#include "search/tree_walk.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+struct SearchOptions {
+  WalkOptions walk;
+  std::vector<std::string> include;  // files only; none: every file
+  size_t context = 0;
+  size_t max_line_bytes = 1024;
+  uint64_t max_results = 1000;
+  uint64_t max_bytes = 16ull << 20;  // NDJSON bytes of the answer
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct SearchSummary {
+  uint64_t files_scanned = 0;
+  uint64_t matches = 0;
+  uint64_t binary_skipped = 0;
+  uint64_t unreadable = 0;
+  bool truncated = false;
+  std::string bound;  // "results", "bytes", "time" or ""
+  uint64_t elapsed_ms = 0;
+};
+
+std::string EncodeSearchSummaryLine(const SearchSummary& s);
+
+class TreeSearch {
+ public:
+  // `out` receives blocks of whole NDJSON lines; false: the reader is gone.
+  using Out = std::function<bool(std::string block)>;
+
+  TreeSearch(const ConfinedRoot& root, RelPath start, std::string display,
+             std::shared_ptr<const LineMatcher> matcher, SearchOptions opts)
+      : root_(root),
+        start_(std::move(start)),
+        display_(std::move(display)),
+        matcher_(std::move(matcher)),
+        opts_(std::move(opts)) {}
+
+  // Searches below (or in) `start_fd` (opened O_RDONLY from start) and
+  // writes every line, the summary last. Returns the summary; not ok only
+  // when `out` refused (the client is gone).
+  Result<SearchSummary> Run(UniqueFd start_fd, const Out& out);
+
+ private:
+  const ConfinedRoot& root_;
+  RelPath start_;
+  std::string display_;
+  std::shared_ptr<const LineMatcher> matcher_;
+  SearchOptions opts_;
+};
+
+}  // namespace agentd
