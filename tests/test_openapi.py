@@ -384,6 +384,16 @@ class OpenApiLiveTest(unittest.TestCase):
             self.assertEqual(problems, [], "%s: %s" % (where, doc))
             if status >= 400:
                 self.assertIn(error_code(doc), response["x-agentd-codes"], where)
+        elif ctype == "application/x-ndjson":
+            lines = data.decode().split("\n")
+            self.assertEqual(lines[-1], "", "%s: every line ends in a newline" % where)
+            docs = [json.loads(line) for line in lines[:-1]]
+            self.assertTrue(docs, where)
+            for doc in docs:
+                self.assertIn(doc.get("type"), media["x-agentd-lines"], where)
+                self.assertEqual(validate(self.spec, media["x-agentd-lines"][doc["type"]], doc), [],
+                                 "%s: %s" % (where, doc))
+            self.assertEqual(docs[-1]["type"], media["x-agentd-final-line"], where)
         elif "x-agentd-metrics" in media:
             families = set(re.findall(r"^# TYPE (\S+) ", data.decode(), re.M))
             self.assertEqual(sorted(set(media["x-agentd-metrics"]) - families), [],

@@ -45,6 +45,7 @@ NOTICE_FOR_ARCHIVE = {
     "libarchive.a": "libarchive",
     "libz.a": "zlib",
     "libzstd.a": "Zstandard (zstd)",
+    "libpcre2.a": "PCRE2",  # libpcre2-8.a, its version-like suffix dropped below
     "libc.a": "GNU C Library (glibc)",
     "libm.a": "GNU C Library (glibc)",
     "libpthread.a": "GNU C Library (glibc)",

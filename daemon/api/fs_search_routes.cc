@@ -1,8 +1,10 @@
-// GET /v1/fs/search (docs/PROTOCOL.md, "Search"): the query is decoded and
+// GET /v1/fs/search and GET /v1/fs/glob (docs/PROTOCOL.md, "Search",
+// "Glob"). Search: the query is decoded and
 // the pattern compiled on the io thread; the start is opened on the
 // blocking pool (so a missing path is an ordinary error answer); then the
 // search runs as a long job whose NDJSON comes back through a bounded
-// channel, like a tar download.
+// channel, like a tar download. Glob answers one JSON object, made on the
+// long-job pool (a walk of a large tree is a long job).
 // GCC 12 false positive: see fs_tar_routes.cc.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #include <fcntl.h>
@@ -13,7 +15,9 @@
 #include "api/routes.h"
 #include "api/search_query.h"
 #include "log/log.h"
+#include "search/tree_glob.h"
 #include "search/tree_search.h"
+#include "search/wildmatch.h"
 
 namespace agentd {
 namespace {
@@ -27,8 +31,8 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
   if (s.ok() && !rel.ok()) s = rel.status();
   std::shared_ptr<const LineMatcher> matcher;
   if (s.ok()) {
-    Result<std::shared_ptr<const LineMatcher>> m = LineMatcher::Compile(
-        *sq.pattern, LineMatcherOptions{sq.fixed, sq.ignore_case});
+    Result<std::shared_ptr<const LineMatcher>> m =
+        LineMatcher::Compile(*sq.pattern, LineMatcherOptions{sq.fixed, sq.ignore_case});
     if (m.ok()) matcher = *m;
     s = m.status();
   }
@@ -53,8 +57,8 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
   auto search = std::make_shared<TreeSearch>(r.fs.root(), *rel, r.fs.policy().Display(*rel),
                                              std::move(matcher), std::move(sq.options));
   auto job_fn = [channel, search, fd = std::move(*start)]() mutable -> Result<SearchSummary> {
-    Result<SearchSummary> sum =
-        search->Run(std::move(fd), [&](std::string block) { return channel->Push(std::move(block)); });
+    Result<SearchSummary> sum = search->Run(
+        std::move(fd), [&](std::string block) { return channel->Push(std::move(block)); });
     if (sum.ok()) {
       channel->Finish();
     } else {
@@ -87,12 +91,56 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
   co_await res.End();
 }
 
+// Brace sets of one glob pattern expand to at most this many patterns.
+constexpr size_t kMaxGlobPatterns = 256;
+
+asio::awaitable<void> Glob(FsRoute r, Request& req, Response& res) {
+  QueryReader q(req.query());
+  Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
+  const std::string* pattern = q.Required("pattern");
+  GlobOptions opts;
+  Status s;
+  ReadWalkQuery(q, req.query(), &opts.walk, &opts.max_results, &opts.timeout, &s);
+  Status finished = q.Finish();
+  if (!finished.ok()) s = finished;
+  if (s.ok() && !rel.ok()) s = rel.status();
+  if (s.ok()) {
+    bool too_many = false;
+    if (pattern->empty() || (*pattern)[0] == '/') {
+      s = Status::InvalidRequest("pattern must be a non-empty path relative to path")
+              .With("field", "pattern");
+    } else {
+      opts.patterns = ExpandBraces(*pattern, kMaxGlobPatterns, &too_many);
+      if (too_many) {
+        s = Status::InvalidRequest("pattern's brace sets expand to more than " +
+                                   std::to_string(kMaxGlobPatterns) + " patterns")
+                .With("field", "pattern")
+                .With("limit", kMaxGlobPatterns);
+      }
+    }
+  }
+  if (!s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  std::string display = r.fs.policy().Display(*rel);
+  auto work = [&]() -> Result<json::Value> {
+    Result<UniqueFd> dir = r.fs.root().OpenAt(*rel, O_RDONLY | O_DIRECTORY);
+    if (!dir.ok()) return dir.status();
+    Result<GlobResponse> out = RunGlob(r.fs.root(), *rel, display, dir->get(), opts);
+    if (!out.ok()) return out.status();
+    return EncodeGlobResponse(*out);
+  };
+  co_await AnswerFromPool(r.fs.jobs(), res, std::move(work));
+}
+
 }  // namespace
 
 void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs) {
   FsRoute r{ctx, fs};
   router.Add("GET", "/v1/fs/search",
              [r](Request& req, Response& res) { return Search(r, req, res); });
+  router.Add("GET", "/v1/fs/glob", [r](Request& req, Response& res) { return Glob(r, req, res); });
 }
 
 }  // namespace agentd

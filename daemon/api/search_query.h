@@ -33,7 +33,7 @@ SearchQuery ReadSearchQuery(QueryReader& q, const QueryParams& all);
 
 // The parameters search and glob share: hidden, gitignore, follow,
 // exclude, max_results, timeout_ms. Records a bad value in `*error`.
-void ReadWalkQuery(QueryReader& q, const QueryParams& all, WalkOptions* walk,
-                   uint64_t* max_results, std::chrono::milliseconds* timeout, Status* error);
+void ReadWalkQuery(QueryReader& q, const QueryParams& all, WalkOptions* walk, uint64_t* max_results,
+                   std::chrono::milliseconds* timeout, Status* error);
 
 }  // namespace agentd

@@ -189,7 +189,8 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
         while (before.size() < context && end > 0) {
           size_t stop = end - 1;  // the '\n' ending the previous line
           const void* nl = stop > 0 ? ::memrchr(buf_.data(), '\n', stop) : nullptr;
-          size_t start = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
+          size_t start =
+              nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
           before.push_back(std::string_view(buf_).substr(start, stop - start));
           end = start;
         }

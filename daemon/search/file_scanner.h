@@ -38,8 +38,8 @@ std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit);
 
 struct FileScanResult {
   uint64_t matches = 0;
-  bool binary = false;   // skipped: a NUL byte, or a line too long
-  bool stopped = false;  // the sink asked to stop
+  bool binary = false;     // skipped: a NUL byte, or a line too long
+  bool stopped = false;    // the sink asked to stop
   bool timed_out = false;  // the deadline passed mid-file
 };
 

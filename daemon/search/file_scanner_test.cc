@@ -58,7 +58,8 @@ TEST_CASE("matches name their 1-based line and column") {
 
 TEST_CASE("line numbers stay right across read blocks") {
   std::string content;
-  for (int i = 1; i <= 200000; ++i) content += (i == 150001 ? "needle" : "hay " + std::to_string(i)) + "\n";
+  for (int i = 1; i <= 200000; ++i)
+    content += (i == 150001 ? "needle" : "hay " + std::to_string(i)) + "\n";
   REQUIRE(content.size() > 3 * kSearchReadBytes);
   auto s = ScanText(content, "needle");
   REQUIRE(s.lines.size() == 1);
@@ -66,7 +67,10 @@ TEST_CASE("line numbers stay right across read blocks") {
 }
 
 TEST_CASE("a long line is cut on a UTF-8 boundary and says so") {
-  auto s = ScanText("ab\xc3\xa9" "cd\n", "cd", {0, 3});
+  auto s = ScanText(
+      "ab\xc3\xa9"
+      "cd\n",
+      "cd", {0, 3});
   REQUIRE(s.lines.size() == 1);
   CHECK(Str(s.lines[0], "text") == "ab");
   CHECK(s.lines[0].Find("cut")->as_bool());

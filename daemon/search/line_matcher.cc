@@ -71,9 +71,8 @@ Result<size_t> LineMatcher::MatchIn(std::string_view buf, size_t start, size_t e
   return static_cast<size_t>(pcre2_get_ovector_pointer(Data(s.match_data_))[0]);
 }
 
-Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_view buf,
-                                                                   size_t from,
-                                                                   Scratch& s) const {
+Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_view buf, size_t from,
+                                                                  Scratch& s) const {
   auto line_end = [&](size_t at) {
     const void* nl = std::memchr(buf.data() + at, '\n', buf.size() - at);
     return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : buf.size();
@@ -88,7 +87,8 @@ Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_vi
       if (*at == std::string_view::npos) return std::optional<LineHit>();
       size_t abs = pos + *at;
       const void* prev = abs > pos ? ::memrchr(buf.data() + pos, '\n', abs - pos) : nullptr;
-      line_start = prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
+      line_start =
+          prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
     }
     size_t end = line_end(line_start);
     // The line on its own decides (a whole-buffer match may have used the

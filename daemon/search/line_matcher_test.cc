@@ -21,8 +21,9 @@ std::vector<Found> All(const char* pattern, std::string_view buf, LineMatcherOpt
     auto hit = (*m)->NextLine(buf, pos, s);
     REQUIRE(hit.ok());
     if (!*hit) break;
-    out.push_back({std::string(buf.substr((*hit)->line_start, (*hit)->line_end - (*hit)->line_start)),
-                   (*hit)->column});
+    out.push_back(
+        {std::string(buf.substr((*hit)->line_start, (*hit)->line_end - (*hit)->line_start)),
+         (*hit)->column});
     pos = (*hit)->line_end + 1;
   }
   return out;

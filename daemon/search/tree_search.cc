@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "agentd/protocol/json.h"
 #include "search/file_scanner.h"
 
 namespace agentd {
@@ -16,17 +17,6 @@ constexpr size_t kSearchBlockBytes = 64 * 1024;
 constexpr auto kSearchFlushEvery = std::chrono::milliseconds(100);
 
 }  // namespace
-
-std::string EncodeSearchSummaryLine(const SearchSummary& s) {
-  std::string out = "{\"type\":\"summary\",\"files_scanned\":" + std::to_string(s.files_scanned) +
-                    ",\"matches\":" + std::to_string(s.matches) +
-                    ",\"binary_skipped\":" + std::to_string(s.binary_skipped) +
-                    ",\"unreadable\":" + std::to_string(s.unreadable) +
-                    ",\"truncated\":" + (s.truncated ? "true" : "false") + ",\"bound\":";
-  out += s.bound.empty() ? "null" : "\"" + s.bound + "\"";
-  out += ",\"elapsed_ms\":" + std::to_string(s.elapsed_ms) + "}\n";
-  return out;
-}
 
 Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
   using Clock = std::chrono::steady_clock;
@@ -110,7 +100,8 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
   }
   sum.elapsed_ms = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
-  block += EncodeSearchSummaryLine(sum);
+  json::AppendSerialized(block, EncodeSearchSummary(sum));
+  block += '\n';
   flush();
   if (gone) return Status::Error(ErrorCode::kIoError, "the client went away");
   return sum;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agentd/protocol/search.h"
 #include "agentd/protocol/status.h"
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
@@ -30,18 +31,6 @@ struct SearchOptions {
   uint64_t max_bytes = 16ull << 20;  // NDJSON bytes of the answer
   std::chrono::milliseconds timeout{30000};
 };
-
-struct SearchSummary {
-  uint64_t files_scanned = 0;
-  uint64_t matches = 0;
-  uint64_t binary_skipped = 0;
-  uint64_t unreadable = 0;
-  bool truncated = false;
-  std::string bound;  // "results", "bytes", "time" or ""
-  uint64_t elapsed_ms = 0;
-};
-
-std::string EncodeSearchSummaryLine(const SearchSummary& s);
 
 class TreeSearch {
  public:

@@ -50,8 +50,7 @@ std::string JoinWalk(const std::string& parent, const std::string& name) {
 bool PathFilterMatches(const std::string& pattern, const std::string& walk_path) {
   if (pattern.find('/') != std::string::npos) return WildMatch(pattern, walk_path);
   size_t slash = walk_path.rfind('/');
-  return WildMatch(pattern,
-                   slash == std::string::npos ? walk_path : walk_path.substr(slash + 1));
+  return WildMatch(pattern, slash == std::string::npos ? walk_path : walk_path.substr(slash + 1));
 }
 
 size_t TreeWalk::PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top) {
@@ -108,7 +107,8 @@ void TreeWalk::PushAncestorIgnores() {
     std::string lead;
     for (size_t j = k; j < real->parts.size(); ++j) lead = JoinWalk(lead, real->parts[j]);
     if (k == top) {
-      UniqueFd git(::openat(dirs[k].get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      UniqueFd git(
+          ::openat(dirs[k].get(), ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       UniqueFd info(
           git ? ::openat(git.get(), "info", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1);
       if (info) {

@@ -21,10 +21,12 @@ std::vector<std::string> Walk(const testing::TempDir& dir, WalkOptions o, std::s
   REQUIRE(fd.ok());
   TreeWalk walk(*root, *rel, o);
   std::vector<std::string> seen;
-  REQUIRE(walk.Run(fd->get(), [&](const WalkEntry& e) {
-                  seen.push_back(e.walk_path);
-                  return WalkStep::kContinue;
-                }).ok());
+  REQUIRE(walk.Run(fd->get(),
+                   [&](const WalkEntry& e) {
+                     seen.push_back(e.walk_path);
+                     return WalkStep::kContinue;
+                   })
+              .ok());
   return seen;
 }
 
@@ -56,8 +58,8 @@ TEST_CASE("gitignore rules, negation and directory rules prune the walk") {
   CHECK(Walk(d, {}) == V{"keep.log", "src", "src/a.log", "src/build"});
   WalkOptions off;
   off.gitignore = false;
-  CHECK(Walk(d, off) == V{"a.log", "build", "build/out", "keep.log", "src", "src/a.log",
-                          "src/build"});
+  CHECK(Walk(d, off) ==
+        V{"a.log", "build", "build/out", "keep.log", "src", "src/a.log", "src/build"});
 }
 
 TEST_CASE(".ignore and .git/info/exclude count; .git is never walked") {

@@ -50,10 +50,9 @@ size_t MatchSet(std::string_view pat, size_t p, unsigned char c, bool ignore_cas
       size_t end = pat.find(":]", p + 2);
       if (end != std::string_view::npos) {
         std::string_view cls = pat.substr(p + 2, end - p - 2);
-        if (InClass(cls, c) || (ignore_case && (InClass(cls, static_cast<unsigned char>(
-                                                                  std::tolower(c))) ||
-                                                InClass(cls, static_cast<unsigned char>(
-                                                                  std::toupper(c)))))) {
+        if (InClass(cls, c) ||
+            (ignore_case && (InClass(cls, static_cast<unsigned char>(std::tolower(c))) ||
+                             InClass(cls, static_cast<unsigned char>(std::toupper(c)))))) {
           hit = true;
         }
         p = end + 2;

@@ -73,8 +73,7 @@ TEST_CASE("brace sets expand like the shell") {
   CHECK(ExpandBraces("a.{c,h}", 100, &too_many) == std::vector<std::string>{"a.c", "a.h"});
   CHECK(ExpandBraces("{a,b}{1,2}", 100, &too_many) ==
         std::vector<std::string>{"a1", "a2", "b1", "b2"});
-  CHECK(ExpandBraces("x{a,{b,c}}", 100, &too_many) ==
-        std::vector<std::string>{"xa", "xb", "xc"});
+  CHECK(ExpandBraces("x{a,{b,c}}", 100, &too_many) == std::vector<std::string>{"xa", "xb", "xc"});
   CHECK(ExpandBraces("{a}", 100, &too_many) == std::vector<std::string>{"{a}"});
   CHECK(ExpandBraces("{a,b", 100, &too_many) == std::vector<std::string>{"{a,b"});
   CHECK(ExpandBraces("\\{a,b}", 100, &too_many) == std::vector<std::string>{"\\{a,b}"});
