@@ -9,8 +9,9 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, 
 from . import _tree
 from ._base import CallsBase, retryable_stream_failure
 from ._transport import Request, quote_value
-from .errors import AgentdError, InvalidRequest
-from .types import FileStat, TreeStats
+from .errors import AgentdError, InvalidRequest, ProtocolError
+from .types import (FileStat, GlobResult, SearchMatch, SearchResult, SearchSummary,
+                    TreeStats)
 
 FileData = Union[bytes, bytearray, str, IO[bytes], Iterable[bytes]]
 
@@ -138,6 +139,88 @@ class FileCalls(CallsBase):
     def realpath(self, path: str) -> str:
         return str(self._json("GET", "/v1/fs/realpath?path=" + quote_value(path),
                               idempotent=True)["path"])
+
+    # -- search and glob -----------------------------------------------------
+
+    @staticmethod
+    def _walk_query(hidden: bool, gitignore: bool, follow: bool, exclude: Iterable[str],
+                    max_results: Optional[int], timeout_ms: Optional[int]) -> str:
+        q = ""
+        if hidden:
+            q += "&hidden=1"
+        if not gitignore:
+            q += "&gitignore=0"
+        if follow:
+            q += "&follow=1"
+        for e in exclude:
+            q += "&exclude=" + quote_value(e)
+        if max_results is not None:
+            q += "&max_results=%d" % max_results
+        if timeout_ms is not None:
+            q += "&timeout_ms=%d" % timeout_ms
+        return q
+
+    def search(self, path: str, pattern: str, *, fixed: bool = False,
+               ignore_case: bool = False, glob: Iterable[str] = (),
+               exclude: Iterable[str] = (), hidden: bool = False, gitignore: bool = True,
+               follow: bool = False, context: int = 0, max_results: Optional[int] = None,
+               max_bytes: Optional[int] = None, max_bytes_per_line: Optional[int] = None,
+               timeout_ms: Optional[int] = None,
+               on_match: Optional[Callable[[SearchMatch], Any]] = None) -> SearchResult:
+        """GET /v1/fs/search: the matching lines below `path` (or in the file `path`),
+        then the summary (which names the bound that cut the answer, if one did).
+        `on_match` sees each match as it arrives. Retried until the stream starts;
+        a stream that ends without its summary raises (TransportError or
+        ProtocolError)."""
+        target = ("/v1/fs/search?path=" + quote_value(path) + "&pattern=" +
+                  quote_value(pattern) + ("&fixed=1" if fixed else "") +
+                  ("&ignore_case=1" if ignore_case else ""))
+        for g in glob:
+            target += "&glob=" + quote_value(g)
+        if context:
+            target += "&context=%d" % context
+        if max_bytes is not None:
+            target += "&max_bytes=%d" % max_bytes
+        if max_bytes_per_line is not None:
+            target += "&max_bytes_per_line=%d" % max_bytes_per_line
+        target += self._walk_query(hidden, gitignore, follow, exclude, max_results, timeout_ms)
+        resp = self._t.open(Request("GET", target, idempotent=True))
+        matches: List[SearchMatch] = []
+        summary: Optional[SearchSummary] = None
+        pending = b""
+        with resp:
+            while True:
+                chunk = resp.read_chunk(1 << 16)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    try:
+                        doc = json.loads(line.decode("utf-8"))
+                    except (ValueError, UnicodeDecodeError) as e:
+                        raise ProtocolError("a search line is not JSON: %s" % e) from e
+                    kind = doc.get("type") if isinstance(doc, dict) else None
+                    if kind == "match":
+                        m = SearchMatch.from_json(doc)
+                        matches.append(m)
+                        if on_match is not None:
+                            on_match(m)
+                    elif kind == "summary":
+                        summary = SearchSummary.from_json(doc)
+        if summary is None or pending:
+            raise ProtocolError("the search stream ended without its summary line")
+        return SearchResult(matches, summary)
+
+    def glob(self, path: str, pattern: str, *, exclude: Iterable[str] = (),
+             hidden: bool = False, gitignore: bool = True, follow: bool = False,
+             max_results: Optional[int] = None,
+             timeout_ms: Optional[int] = None) -> GlobResult:
+        """GET /v1/fs/glob: entries below `path` whose relative path matches `pattern`
+        (`*`, `?`, `[...]`, `**`, `{a,b}`), sorted by path."""
+        target = ("/v1/fs/glob?path=" + quote_value(path) + "&pattern=" + quote_value(pattern) +
+                  self._walk_query(hidden, gitignore, follow, exclude, max_results, timeout_ms))
+        return GlobResult.from_json(self._json("GET", target, idempotent=True))
 
     # -- trees ---------------------------------------------------------------
 

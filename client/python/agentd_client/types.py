@@ -275,3 +275,68 @@ class FileStat:
 class TreeStats:
     entries: int  # archive members written or extracted
     bytes: int  # regular-file content bytes
+
+
+@dataclass
+class SearchMatch:
+    """One matching line of GET /v1/fs/search (docs/PROTOCOL.md, "Search")."""
+
+    path: str
+    line: int  # 1-based: usable as start_line of read_file
+    column: int  # 1-based byte offset of the first match
+    text: str
+    cut: bool
+    invalid_utf8: List[int]  # byte offsets of bytes sent as U+FFFD
+    before: List[str]
+    after: List[str]
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "SearchMatch":
+        return SearchMatch(str(d.get("path", "")), _int(d.get("line")), _int(d.get("column")),
+                           str(d.get("text", "")), bool(d.get("cut", False)),
+                           [_int(x) for x in d.get("invalid_utf8") or []],
+                           [str(x) for x in d.get("before") or []],
+                           [str(x) for x in d.get("after") or []], d)
+
+
+@dataclass
+class SearchSummary:
+    files_scanned: int
+    matches: int
+    binary_skipped: int
+    unreadable: int
+    truncated: bool
+    bound: Optional[str]  # "results", "bytes", "time" or None
+    elapsed_ms: int
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "SearchSummary":
+        return SearchSummary(_int(d.get("files_scanned")), _int(d.get("matches")),
+                             _int(d.get("binary_skipped")), _int(d.get("unreadable")),
+                             bool(d.get("truncated", False)), _opt_str(d.get("bound")),
+                             _int(d.get("elapsed_ms")), d)
+
+
+@dataclass
+class SearchResult:
+    matches: List[SearchMatch]
+    summary: SearchSummary
+
+
+@dataclass
+class GlobResult:
+    """GET /v1/fs/glob (docs/PROTOCOL.md, "Glob"): entries sorted by path."""
+
+    entries: List[FileStat]
+    truncated: bool
+    bound: Optional[str]  # "results", "time" or None
+    elapsed_ms: int
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "GlobResult":
+        return GlobResult([FileStat.from_json(e) for e in d.get("entries") or []],
+                          bool(d.get("truncated", False)), _opt_str(d.get("bound")),
+                          _int(d.get("elapsed_ms")), d)
