@@ -41,5 +41,8 @@ int CmdMv(Context& ctx);
 int CmdRm(Context& ctx);
 // cmd_cp.cc
 int CmdCp(Context& ctx);
+// cmd_search.cc
+int CmdGrep(Context& ctx);
+int CmdGlob(Context& ctx);
 
 }  // namespace agentd::cli

@@ -14,6 +14,7 @@ void AddStreamChecks(std::vector<Check>& checks);
 void AddRunChecks(std::vector<Check>& checks);
 void AddFileChecks(std::vector<Check>& checks);
 void AddTreeChecks(std::vector<Check>& checks);
+void AddSearchChecks(std::vector<Check>& checks);
 void AddHostileChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

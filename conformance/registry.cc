@@ -11,6 +11,7 @@ const std::vector<Check>& AllChecks() {
     AddRunChecks(all);
     AddFileChecks(all);
     AddTreeChecks(all);
+    AddSearchChecks(all);
     AddHostileChecks(all);
     return all;
   }();

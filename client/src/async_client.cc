@@ -5,6 +5,7 @@
 #include "exec_calls.h"
 #include "file_calls.h"
 #include "reactive_calls.h"
+#include "search_calls.h"
 #include "transport.h"
 #include "tree_transfer.h"
 
@@ -137,6 +138,17 @@ asio::awaitable<Result<FileStat>> AsyncClient::WriteFileFrom(std::string path, B
 
 asio::awaitable<Result<FileStat>> AsyncClient::Stat(std::string path, bool follow) {
   co_return co_await StatCall(*transport_, std::move(path), follow);
+}
+
+asio::awaitable<Result<SearchResult>> AsyncClient::Search(std::string path, std::string pattern,
+                                                          SearchOptions options) {
+  co_return co_await SearchCall(*transport_, std::move(path), std::move(pattern),
+                                std::move(options));
+}
+
+asio::awaitable<Result<GlobResponse>> AsyncClient::Glob(std::string path, std::string pattern,
+                                                        WalkQuery query) {
+  co_return co_await GlobCall(*transport_, std::move(path), std::move(pattern), std::move(query));
 }
 
 asio::awaitable<Result<ListResponse>> AsyncClient::List(std::string path) {

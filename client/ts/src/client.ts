@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 import { AgentdError, invalidRequest, isRetryable, transportError } from "./errors.js";
 import { applyEvent } from "./events.js";
-import { FileCalls } from "./files.js";
+import { SearchCalls } from "./search.js";
 import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import type {
@@ -60,7 +60,7 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-export class Client extends FileCalls {
+export class Client extends SearchCalls {
   // -- health and bootstrap ------------------------------------------------
 
   /** GET /v1/health (no token needed). */

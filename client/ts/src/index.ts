@@ -9,5 +9,6 @@ export type { Compression, ReadOptions, RunOptions, StreamOptions, WriteOptions 
 export { AgentdError, isRetryable } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";
 export type { ExtractOptions } from "./extract.js";
+export type { GlobResult, SearchMatch, SearchOptions, SearchResult, SearchSummary, WalkOptions } from "./search.js";
 export type { ClientOptions } from "./transport.js";
 export type * from "./types.js";

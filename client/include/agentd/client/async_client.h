@@ -22,6 +22,7 @@
 #include "agentd/client/files.h"
 #include "agentd/client/options.h"
 #include "agentd/client/reactive.h"
+#include "agentd/client/search.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/run.h"
@@ -132,6 +133,15 @@ class AsyncClient {
   asio::awaitable<Result<FileStat>> Rename(RenameRequest request);
   asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive = false);
   asio::awaitable<Result<std::string>> Realpath(std::string path);
+  // GET /v1/fs/search: the lines matching `pattern` below `path` (or in the
+  // file `path`), then the summary naming the bound that cut it, if any.
+  // Retried until the stream starts; a stream that ends without its
+  // summary is an error (protocol_error or transport_error).
+  asio::awaitable<Result<SearchResult>> Search(std::string path, std::string pattern,
+                                               SearchOptions options = {});
+  // GET /v1/fs/glob: entries below `path` matching `pattern`, sorted.
+  asio::awaitable<Result<GlobResponse>> Glob(std::string path, std::string pattern,
+                                             WalkQuery query = {});
 
   // Uploads the contents of local directory `local` into guest directory
   // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
@@ -272,6 +282,17 @@ class AsyncClient {
   template <typename Token>
   auto AsyncRealpath(std::string path, Token&& token) {
     return detail::Launch(executor_, Realpath(std::move(path)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncSearch(std::string path, std::string pattern, SearchOptions options, Token&& token) {
+    return detail::Launch(executor_,
+                          Search(std::move(path), std::move(pattern), std::move(options)),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncGlob(std::string path, std::string pattern, WalkQuery query, Token&& token) {
+    return detail::Launch(executor_, Glob(std::move(path), std::move(pattern), std::move(query)),
+                          std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncUploadDir(std::string local, std::string remote, TarCompression compression,

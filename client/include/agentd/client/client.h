@@ -99,6 +99,12 @@ class Client {
     return Wait(async_.Remove(std::move(path), recursive));
   }
   Result<std::string> Realpath(std::string path) { return Wait(async_.Realpath(std::move(path))); }
+  Result<SearchResult> Search(std::string path, std::string pattern, SearchOptions options = {}) {
+    return Wait(async_.Search(std::move(path), std::move(pattern), std::move(options)));
+  }
+  Result<GlobResponse> Glob(std::string path, std::string pattern, WalkQuery query = {}) {
+    return Wait(async_.Glob(std::move(path), std::move(pattern), std::move(query)));
+  }
 
   Result<TreeStats> UploadDir(std::string local, std::string remote,
                               TarCompression compression = TarCompression::kNone) {
