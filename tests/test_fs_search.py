@@ -194,6 +194,12 @@ class SearchBoundTest(SearchCase):
             self.assertEqual((status, error_code(doc), doc["error"].get("field")),
                              (400, "invalid_request", field), params)
 
+    def test_a_start_that_is_neither_file_nor_directory_is_refused(self):
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        status, _, body = self.daemon.request("GET", search_url(path=fifo, pattern="x"))
+        self.assertEqual((status, error_code(json.loads(body))), (400, "not_a_directory"))
+
     def test_a_missing_path_is_not_found(self):
         status, _, body = self.daemon.request(
             "GET", search_url(path=os.path.join(self.dir, "nope"), pattern="x"))

@@ -8,6 +8,9 @@
 // GCC 12 false positive: see fs_tar_routes.cc.
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include "api/fs_route_util.h"
 #include "api/pool_job.h"
@@ -18,6 +21,7 @@
 #include "search/tree_glob.h"
 #include "search/tree_search.h"
 #include "search/wildmatch.h"
+#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {
@@ -40,7 +44,20 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  auto open = [&]() { return r.fs.root().OpenAt(*rel, O_RDONLY | O_NONBLOCK); };
+  // A regular file or a directory; anything else (a FIFO, a device) is
+  // refused here, before the stream starts.
+  auto open = [&]() -> Result<UniqueFd> {
+    Result<UniqueFd> fd = r.fs.root().OpenAt(*rel, O_RDONLY | O_NONBLOCK);
+    if (!fd.ok()) return fd;
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0) return PosixError(errno, "cannot stat", rel->display);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      return Status::Error(ErrorCode::kNotADirectory,
+                           rel->display + " is neither a directory nor a regular file")
+          .With("path", rel->display);
+    }
+    return fd;
+  };
   Result<UniqueFd> start = co_await RunBlocking(r.ctx.blocking, std::move(open));
   if (!start.ok()) {
     co_await res.SendError(start.status());

@@ -41,9 +41,9 @@ bool GlobCouldMatchBelow(const std::string& pattern, const std::string& dir) {
 
 Result<GlobResponse> RunGlob(const ConfinedRoot& root, const RelPath& start,
                              const std::string& display, int start_fd, const GlobOptions& opts) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point started = Clock::now();
-  const Clock::time_point deadline = started + opts.timeout;
+  using WalkClock = std::chrono::steady_clock;
+  const WalkClock::time_point started = WalkClock::now();
+  const WalkClock::time_point deadline = started + opts.timeout;
   GlobResponse out;
   std::string base = display == "/" ? "" : display;
   // Kept to the first max_results by path: trimmed whenever twice that
@@ -58,7 +58,7 @@ Result<GlobResponse> RunGlob(const ConfinedRoot& root, const RelPath& start,
   };
   TreeWalk walk(root, start, opts.walk);
   auto visit = [&](const WalkEntry& e) -> WalkStep {
-    if (Clock::now() >= deadline) {
+    if (WalkClock::now() >= deadline) {
       out.truncated = true;
       out.bound = "time";
       return WalkStep::kStop;
@@ -94,7 +94,7 @@ Result<GlobResponse> RunGlob(const ConfinedRoot& root, const RelPath& start,
   if (bound == "time") out.bound = "time";  // the time bound, if hit, is the one named
   std::sort(out.entries.begin(), out.entries.end(), ByPath);
   out.elapsed_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+      std::chrono::duration_cast<std::chrono::milliseconds>(WalkClock::now() - started).count());
   return out;
 }
 

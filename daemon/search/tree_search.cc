@@ -19,18 +19,18 @@ constexpr auto kSearchFlushEvery = std::chrono::milliseconds(100);
 }  // namespace
 
 Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point started = Clock::now();
-  const Clock::time_point deadline = started + opts_.timeout;
+  using WalkClock = std::chrono::steady_clock;
+  const WalkClock::time_point started = WalkClock::now();
+  const WalkClock::time_point deadline = started + opts_.timeout;
   SearchSummary sum;
   std::string block;
   uint64_t sent_bytes = 0;
   bool gone = false;
-  Clock::time_point last_flush = started;
+  WalkClock::time_point last_flush = started;
 
   auto flush = [&]() {
     if (block.empty() || gone) return;
-    last_flush = Clock::now();
+    last_flush = WalkClock::now();
     if (!out(std::move(block))) gone = true;
     block.clear();
   };
@@ -63,8 +63,8 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
     }
     if (r->stopped) return false;
     if (r->timed_out) return bound("time");
-    if (Clock::now() >= deadline) return bound("time");
-    if (!block.empty() && Clock::now() - last_flush >= kSearchFlushEvery) flush();
+    if (WalkClock::now() >= deadline) return bound("time");
+    if (!block.empty() && WalkClock::now() - last_flush >= kSearchFlushEvery) flush();
     return !gone;
   };
 
@@ -75,7 +75,7 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
     std::string base = display_ == "/" ? "" : display_;
     TreeWalk walk(root_, start_, opts_.walk);
     auto visit = [&](const WalkEntry& e) -> WalkStep {
-      if (Clock::now() >= deadline) {
+      if (WalkClock::now() >= deadline) {
         bound("time");
         return WalkStep::kStop;
       }
@@ -99,7 +99,7 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
     sum.unreadable += walk.counts().unreadable;
   }
   sum.elapsed_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count());
+      std::chrono::duration_cast<std::chrono::milliseconds>(WalkClock::now() - started).count());
   json::AppendSerialized(block, EncodeSearchSummary(sum));
   block += '\n';
   flush();
