@@ -149,7 +149,7 @@ def daemon_query_parameters():
     """The query parameter names daemon/api/*.cc reads (api/query_reader.h)."""
     names = set()
     api = os.path.join(REPO, "daemon", "api")
-    pattern = re.compile(r'\bq\.(?:Required|String|Bool|Number|Choice)\(\s*"([a-z_]+)"')
+    pattern = re.compile(r'\bq\.(?:Required|String|Bool|Number|Choice|Repeated)\(\s*"([a-z_]+)"')
     for name in os.listdir(api):
         if name.endswith(".cc") and not name.endswith("_test.cc"):
             with open(os.path.join(api, name), encoding="utf-8") as f:

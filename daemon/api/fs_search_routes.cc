@@ -28,10 +28,9 @@ namespace {
 
 asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
-  SearchQuery sq = ReadSearchQuery(q, req.query());
+  SearchQuery sq = ReadSearchQuery(q);
   Result<RelPath> rel = CheckPath(r.fs, sq.path);
   Status s = q.Finish();
-  if (s.ok()) s = sq.error;
   if (s.ok() && !rel.ok()) s = rel.status();
   std::shared_ptr<const LineMatcher> matcher;
   if (s.ok()) {
@@ -116,10 +115,8 @@ asio::awaitable<void> Glob(FsRoute r, Request& req, Response& res) {
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   const std::string* pattern = q.Required("pattern");
   GlobOptions opts;
-  Status s;
-  ReadWalkQuery(q, req.query(), &opts.walk, &opts.max_results, &opts.timeout, &s);
-  Status finished = q.Finish();
-  if (!finished.ok()) s = finished;
+  ReadWalkQuery(q, &opts.walk, &opts.max_results, &opts.timeout);
+  Status s = q.Finish();
   if (s.ok() && !rel.ok()) s = rel.status();
   if (s.ok()) {
     bool too_many = false;

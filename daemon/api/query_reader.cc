@@ -19,6 +19,15 @@ const std::string* QueryReader::String(std::string_view name) {
   return found;
 }
 
+std::vector<std::string> QueryReader::Repeated(std::string_view name) {
+  known_.emplace_back(name);
+  std::vector<std::string> out;
+  for (const auto& [k, v] : query_) {
+    if (k == name) out.push_back(v);
+  }
+  return out;
+}
+
 const std::string* QueryReader::Required(std::string_view name) {
   const std::string* v = String(name);
   if (!v) Fail(name, "query parameter \"" + std::string(name) + "\" is required");

@@ -33,6 +33,9 @@ class QueryReader {
   // An unsigned decimal integer in [min, max]; nullopt when absent (or
   // refused, with `min` and `max` in the details).
   std::optional<uint64_t> Number(std::string_view name, uint64_t min, uint64_t max);
+  // Every value of a parameter that may be given more than once (search's
+  // `glob` and `exclude`), in order; empty when absent.
+  std::vector<std::string> Repeated(std::string_view name);
   // One of `choices`; nullopt when absent (or refused, naming the choices).
   std::optional<std::string> Choice(std::string_view name,
                                     std::initializer_list<std::string_view> choices);

@@ -87,3 +87,16 @@ TEST_CASE("query reader: the first problem recorded wins", "[query]") {
   r.Fail(Status::InvalidRequest("query parameter \"offset\" is required").With("field", "offset"));
   CHECK(r.Finish().message().find("must be an integer") != std::string::npos);
 }
+
+TEST_CASE("query reader: a repeatable parameter answers every value in order", "[query]") {
+  QueryParams q{{"glob", "*.c"}, {"path", "/w"}, {"glob", "*.h"}};
+  QueryReader r(q);
+  CHECK(r.Repeated("glob") == std::vector<std::string>{"*.c", "*.h"});
+  CHECK(r.Repeated("exclude").empty());
+  CHECK(*r.String("path") == "/w");
+  CHECK(r.Finish().ok());
+  QueryReader once(q);
+  once.String("path");
+  CHECK_FALSE(once.String("glob"));  // not read as repeatable: refused
+  CHECK(once.Finish().details().Find("field")->as_string() == "glob");
+}

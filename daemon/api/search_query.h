@@ -1,6 +1,6 @@
 // The query of GET /v1/fs/search and GET /v1/fs/glob (docs/PROTOCOL.md,
 // "Search" and "Glob"), read through a QueryReader so unknown parameters
-// are refused. Numbers are checked against their ranges here.
+// are refused and numbers checked against their ranges.
 #pragma once
 
 #include <optional>
@@ -24,16 +24,15 @@ struct SearchQuery {
   bool fixed = false;
   bool ignore_case = false;
   SearchOptions options;
-  Status error;  // the first bad value, beyond what the QueryReader saw
 };
 
-// Every parameter of the search route. `all` is the raw query, for the
-// repeatable parameters (glob, exclude).
-SearchQuery ReadSearchQuery(QueryReader& q, const QueryParams& all);
+// Every parameter of the search route; problems are the reader's
+// (Finish() reports the first).
+SearchQuery ReadSearchQuery(QueryReader& q);
 
 // The parameters search and glob share: hidden, gitignore, follow,
-// exclude, max_results, timeout_ms. Records a bad value in `*error`.
-void ReadWalkQuery(QueryReader& q, const QueryParams& all, WalkOptions* walk, uint64_t* max_results,
-                   std::chrono::milliseconds* timeout, Status* error);
+// exclude (repeatable), max_results, timeout_ms.
+void ReadWalkQuery(QueryReader& q, WalkOptions* walk, uint64_t* max_results,
+                   std::chrono::milliseconds* timeout);
 
 }  // namespace agentd
