@@ -25,12 +25,14 @@ RULES = {
     "spool": ["log", "sys"],
     "proc": ["log", "sys"],
     "fs": ["log", "sys"],
+    "search": ["fs", "log", "sys"],
     "auth": ["log", "sys"],
     "server": ["log", "sys"],
     "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
     "run": ["exec", "metrics", "proc", "sys"],
     "config": ["exec", "log", "server"],
-    "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "run", "server", "sys"],
+    "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "run", "search", "server",
+            "sys"],
 }
 
 
