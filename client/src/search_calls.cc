@@ -1,6 +1,6 @@
 #include "search_calls.h"
 
-#include "url_encode.h"
+#include "agentd/protocol/percent.h"
 
 namespace agentd::client {
 namespace {
@@ -12,7 +12,7 @@ constexpr size_t kMaxSearchLineBytes = 512u << 20;
 
 std::string WalkParams(const WalkQuery& q) {
   std::string out;
-  for (const std::string& e : q.exclude) out += "&exclude=" + EncodeQueryValue(e);
+  for (const std::string& e : q.exclude) out += "&exclude=" + PercentEncode(e, /*keep_slash=*/true);
   if (q.hidden) out += "&hidden=1";
   if (!q.gitignore) out += "&gitignore=0";
   if (q.follow) out += "&follow=1";
@@ -30,11 +30,12 @@ Status Malformed(std::string what) {
 asio::awaitable<Result<SearchResult>> SearchCall(Transport& t, std::string path,
                                                  std::string pattern, SearchOptions o) {
   HttpRequest req;
-  req.target =
-      "/v1/fs/search?path=" + EncodeQueryValue(path) + "&pattern=" + EncodeQueryValue(pattern);
+  req.target = "/v1/fs/search?path=" + PercentEncode(path, /*keep_slash=*/true) +
+               "&pattern=" + PercentEncode(pattern, /*keep_slash=*/true);
   if (o.fixed) req.target += "&fixed=1";
   if (o.ignore_case) req.target += "&ignore_case=1";
-  for (const std::string& g : o.glob) req.target += "&glob=" + EncodeQueryValue(g);
+  for (const std::string& g : o.glob)
+    req.target += "&glob=" + PercentEncode(g, /*keep_slash=*/true);
   if (o.context) req.target += "&context=" + std::to_string(o.context);
   if (o.max_bytes) req.target += "&max_bytes=" + std::to_string(*o.max_bytes);
   if (o.max_bytes_per_line) {
@@ -90,8 +91,8 @@ asio::awaitable<Result<SearchResult>> SearchCall(Transport& t, std::string path,
 asio::awaitable<Result<GlobResponse>> GlobCall(Transport& t, std::string path, std::string pattern,
                                                WalkQuery query) {
   HttpRequest req;
-  req.target = "/v1/fs/glob?path=" + EncodeQueryValue(path) +
-               "&pattern=" + EncodeQueryValue(pattern) + WalkParams(query);
+  req.target = "/v1/fs/glob?path=" + PercentEncode(path, /*keep_slash=*/true) +
+               "&pattern=" + PercentEncode(pattern, /*keep_slash=*/true) + WalkParams(query);
   req.idempotent = true;
   co_return DecodeAnswer<GlobResponse>(co_await t.Call(req), &DecodeGlobResponse);
 }
