@@ -78,7 +78,10 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
   std::string prefix = "{\"type\":\"match\",\"path\":";
   json::AppendQuoted(prefix, path);
   prefix += ",\"line\":";
-  buf_.clear();
+  // buf_ only grows (reads never zero-fill it again); len is what it holds.
+  // What a file with very long lines made it grow to is given back.
+  if (buf_.size() > 4 * kSearchReadBytes) buf_ = std::string();
+  size_t len = 0;
   size_t scan_from = 0;     // where the next search starts
   size_t count_pos = 0;     // line numbers are known up to here
   uint64_t count_line = 1;  // the line number at count_pos
@@ -91,16 +94,16 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
   auto feed = [&](size_t limit, bool at_eof) -> bool {
     for (PendingMatch& p : pending) {
       while (p.need > 0 && p.next < limit) {
-        size_t end = EndOfLine(buf_, p.next, limit);
+        size_t end = EndOfLine(std::string_view(buf_.data(), len), p.next, limit);
         if (end == limit && !at_eof) break;  // the line goes on in the next block
         if (!p.first) p.head += ',';
         p.first = false;
-        AppendContextLine(p.head, std::string_view(buf_).substr(p.next, end - p.next),
+        AppendContextLine(p.head, std::string_view(buf_.data() + p.next, end - p.next),
                           opts_.max_line_bytes);
         --p.need;
         p.next = end + 1;
       }
-      if (at_eof || p.next >= buf_.size() + 1) p.need = 0;
+      if (at_eof || p.next >= len + 1) p.need = 0;
     }
     while (!pending.empty() && pending.front().need == 0) {
       pending.front().head += "]}\n";
@@ -115,28 +118,28 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
       result.timed_out = true;
       return result;
     }
-    size_t old = buf_.size();
-    buf_.resize(old + kSearchReadBytes);
+    size_t old = len;
+    if (buf_.size() < old + kSearchReadBytes) buf_.resize(old + kSearchReadBytes);
     ssize_t n;
     do {
       n = ::read(fd, buf_.data() + old, kSearchReadBytes);
     } while (n < 0 && errno == EINTR);
     if (n < 0) return PosixError(errno, "cannot read", std::string(path));
-    buf_.resize(old + static_cast<size_t>(n));
+    len = old + static_cast<size_t>(n);
     eof = n == 0;
     if (first_block) {
       first_block = false;
-      if (std::memchr(buf_.data(), '\0', buf_.size())) {
+      if (std::memchr(buf_.data(), '\0', len)) {
         result.binary = true;
         return result;
       }
     }
     // Whole lines only, unless the file ended.
-    size_t limit = buf_.size();
+    size_t limit = len;
     if (!eof) {
-      const void* last = ::memrchr(buf_.data() + scan_from, '\n', buf_.size() - scan_from);
+      const void* last = ::memrchr(buf_.data() + scan_from, '\n', len - scan_from);
       if (!last) {
-        if (buf_.size() - scan_from > kMaxSearchLineBytes) {
+        if (len - scan_from > kMaxSearchLineBytes) {
           result.binary = true;
           return result;
         }
@@ -191,7 +194,7 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
           const void* nl = stop > 0 ? ::memrchr(buf_.data(), '\n', stop) : nullptr;
           size_t start =
               nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
-          before.push_back(std::string_view(buf_).substr(start, stop - start));
+          before.push_back(std::string_view(buf_.data() + start, stop - start));
           end = start;
         }
         p.head += ",\"before\":[";
@@ -229,12 +232,13 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
     }
     for (PendingMatch& p : pending) keep = std::min(keep, p.next);
     count_line += CountNewlines(buf_.data() + count_pos, keep - count_pos);
-    buf_.erase(0, keep);
+    std::memmove(buf_.data(), buf_.data() + keep, len - keep);
+    len -= keep;
     for (PendingMatch& p : pending) p.next -= keep;
     scan_from = limit - keep;
     count_pos = 0;
   }
-  if (!feed(buf_.size(), true)) result.stopped = true;
+  if (!feed(len, true)) result.stopped = true;
   return result;
 }
 
