@@ -33,6 +33,7 @@ NOTICE_FOR_ARCHIVE = {
     "libdaemon_spool.a": None,
     "libdaemon_proc.a": None,
     "libdaemon_fs.a": None,
+    "libdaemon_search.a": None,
     "libdaemon_auth.a": None,
     "libdaemon_server.a": None,
     "libdaemon_exec.a": None,
