@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "search/required_literal.h"
+
 namespace agentd {
 namespace {
 
@@ -46,6 +48,7 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Compile(std::string_view
   std::shared_ptr<LineMatcher> m(new LineMatcher());
   m->code_ = code;
   m->per_line_ = NeedsPerLine(pattern, opts.fixed);
+  if (opts.prefilter) m->required_ = RequiredLiteral(pattern, opts.fixed, opts.ignore_case);
   return std::shared_ptr<const LineMatcher>(std::move(m));
 }
 
@@ -77,18 +80,26 @@ Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_vi
     const void* nl = std::memchr(buf.data() + at, '\n', buf.size() - at);
     return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : buf.size();
   };
+  // The start of the line holding buf[at], looking back no further than pos.
+  auto line_start_of = [&](size_t pos, size_t at) {
+    const void* prev = at > pos ? ::memrchr(buf.data() + pos, '\n', at - pos) : nullptr;
+    return prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
+  };
   size_t pos = from;
   while (pos < buf.size()) {
     size_t line_start = pos;
-    if (!per_line_) {
+    if (!required_.empty()) {
+      // Only a line holding the literal can match: memmem to it.
+      const void* lit =
+          ::memmem(buf.data() + pos, buf.size() - pos, required_.data(), required_.size());
+      if (!lit) return std::optional<LineHit>();
+      line_start = line_start_of(pos, static_cast<const char*>(lit) - buf.data());
+    } else if (!per_line_) {
       // Leftmost match anywhere from here; its line is the candidate.
       Result<size_t> at = MatchIn(buf, pos, buf.size(), s);
       if (!at.ok()) return at.status();
       if (*at == std::string_view::npos) return std::optional<LineHit>();
-      size_t abs = pos + *at;
-      const void* prev = abs > pos ? ::memrchr(buf.data() + pos, '\n', abs - pos) : nullptr;
-      line_start =
-          prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
+      line_start = line_start_of(pos, pos + *at);
     }
     size_t end = line_end(line_start);
     // The line on its own decides (a whole-buffer match may have used the

@@ -19,6 +19,9 @@ namespace agentd {
 struct LineMatcherOptions {
   bool fixed = false;  // the pattern is a literal
   bool ignore_case = false;
+  // Skip by the pattern's required literal (search/required_literal.h);
+  // off only to compare answers in tests.
+  bool prefilter = true;
 };
 
 class LineMatcher {
@@ -62,6 +65,8 @@ class LineMatcher {
   // changes with what lies beyond the line (\A, \z, lookarounds) are run
   // line by line instead.
   bool per_line_ = false;
+  // Every matching line holds this ("" when no literal is certain).
+  std::string required_;
 };
 
 }  // namespace agentd
