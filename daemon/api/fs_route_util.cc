@@ -48,4 +48,17 @@ asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Co
   }
 }
 
+asio::awaitable<bool> SendChannel(ByteChannel& channel, Response& res, metrics::Counter* counted) {
+  for (;;) {
+    std::optional<std::string> chunk = co_await channel.AsyncPop();
+    if (!chunk) co_return true;
+    Status wrote = co_await res.Write(*chunk);
+    if (!wrote.ok()) {
+      channel.Close();
+      co_return false;
+    }
+    if (counted) counted->Inc(chunk->size());
+  }
+}
+
 }  // namespace agentd

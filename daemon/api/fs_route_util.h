@@ -70,4 +70,11 @@ inline constexpr size_t kPumpBlockBytes = 256 * 1024;
 // the channel is added to `counted` (a "bytes in" metric).
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted);
 
+// The other direction: writes every block a job pushes into `channel` to
+// the response body until the job finishes the channel. False when the
+// client went away (the channel is then closed, which stops the job's
+// next push). Each block written is added to `counted` when given.
+asio::awaitable<bool> SendChannel(ByteChannel& channel, Response& res,
+                                  metrics::Counter* counted = nullptr);
+
 }  // namespace agentd

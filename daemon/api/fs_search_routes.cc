@@ -83,17 +83,7 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
     return sum;
   };
   auto job = PoolJob<Result<SearchSummary>>::Start(r.fs.jobs(), io, std::move(job_fn));
-  bool sent = true;
-  for (;;) {
-    std::optional<std::string> chunk = co_await channel->AsyncPop();
-    if (!chunk) break;
-    Status wrote = co_await res.Write(*chunk);
-    if (!wrote.ok()) {
-      sent = false;
-      channel->Close();
-      break;
-    }
-  }
+  bool sent = co_await SendChannel(*channel, res);
   Result<SearchSummary> done = co_await job.Wait();
   if (!done.ok() || !sent) {
     // A stream without its summary line (and final chunk) is how the

@@ -158,18 +158,7 @@ asio::awaitable<void> Download(TarRoute r, Request& req, Response& res) {
     return st;
   };
   auto job = PoolJob<Status>::Start(r.fs.jobs(), io, std::move(archive));
-  bool sent = true;
-  for (;;) {
-    std::optional<std::string> chunk = co_await channel->AsyncPop();
-    if (!chunk) break;
-    Status wrote = co_await res.Write(*chunk);
-    if (!wrote.ok()) {
-      sent = false;
-      channel->Close();
-      break;
-    }
-    metrics::Daemon().tar_bytes_out.Inc(chunk->size());
-  }
+  bool sent = co_await SendChannel(*channel, res, &metrics::Daemon().tar_bytes_out);
   Status made = co_await job.Wait();
   if (!made.ok() || !sent) {
     // A stream cut short (no final chunk) is how the client learns of it.
