@@ -11,14 +11,43 @@
 
 namespace {
 
+constexpr const char* kSynopsis =
+    "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
+    "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
+    "                          [--small-fs GUEST_DIR] [--list]\n";
+
 int Usage(const char* why) {
-  std::fprintf(stderr,
-               "agentd-conformance: %s\n"
-               "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
-               "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
-               "                          [--small-fs GUEST_DIR] [--list]\n",
-               why);
+  std::fprintf(stderr, "agentd-conformance: %s\n%s", why, kSynopsis);
   return 2;
+}
+
+// --help: on stdout, and complete enough to be the man page (help2man).
+int Help() {
+  std::printf(
+      "agentd-conformance: checks a live agentd guest against the published protocol.\n\n%s"
+      "\n"
+      "Runs named checks of every clause of docs/PROTOCOL.md against the daemon at\n"
+      "URL, printing PASS, FAIL or SKIP, the name, the time and (for FAIL and SKIP)\n"
+      "why, one line per check, then \"N passed, M failed[, K skipped]\".\n"
+      "Run it only against a guest you can spare: it runs a fork bomb and a memory\n"
+      "hog under limits, fills --small-fs and execs as nobody.\n"
+      "\n"
+      "Options:\n"
+      "  --url URL            http://HOST:PORT, unix:/path/to/socket or vsock:CID:PORT\n"
+      "  --token-file FILE    the bearer token the daemon was bootstrapped with\n"
+      "  --token TOKEN        the same, on the command line (visible in ps)\n"
+      "  --filter PATTERN     run only checks whose \"area: name\" contains PATTERN\n"
+      "  --junit FILE         also write JUnit XML, one testcase per check\n"
+      "  --scratch-root DIR   guest directory for the suite's scratch files (/tmp)\n"
+      "  --small-fs DIR       a guest directory on a small file system, for the\n"
+      "                       disk-pressure check (skipped without it)\n"
+      "  --list               print every check as \"area: name\" and exit\n"
+      "  -h, --help           print this help and exit\n"
+      "\n"
+      "Exit status: 0 when nothing failed and something passed; 1 when a check\n"
+      "failed or none passed; 2 for a usage error.\n",
+      kSynopsis);
+  return 0;
 }
 
 }  // namespace
@@ -61,8 +90,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--scratch-root" && (v = value("--scratch-root"))) {
       options.scratch_root = v;
     } else if (arg == "--help" || arg == "-h") {
-      Usage("checks an agentd guest against the published protocol");
-      return 0;
+      return Help();
     } else {
       return Usage(("unknown or incomplete argument " + arg).c_str());
     }
