@@ -8,8 +8,13 @@
 #include "log/log.h"
 
 namespace agentd {
+namespace {
 
+// In the anonymous namespace like the other exec files' aliases, so a
+// unity batch holding several of them sees one alias, not a shadowing one.
 using SystemClock = std::chrono::system_clock;
+
+}  // namespace
 
 void ExecEngine::RecoverAll() {
   auto now = SystemClock::now();

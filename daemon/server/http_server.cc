@@ -133,7 +133,7 @@ void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()>
   }
   grace_timer_ = std::make_unique<asio::steady_timer>(
       io_, busy.empty() ? std::chrono::milliseconds(0) : grace);
-  grace_timer_->async_wait([this, busy, done = std::move(done)](const asio::error_code&) {
+  grace_timer_->async_wait([busy, done = std::move(done)](const asio::error_code&) {
     for (auto& conn : busy) conn->Close();
     done();
   });

@@ -165,11 +165,12 @@ asio::awaitable<Status> Response::SendJson(int status, const json::Value& body,
   co_return co_await Send(status, "application/json", text, extra);
 }
 
-asio::awaitable<Status> Response::SendError(const Status& error, const Headers& extra) {
+asio::awaitable<void> Response::SendError(const Status& error, const Headers& extra) {
   Headers headers = extra;
   if (error.http_status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
   int status = error.http_status() ? error.http_status() : 500;
-  co_return co_await SendJson(status, ErrorBody(error), headers);
+  Status sent = co_await SendJson(status, ErrorBody(error), headers);
+  (void)sent;
 }
 
 }  // namespace agentd

@@ -33,7 +33,9 @@ class Response {
                                const Headers& extra = {});
   asio::awaitable<Status> SendJson(int status, const json::Value& body, const Headers& extra = {});
   // The error shape of docs/PROTOCOL.md, with the status the code maps to.
-  asio::awaitable<Status> SendError(const Status& error, const Headers& extra = {});
+  // Nothing to report back: an error is a request's last word, and a send
+  // that fails means the peer is gone, which the connection sees itself.
+  asio::awaitable<void> SendError(const Status& error, const Headers& extra = {});
 
   asio::awaitable<Status> Begin(int status, std::string_view content_type,
                                 std::optional<uint64_t> content_length, const Headers& extra = {});
