@@ -124,9 +124,10 @@ int Serve(DaemonConfig& config) {
   asio::signal_set signals(io);
   std::unique_ptr<InitWorkload> init;
   if (config.init) {
-    init = std::make_unique<InitWorkload>(
-        io, exec.reaper(), config.command, config.exit_with_cmd, exec.child_nofile(),
-        [&](int code) { stop(json::Object().Set("init_exit_code", code), code); });
+    init = std::make_unique<InitWorkload>(io, exec.reaper(), config.command, config.exit_with_cmd,
+                                          config.init_user, exec.child_nofile(), [&](int code) {
+                                            stop(json::Object().Set("init_exit_code", code), code);
+                                          });
     if (Status s = init->Start(); !s.ok()) {
       std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
       return 1;

@@ -173,6 +173,39 @@ class InitModeTest(unittest.TestCase):
             self.assertIn("IMAGE_SETTING", names)
             self.assertFalse([n for n in names if n.startswith("AGENTD_")], names)
 
+    @unittest.skipUnless(os.geteuid() == 0, "switching users needs root")
+    def test_init_user_runs_the_command_as_that_user_while_execs_stay_root(self):
+        out = self.path("who")
+        os.chmod(self.dir, 0o777)  # nobody writes its report here
+        script = 'echo "$(id -u) $(id -g) $USER $HOME" > {out}.new; mv {out}.new {out}'.format(
+            out=out)
+        with Daemon("--init", "--init-user", "nobody", "--", "sh", "-c", script) as d:
+            wait_until(lambda: workload_log(d, "workload exited"), 10, what="the exit")
+            uid, gid, user, home = read(out).split()
+            self.assertEqual((uid, user), ("65534", "nobody"))
+            self.assertNotEqual(gid, "0")
+            obj, got, _ = run(d, "as-daemon", {"argv": ["id", "-u"]})
+            self.assertEqual(got, b"0\n")
+
+    @unittest.skipUnless(os.geteuid() == 0, "switching users needs root")
+    def test_init_user_takes_a_number_and_a_group(self):
+        out = self.path("who")
+        os.chmod(self.dir, 0o777)
+        with Daemon("--init", "--init-user=4321:4322", "--", "sh", "-c",
+                    "id -u > {o}.new; id -g >> {o}.new; mv {o}.new {o}".format(o=out)) as d:
+            wait_until(lambda: workload_log(d, "workload exited"), 10, what="the exit")
+            self.assertEqual(read(out).split(), ["4321", "4322"])
+
+    def test_an_unknown_init_user_is_a_command_that_could_not_start(self):
+        d = Daemon("--init", "--exit-with-cmd", "--init-user", "no-such-user-agentd", "--",
+                   "true", bootstrap=False)
+        try:
+            self.assertEqual(d.proc.wait(20), 126)
+            entry = workload_log(d, "workload could not start")
+            self.assertEqual(entry["user"], "no-such-user-agentd")
+        finally:
+            d.close()
+
     def test_a_command_without_init_is_refused(self):
         from lib.agentd_test import AGENTD_BIN
         r = subprocess.run([AGENTD_BIN, "--", "true"], capture_output=True, timeout=10)

@@ -62,6 +62,9 @@ struct DaemonConfig {
   bool init = false;
   bool exit_with_cmd = false;        // the workload's exit stops the daemon, with its code
   std::vector<std::string> command;  // the workload's argv; empty: none
+  // USER[:GROUP] the workload runs as (an image's USER when agentd is
+  // injected and runs as root); empty: the daemon's own identity.
+  std::string init_user;
 };
 
 // The engine's share of the configuration (exec/exec_options.h).

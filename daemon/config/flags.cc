@@ -221,6 +221,16 @@ const std::vector<Flag>& Flags() {
          c.exit_with_cmd = true;
          return Status::Ok();
        }},
+      {"init-user", "USER[:GROUP]",
+       "With --init: run CMD as USER (a name or number) and GROUP, as Docker's USER does; "
+       "the daemon keeps its own identity.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v.front() == ':' || v.back() == ':') {
+           return BadValue("init-user", v, "USER or USER:GROUP");
+         }
+         c.init_user = std::string(v);
+         return Status::Ok();
+       }},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };
@@ -236,6 +246,10 @@ Status CheckInitFlags(const DaemonConfig& c) {
   if (c.exit_with_cmd && c.command.empty()) {
     return Status::InvalidRequest("--exit-with-cmd needs --init and a command")
         .With("flag", std::string("exit-with-cmd"));
+  }
+  if (!c.init_user.empty() && c.command.empty()) {
+    return Status::InvalidRequest("--init-user needs --init and a command")
+        .With("flag", std::string("init-user"));
   }
   return Status::Ok();
 }

@@ -65,3 +65,14 @@ TEST_CASE("a command without --init and --exit-with-cmd without a command are re
   CHECK_FALSE(Parse({"--exit-with-cmd", "--", "true"}).ok());
   CHECK_FALSE(Parse({"--init=yes"}).ok());
 }
+
+TEST_CASE("init-user takes USER or USER:GROUP and needs a command", "[flags][init]") {
+  auto named = Parse({"--init", "--init-user", "app:staff", "--", "sleep", "1"});
+  REQUIRE(named.ok());
+  CHECK(named->config.init_user == "app:staff");
+  CHECK(Parse({"--init", "--init-user=1000", "sleep", "1"})->config.init_user == "1000");
+  CHECK_FALSE(Parse({"--init", "--init-user=1000"}).ok());
+  CHECK_FALSE(Parse({"--init", "--init-user=", "--", "true"}).ok());
+  CHECK_FALSE(Parse({"--init", "--init-user=app:", "--", "true"}).ok());
+  CHECK_FALSE(Parse({"--init", "--init-user=:staff", "--", "true"}).ok());
+}

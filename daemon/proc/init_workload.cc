@@ -10,6 +10,7 @@
 #include "proc/child_env.h"
 #include "proc/signals.h"
 #include "proc/spawn.h"
+#include "proc/user_db.h"
 #include "proc/wait_status.h"
 #include "sys/posix_error.h"
 #include "sys/unique_fd.h"
@@ -35,6 +36,16 @@ Result<UniqueFd> StdioCopy(int fd) {
 
 // A child whose exec failed is already in _exit(); collect it before the
 // Reaper's loop can (as the exec engine does for a failed exec).
+// "USER[:GROUP]" resolved in the guest's files; nullopt for an empty spec.
+Result<std::optional<Credentials>> ResolveInitUser(const std::string& spec) {
+  if (spec.empty()) return std::optional<Credentials>();
+  size_t colon = spec.find(':');
+  std::optional<std::string> user = spec.substr(0, colon);
+  std::optional<std::string> group;
+  if (colon != std::string::npos) group = spec.substr(colon + 1);
+  return ResolveCredentials(user, group, LoadUserDb());
+}
+
 int WaitForFailedChild(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
@@ -45,12 +56,13 @@ int WaitForFailedChild(pid_t pid) {
 }  // namespace
 
 InitWorkload::InitWorkload(asio::io_context& io, Reaper& reaper, std::vector<std::string> command,
-                           bool exit_with_cmd, std::optional<struct rlimit> nofile,
-                           StopHandler stop)
+                           bool exit_with_cmd, std::string user,
+                           std::optional<struct rlimit> nofile, StopHandler stop)
     : signals_(io),
       reaper_(reaper),
       command_(std::move(command)),
       exit_with_cmd_(exit_with_cmd),
+      user_(std::move(user)),
       nofile_(nofile),
       stop_(std::move(stop)) {}
 
@@ -86,9 +98,17 @@ void InitWorkload::Launch() {
     }
     stdio.push_back(std::move(*copy));
   }
+  Result<std::optional<Credentials>> identity = ResolveInitUser(user_);
+  if (!identity.ok()) {
+    Log(LogLevel::kError, "workload could not start",
+        json::Object().Set("reason", identity.status().message()).Set("user", user_));
+    return OnExit(126, std::nullopt);
+  }
+  const Credentials* credentials = identity->has_value() ? &**identity : nullptr;
   SpawnSpec spec;
   spec.argv = command_;
-  spec.env = BuildChildEnv(environ, {}, nullptr, {});
+  spec.env = BuildChildEnv(environ, {}, credentials, {});
+  spec.credentials = credentials;
   spec.stdin_fd = stdio[0].get();
   spec.stdout_fd = stdio[1].get();
   spec.stderr_fd = stdio[2].get();

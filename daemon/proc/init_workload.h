@@ -8,7 +8,10 @@
 // - Start() spawns CMD with the daemon's standard descriptors, working
 //   directory and environment (every AGENTD_* variable removed; never the
 //   token), in its own session and process group, and registers it with the
-//   Reaper.
+//   Reaper. With a `user` ("USER[:GROUP]", Docker's USER syntax, resolved in
+//   the guest's /etc/passwd and /etc/group at launch) CMD runs as that user,
+//   with its groups, HOME, USER and LOGNAME, while the daemon stays root: an
+//   injected image keeps its USER and agentd can still run execs as anyone.
 // - SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to the daemon
 //   are forwarded to CMD's whole process group. SIGTERM and SIGINT also ask
 //   the daemon to stop, once CMD has exited (at once when it is not running).
@@ -42,7 +45,8 @@ class InitWorkload {
   using StopHandler = std::function<void(int exit_code)>;
 
   InitWorkload(asio::io_context& io, Reaper& reaper, std::vector<std::string> command,
-               bool exit_with_cmd, std::optional<struct rlimit> nofile, StopHandler stop);
+               bool exit_with_cmd, std::string user, std::optional<struct rlimit> nofile,
+               StopHandler stop);
 
   // Watches the forwarded signals and starts CMD (if any). Call after the
   // Reaper has started. A Status only when the signals cannot be watched; a
@@ -61,6 +65,7 @@ class InitWorkload {
   Reaper& reaper_;
   std::vector<std::string> command_;
   bool exit_with_cmd_;
+  std::string user_;  // USER[:GROUP]; empty: the daemon's identity
   std::optional<struct rlimit> nofile_;
   StopHandler stop_;
   pid_t pid_ = -1;
