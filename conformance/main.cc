@@ -1,12 +1,16 @@
 // agentd-conformance: checks every clause of docs/PROTOCOL.md against a live
 // daemon. Usage:
 //   agentd-conformance --url URL --token-file F [--filter PATTERN] [--junit out.xml]
+//   agentd-conformance --targets FILE [--parallel N] [--filter PATTERN]
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "fleet.h"
 #include "suite.h"
 
 namespace {
@@ -14,7 +18,9 @@ namespace {
 constexpr const char* kSynopsis =
     "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
     "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
-    "                          [--small-fs GUEST_DIR] [--list]\n";
+    "                          [--small-fs GUEST_DIR] [--list]\n"
+    "       agentd-conformance --targets FILE [--parallel N] [--filter PATTERN]\n"
+    "                          [--scratch-root DIR] [--small-fs GUEST_DIR]\n";
 
 int Usage(const char* why) {
   std::fprintf(stderr, "agentd-conformance: %s\n%s", why, kSynopsis);
@@ -42,10 +48,14 @@ int Help() {
       "  --small-fs DIR       a guest directory on a small file system, for the\n"
       "                       disk-pressure check (skipped without it)\n"
       "  --list               print every check as \"area: name\" and exit\n"
+      "  --targets FILE       check every guest FILE lists, one \"URL TOKEN-FILE\" a\n"
+      "                       line (# comments): a row per guest and a total\n"
+      "  --parallel N         with --targets: guests checked at once (8)\n"
       "  -h, --help           print this help and exit\n"
       "\n"
       "Exit status: 0 when nothing failed and something passed; 1 when a check\n"
-      "failed or none passed; 2 for a usage error.\n",
+      "failed or none passed; 2 for a usage error. With --targets: 0 when no guest\n"
+      "failed, 1 when one did, 2 for a usage error.\n",
       kSynopsis);
   return 0;
 }
@@ -57,6 +67,10 @@ int main(int argc, char** argv) {
   SuiteOptions options;
   options.client.url.clear();
   bool list = false;
+  std::string targets_path;
+  std::string parallel;
+  std::vector<std::string> single_only;  // options that name one guest
+  std::vector<std::string> shared;       // options every guest of a fleet gets
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* name) -> const char* {
@@ -67,11 +81,18 @@ int main(int argc, char** argv) {
     const char* v = nullptr;
     if (arg == "--list") {
       list = true;
+    } else if (arg == "--targets" && (v = value("--targets"))) {
+      targets_path = v;
+    } else if (arg == "--parallel" && (v = value("--parallel"))) {
+      parallel = v;
     } else if (arg == "--url" && (v = value("--url"))) {
       options.client.url = v;
+      single_only.push_back(arg);
     } else if (arg == "--token" && (v = value("--token"))) {
       options.client.token = v;
+      single_only.push_back(arg);
     } else if (arg == "--token-file" && (v = value("--token-file"))) {
+      single_only.push_back(arg);
       std::ifstream in(v);
       if (!in) return Usage("cannot read the token file");
       std::stringstream ss;
@@ -83,18 +104,49 @@ int main(int argc, char** argv) {
       }
     } else if (arg == "--filter" && (v = value("--filter"))) {
       options.filter = v;
+      shared.insert(shared.end(), {arg, v});
     } else if (arg == "--junit" && (v = value("--junit"))) {
       options.junit_path = v;
+      single_only.push_back(arg);
     } else if (arg == "--small-fs" && (v = value("--small-fs"))) {
       options.small_fs = v;
+      shared.insert(shared.end(), {arg, v});
     } else if (arg == "--scratch-root" && (v = value("--scratch-root"))) {
       options.scratch_root = v;
+      shared.insert(shared.end(), {arg, v});
     } else if (arg == "--help" || arg == "-h") {
       return Help();
     } else {
       return Usage(("unknown or incomplete argument " + arg).c_str());
     }
   }
+  if (!targets_path.empty()) {
+    if (list) single_only.push_back("--list");
+    if (!single_only.empty()) {
+      return Usage(
+          (single_only.front() + " names one guest; with --targets each line does").c_str());
+    }
+    FleetOptions fleet;
+    fleet.self = "/proc/self/exe";
+    fleet.suite_args = shared;
+    if (!parallel.empty()) {
+      char* end = nullptr;
+      long n = std::strtol(parallel.c_str(), &end, 10);
+      if (*end != '\0' || n < 1 || n > 1024) {
+        return Usage(
+            ("--parallel wants a number from 1 to 1024, got \"" + parallel + "\"").c_str());
+      }
+      fleet.parallel = static_cast<int>(n);
+    }
+    std::ifstream in(targets_path);
+    if (!in) return Usage(("cannot read the targets file " + targets_path).c_str());
+    std::stringstream text;
+    text << in.rdbuf();
+    agentd::Result<std::vector<Target>> targets = ParseTargets(text.str());
+    if (!targets.ok()) return Usage((targets_path + ": " + targets.status().message()).c_str());
+    return RunFleet(*targets, fleet);
+  }
+  if (!parallel.empty()) return Usage("--parallel needs --targets");
   if (list) {
     for (const Check& c : AllChecks()) std::printf("%s: %s\n", c.area.c_str(), c.name.c_str());
     return 0;
