@@ -30,9 +30,10 @@ RULES = {
     "server": ["log", "sys"],
     "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
     "run": ["exec", "metrics", "proc", "sys"],
+    "reuse": ["auth", "exec", "fs", "log", "metrics", "proc", "sys"],
     "config": ["exec", "log", "server"],
-    "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "run", "search", "server",
-            "sys"],
+    "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "reuse", "run", "search",
+            "server", "sys"],
 }
 
 

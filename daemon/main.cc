@@ -15,6 +15,7 @@
 #include "metrics/daemon_metrics.h"
 #include "proc/init_workload.h"
 #include "proc/oom_score.h"
+#include "reuse/guest_reset.h"
 #include "server/http_server.h"
 #include "server/router.h"
 
@@ -94,11 +95,24 @@ int Serve(DaemonConfig& config) {
   RegisterFsSearchRoutes(router, ctx, **fs);
   RegisterFsWatchRoutes(router, ctx, **fs);
   RegisterPortRoutes(router, ctx);
+  // PID 1 mode's workload is the operator's, not a tenant's: a reset
+  // spares its subtree (created below, before serving).
+  std::unique_ptr<InitWorkload> init;
+  GuestResetOptions reset_options;
+  reset_options.token_file = config.token_file;
+  reset_options.spared = [&init] {
+    std::vector<pid_t> pids;
+    if (init && init->pid() > 0) pids.push_back(init->pid());
+    return pids;
+  };
+  GuestReset reuse(blocking, exec, bootstrap, std::move(reset_options));
+  RegisterResetRoutes(router, ctx, reuse);
 
   HttpServer server(io, config.limits, [&router](Request& req, Response& res) {
     return DispatchCounted(router, req, res);
   });
   RegisterServeMetrics(ctx, exec, server);
+  ctx.close_all_but = [&server](const Connection* keep) { server.CloseAllBut(keep); };
   for (const ListenAddress& address : config.listen) {
     Status s = server.Listen(address);
     if (!s.ok()) {
@@ -122,7 +136,6 @@ int Serve(DaemonConfig& config) {
   };
   // PID 1 mode owns the signals (it forwards them); otherwise they stop us.
   asio::signal_set signals(io);
-  std::unique_ptr<InitWorkload> init;
   if (config.init) {
     init = std::make_unique<InitWorkload>(io, exec.reaper(), config.command, config.exit_with_cmd,
                                           config.init_user, exec.child_nofile(), [&](int code) {

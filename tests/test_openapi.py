@@ -342,17 +342,19 @@ class OpenApiLiveTest(unittest.TestCase):
             tf.addfile(info, io.BytesIO(data))
         return buf.getvalue()
 
-    def send(self, method, target, headers, body, auth="token", then_remove=None):
+    def send(self, method, target, headers, body, auth="token", then_remove=None, daemon=None):
         """(status, headers, body). A 101 answer's connection is closed unread;
         with `then_remove`, that directory is removed once the head arrived
-        (a watch stream then reports it and ends)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.daemon.port, timeout=30)
+        (a watch stream then reports it and ends). `daemon`: another than
+        the shared one."""
+        daemon = daemon or self.daemon
+        conn = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=30)
         try:
             h = dict(headers)
             if auth == "token":
-                h["Authorization"] = "Bearer " + self.daemon.token
+                h["Authorization"] = "Bearer " + daemon.token
             elif auth == "wrong":
-                h["Authorization"] = "Bearer wrong-" + self.daemon.token
+                h["Authorization"] = "Bearer wrong-" + daemon.token
             conn.request(method.upper(), target, body=body, headers=h)
             resp = conn.getresponse()
             if resp.status == 101:
@@ -428,6 +430,11 @@ class OpenApiLiveTest(unittest.TestCase):
         checked = 0
         for path, method, _, op in operations(self.spec):
             tests = op["x-agentd-test"]
+            # An operation that changes the whole guest (a reset) gets a
+            # daemon of its own, so the shared fixtures survive it.
+            own = Daemon() if tests.get("own_daemon") else None
+            if own:
+                self.addCleanup(own.close)
             for case_name in ("valid", "invalid"):
                 case = tests[case_name]
                 where = "%s %s (%s)" % (method.upper(), path, case_name)
@@ -435,7 +442,7 @@ class OpenApiLiveTest(unittest.TestCase):
                     target, headers, body = self.build(path, case)
                     status, rh, data = self.send(case.get("method", method), target, headers,
                                                  body, auth=case.get("auth", "token"),
-                                                 then_remove=case.get("then_remove"))
+                                                 then_remove=case.get("then_remove"), daemon=own)
                     if op.get("x-agentd-pending") and status == 404 and \
                             error_code(json.loads(data)) == "route_not_found":
                         self.skipTest("%s: pending in the contract; this daemon does not "

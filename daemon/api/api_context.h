@@ -12,8 +12,11 @@
 #include "agentd/protocol/json.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
+#include "reuse/guest_reset.h"
 
 namespace agentd {
+
+class Connection;
 
 struct ExecCounts {
   bool busy = false;    // some exec's leader process is running
@@ -30,6 +33,12 @@ struct ApiContext {
   std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
+  // Guest reuse (docs/PROTOCOL.md, "Reuse"): health's generation, boot_id
+  // and state. Null only in tests that build no engine.
+  GuestReset* reuse = nullptr;
+  // Closes every client connection but the given one (set once the server
+  // exists).
+  std::function<void(const Connection*)> close_all_but = [](const Connection*) {};
 };
 
 std::string_view DaemonVersion();

@@ -32,7 +32,26 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   retention.Set("stream_bytes", ctx.config.retention_stream_bytes);
   retention.Set("total_bytes", ctx.config.retention_total_bytes);
   h.extra.Set("retention", std::move(retention));
-  co_await res.SendJson(200, EncodeHealthResponse(h));
+  int code = 200;
+  if (ctx.reuse) {
+    h.extra.Set("generation", ctx.reuse->generation());
+    h.extra.Set("boot_id", ctx.reuse->boot_id());
+    h.extra.Set("state", std::string(ctx.reuse->state_name()));
+    if (ctx.reuse->state() != GuestReset::State::kReady) {
+      // Not able to serve: probes see 503 (docs/PROTOCOL.md, "Health").
+      code = 503;
+      h.status = std::string(ctx.reuse->state_name());
+    }
+    if (ctx.reuse->state() == GuestReset::State::kQuarantined) {
+      json::Array items;
+      for (const ResetRemaining& r : ctx.reuse->quarantine_items()) {
+        items.emplace_back(
+            json::Object().Set("kind", r.kind).Set("name", r.name).Set("reason", r.reason));
+      }
+      h.extra.Set("remaining", std::move(items));
+    }
+  }
+  co_await res.SendJson(code, EncodeHealthResponse(h));
 }
 
 }  // namespace

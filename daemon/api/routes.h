@@ -29,5 +29,9 @@ void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs);
 // docs/PROTOCOL.md, "Watch" and "Ports".
 void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterPortRoutes(Router& router, ApiContext& ctx);
+// POST /v1/reset and the gate that refuses other routes while the guest is
+// being reset or is quarantined (docs/PROTOCOL.md, "Reuse"); also sets
+// ctx.reuse (health).
+void RegisterResetRoutes(Router& router, ApiContext& ctx, GuestReset& reuse);
 
 }  // namespace agentd

@@ -24,19 +24,35 @@ BootstrapState::Outcome BootstrapState::Bootstrap(const BootstrapRequest& reques
   return Outcome::kAccepted;
 }
 
+std::optional<std::string_view> BearerToken(const std::string* authorization) {
+  static constexpr std::string_view kScheme = "Bearer ";
+  if (!authorization || authorization->size() < kScheme.size() ||
+      strncasecmp(authorization->c_str(), kScheme.data(), kScheme.size()) != 0) {
+    return std::nullopt;
+  }
+  std::string_view given = std::string_view(*authorization).substr(kScheme.size());
+  while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
+  return given;
+}
+
+void BootstrapState::Reopen() {
+  token_.reset();
+  launch_env_.clear();
+}
+
+void BootstrapState::Install(BootstrapRequest next) {
+  token_ = std::move(next.token);
+  launch_env_ = std::move(next.env);
+}
+
 Status BootstrapState::Authorize(const std::string* authorization) const {
   if (!token_) {
     return Status::Error(ErrorCode::kNotBootstrapped,
                          "the daemon has not been bootstrapped; POST /v1/bootstrap first");
   }
-  static constexpr std::string_view kScheme = "Bearer ";
-  if (!authorization || authorization->size() < kScheme.size() ||
-      strncasecmp(authorization->c_str(), kScheme.data(), kScheme.size()) != 0) {
-    return Status::Error(ErrorCode::kUnauthorized, "missing bearer token");
-  }
-  std::string_view given = std::string_view(*authorization).substr(kScheme.size());
-  while (!given.empty() && given.front() == ' ') given.remove_prefix(1);
-  if (!ConstantTimeEquals(given, *token_)) {
+  std::optional<std::string_view> given = BearerToken(authorization);
+  if (!given) return Status::Error(ErrorCode::kUnauthorized, "missing bearer token");
+  if (!ConstantTimeEquals(*given, *token_)) {
     return Status::Error(ErrorCode::kUnauthorized, "wrong bearer token");
   }
   return Status::Ok();

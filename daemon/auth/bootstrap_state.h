@@ -21,6 +21,10 @@ namespace agentd {
 // where the first difference is.
 bool ConstantTimeEquals(std::string_view given, std::string_view expected);
 
+// The token of an "Authorization: Bearer <token>" value; nullopt when the
+// header is missing or another scheme.
+std::optional<std::string_view> BearerToken(const std::string* authorization);
+
 class BootstrapState {
  public:
   enum class Outcome { kAccepted, kReplayed, kConflict };
@@ -34,8 +38,17 @@ class BootstrapState {
   Status Authorize(const std::string* authorization) const;
 
   const EnvList& launch_env() const { return launch_env_; }
+  // The current token (empty before bootstrap), for a reset to remember
+  // whose reset it was (docs/PROTOCOL.md, "Reuse").
+  const std::string& token() const { return token_ ? *token_ : kNone; }
+
+  // A guest reset: forget the token and the launch env (bootstrap opens
+  // again), or replace both with the next tenant's in one step.
+  void Reopen();
+  void Install(BootstrapRequest next);
 
  private:
+  static inline const std::string kNone;
   std::optional<std::string> token_;
   EnvList launch_env_;
 };

@@ -262,8 +262,52 @@ Result<std::shared_ptr<ExecRecord>> ExecEngine::Find(std::string_view id) {
                          "exec \"" + std::string(id) + "\" was acked and released")
         .With("id", std::string(id));
   }
+  if (generation_ > 0) {
+    // Ids of an earlier tenant were forgotten at the reset; say so.
+    return Status::Error(ErrorCode::kExecNotFound,
+                         "no exec \"" + std::string(id) + "\" in generation " +
+                             std::to_string(generation_) +
+                             " (the guest was reset; earlier records are gone)")
+        .With("id", std::string(id))
+        .With("generation", generation_);
+  }
   return Status::Error(ErrorCode::kExecNotFound, "no exec \"" + std::string(id) + "\"")
       .With("id", std::string(id));
+}
+
+void ExecEngine::KillAll() {
+  for (auto& [id, rec] : table_) {
+    rec->timeout_timer.cancel();
+    rec->grace_timer.cancel();
+    if (rec->finished()) continue;
+    if (rec->running() && !rec->killed_by) rec->killed_by = "reset";
+    SignalGroup(*rec, SIGKILL);
+  }
+}
+
+bool ExecEngine::AllFinished() const {
+  return std::all_of(table_.begin(), table_.end(),
+                     [](const auto& kv) { return kv.second->finished(); });
+}
+
+std::vector<std::string> ExecEngine::DropAll() {
+  std::vector<std::string> dirs;
+  for (auto& [id, rec] : table_) {
+    rec->release_timer.cancel();
+    rec->drain_timer.cancel();
+    rec->released = true;
+    for (auto& log : rec->logs) {
+      if (log) log->set_budget(nullptr);
+    }
+    ReleaseGroup(rec);
+    dirs.push_back(rec->dir);
+    rec->changed.Notify();
+  }
+  table_.clear();
+  watched_.clear();
+  tombstones_.Clear();
+  ++generation_;
+  return dirs;
 }
 
 Result<ExecInfo> ExecEngine::Ack(std::string_view id) {

@@ -108,6 +108,17 @@ class ExecEngine {
   asio::awaitable<Result<std::unique_ptr<StdinWrite>>> BeginStdin(
       std::string_view id, uint64_t offset, std::chrono::milliseconds io_timeout);
   std::vector<ExecInfo> List() const;
+
+  // Guest reset (docs/PROTOCOL.md, "Reuse"), in three steps. KillAll():
+  // SIGKILLs every exec's process group and cgroup (killed_by "reset").
+  // AllFinished(): every exit recorded. DropAll(): forgets every record
+  // and released id and starts generation + 1; returns the record
+  // directories for the caller to remove (off the io thread).
+  void KillAll();
+  bool AllFinished() const;
+  std::vector<std::string> DropAll();
+  // 0 until the first reset; an id of an earlier generation is unknown.
+  int64_t generation() const { return generation_; }
   ExecTotals Totals() const;
 
   const ExecEngineOptions& options() const { return options_; }
@@ -178,6 +189,7 @@ class ExecEngine {
   asio::steady_timer sweep_timer_;
   uint64_t next_run_ = 1;
   bool stopping_ = false;
+  int64_t generation_ = 0;
 };
 
 }  // namespace agentd

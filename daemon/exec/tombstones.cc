@@ -92,6 +92,16 @@ bool Tombstones::Contains(std::string_view id, Clock::time_point now) {
   return false;
 }
 
+void Tombstones::Clear() {
+  buckets_.clear();
+  size_ = 0;
+  // O_APPEND: later records start at 0. A file that cannot be truncated
+  // only keeps hashes that expire on their own (never the ids themselves).
+  if (file_ && ::ftruncate(file_.get(), 0) != 0) {
+    Log(LogLevel::kWarn, "cannot empty the released-id file", json::Object().Set("errno", errno));
+  }
+}
+
 Status Tombstones::Load(const std::string& path, Clock::time_point now) {
   Result<std::string> data = ReadFileToString(path, 64ull << 20);
   std::vector<Record> records;

@@ -37,6 +37,9 @@ class Tombstones {
   Status Load(const std::string& path, Clock::time_point now);
 
   void Add(std::string_view id, Clock::time_point now);
+  // Forgets every id, in memory and on disk (a guest reset: the next
+  // tenant must not learn which ids the last one used).
+  void Clear();
   bool Contains(std::string_view id, Clock::time_point now);
   size_t size() const { return size_; }
 

@@ -53,6 +53,8 @@ class InitWorkload {
   // CMD that cannot be started is logged and counts as an exit.
   Status Start();
   bool running() const { return pid_ > 0; }
+  // CMD's pid while it runs (-1 otherwise): a guest reset spares its subtree.
+  pid_t pid() const { return pid_; }
 
  private:
   void Launch();

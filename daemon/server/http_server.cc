@@ -114,6 +114,12 @@ void HttpServer::Remove(uint64_t id) {
   if (stopping_ && connections_.empty() && grace_timer_) grace_timer_->cancel();
 }
 
+void HttpServer::CloseAllBut(const Connection* keep) {
+  for (auto& [id, weak] : std::unordered_map(connections_)) {
+    if (auto conn = weak.lock(); conn && conn.get() != keep) conn->Close();
+  }
+}
+
 void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()> done) {
   stopping_ = true;
   for (auto& acceptor : acceptors_) {

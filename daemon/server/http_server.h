@@ -28,6 +28,10 @@ class HttpServer : public ConnectionRegistry {
   Status Listen(const ListenAddress& address);
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
 
+  // Closes every open connection but `keep` (a guest reset ends the last
+  // tenant's streams, tunnels and waits).
+  void CloseAllBut(const Connection* keep);
+
   size_t connection_count() const { return connections_.size(); }
   uint64_t connections_accepted() const { return next_id_ - 1; }
   const ServerLimits& limits() const { return limits_; }

@@ -48,6 +48,12 @@ bool Router::Match(const Route& route, const std::vector<std::string_view>& path
 }
 
 asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
+  if (gate_) {
+    if (Status refused = gate_(req); !refused.ok()) {
+      co_await res.SendError(refused);
+      co_return;
+    }
+  }
   std::vector<std::string_view> path = SplitPath(req.path());
   std::string_view method = req.method() == "HEAD" ? "GET" : std::string_view(req.method());
   std::vector<std::pair<std::string, std::string>> params;

@@ -22,10 +22,14 @@ namespace agentd {
 class Router {
  public:
   using Authorizer = std::function<Status(const Request&)>;
+  // Decides before everything else, for every path (public ones too): a
+  // refusal is answered as is (a quarantined guest, docs/PROTOCOL.md "Reuse").
+  using Gate = std::function<Status(const Request&)>;
 
   void Add(std::string method, std::string pattern, RequestHandler handler,
            bool requires_auth = true);
   void SetAuthorizer(Authorizer authorizer) { authorizer_ = std::move(authorizer); }
+  void SetGate(Gate gate) { gate_ = std::move(gate); }
 
   // The RequestHandler the server calls for every request.
   asio::awaitable<void> Dispatch(Request& req, Response& res) const;
@@ -46,6 +50,7 @@ class Router {
 
   std::vector<Route> routes_;
   Authorizer authorizer_;
+  Gate gate_;
 };
 
 }  // namespace agentd

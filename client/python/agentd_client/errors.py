@@ -229,6 +229,15 @@ class TooManyWatches(AgentdError):
     code = "too_many_watches"
 
 
+class Quarantined(AgentdError):
+    """A reset could not prove the guest clean; only a restart serves again."""
+    code = "quarantined"
+
+
+class Resetting(AgentdError):
+    code = "resetting"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -239,7 +248,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists, PermissionDenied,
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
-        InternalError, CrossDevice, TooManyWatches)
+        InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting)
 }
 
 

@@ -1,0 +1,89 @@
+// GuestReset: POST /v1/reset's use case (docs/PROTOCOL.md, "Reuse").
+// Returns the guest to a proven-clean state between tenants, or
+// quarantines it:
+//
+// 1. with --token-file and a next token: the file is replaced first (a
+//    failure refuses the reset before anything changed);
+// 2. every other connection closes (watch streams, tunnels, long polls);
+// 3. every process beneath the daemon is killed (reuse/process_sweep.h),
+//    the --init workload's subtree spared;
+// 4. every exec record, spool and released id is dropped (generation + 1);
+// 5. verification: a fresh walk of /proc; anything found is named in
+//    `remaining` and the guest is quarantined until the daemon restarts;
+// 6. clean: the next token and launch env are installed, or bootstrap
+//    reopens. Quarantined: nothing is installed (the token in force may
+//    read metrics; the gate refuses everything else).
+//
+// The state is `resetting` while a reset runs (other routes answer 503)
+// and stays `quarantined` once set. Used only on the io thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <asio.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/reset.h"
+#include "auth/bootstrap_state.h"
+#include "exec/exec_engine.h"
+#include "reuse/reset_ledger.h"
+
+namespace agentd {
+
+struct GuestResetOptions {
+  std::string token_file;  // --token-file: the next token is written here
+  // The pids whose subtrees are not the tenant's (the --init workload).
+  std::function<std::vector<pid_t>()> spared = [] { return std::vector<pid_t>{}; };
+  // How long processes get to disappear after SIGKILL before they count
+  // as remaining.
+  std::chrono::milliseconds kill_limit{2000};
+};
+
+class GuestReset {
+ public:
+  enum class State { kReady, kResetting, kQuarantined };
+
+  GuestReset(asio::thread_pool& blocking, ExecEngine& engine, BootstrapState& bootstrap,
+             GuestResetOptions options);
+
+  State state() const { return state_; }
+  std::string_view state_name() const;
+  int64_t generation() const { return engine_.generation(); }
+  const std::string& boot_id() const { return boot_id_; }
+  // What the quarantining reset found (empty unless quarantined).
+  const std::vector<ResetRemaining>& quarantine_items() const { return quarantine_items_; }
+
+  ResetLedger& ledger() { return ledger_; }
+  // Waits for `entry`'s reset to end; nullopt when it was refused.
+  asio::awaitable<std::optional<ResetReport>> ReportOf(
+      const std::shared_ptr<ResetLedger::Entry>& entry);
+
+  // Runs one reset. The caller checked the current token, and that no
+  // reset runs and the guest is not quarantined. A Status only when the
+  // reset was refused before anything changed.
+  // `close_others` closes every client connection but the resetting one.
+  // Both arguments must live until it completes (GCC 12: no temporaries
+  // in a co_await expression, sys/awaitable.h).
+  asio::awaitable<Result<ResetReport>> Run(ResetRequest& request,
+                                           const std::function<void()>& close_others);
+
+ private:
+  asio::awaitable<void> WaitExecsFinished(std::chrono::steady_clock::time_point deadline);
+
+  asio::thread_pool& blocking_;
+  ExecEngine& engine_;
+  BootstrapState& bootstrap_;
+  GuestResetOptions options_;
+  std::string boot_id_;
+  State state_ = State::kReady;
+  std::vector<ResetRemaining> quarantine_items_;
+  ResetLedger ledger_;
+};
+
+// 32 hex digits from the kernel's random source, new at every start.
+std::string NewBootId();
+
+}  // namespace agentd
