@@ -100,12 +100,21 @@ int Serve(DaemonConfig& config) {
   std::unique_ptr<InitWorkload> init;
   GuestResetOptions reset_options;
   reset_options.token_file = config.token_file;
+  reset_options.reset_paths = config.reset_paths;
+  if (reset_options.reset_paths.empty() && !config.workdir.empty()) {
+    reset_options.reset_paths.push_back(config.workdir);
+  }
+  reset_options.reset_baselines = config.reset_baselines;
   reset_options.spared = [&init] {
     std::vector<pid_t> pids;
     if (init && init->pid() > 0) pids.push_back(init->pid());
     return pids;
   };
   GuestReset reuse(blocking, exec, bootstrap, std::move(reset_options));
+  if (Status s = reuse.Open(exec.state_dir()); !s.ok()) {
+    std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
+    return 1;
+  }
   RegisterResetRoutes(router, ctx, reuse);
 
   HttpServer server(io, config.limits, [&router](Request& req, Response& res) {

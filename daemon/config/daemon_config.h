@@ -26,6 +26,11 @@ struct DaemonConfig {
   int64_t ack_ttl_sec = 60;
   std::string fs_root;  // empty: no confinement beyond the guest's "/"
   std::string workdir;  // default cwd of /v1/run
+  // Guest reuse (docs/PROTOCOL.md, "Reuse"): the trees a reset returns to
+  // their golden copies (empty: the workdir, if set), and the explicit
+  // golden copies, paired with the paths in order.
+  std::vector<std::string> reset_paths;
+  std::vector<std::string> reset_baselines;
   LogLevel log_level = LogLevel::kInfo;
   ServerLimits limits;
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(5)};

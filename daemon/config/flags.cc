@@ -124,6 +124,24 @@ const std::vector<Flag>& Flags() {
       {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
       {"workdir", "DIR", "Working directory of /v1/run when a run names none.",
        Text(&DaemonConfig::workdir)},
+      {"reset-path", "DIR",
+       "A tree POST /v1/reset returns to its golden copy (its contents at the first start, "
+       "kept in the state dir). Repeatable. Default: the --workdir, if set.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v[0] != '/' || v == "/") {
+           return BadValue("reset-path", v, "an absolute path of a directory other than /");
+         }
+         c.reset_paths.emplace_back(v);
+         return Status::Ok();
+       }},
+      {"reset-baseline", "DIR",
+       "The golden copy of the n-th --reset-path (instead of its contents at start). "
+       "Repeatable, paired in order.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v[0] != '/') return BadValue("reset-baseline", v, "an absolute path");
+         c.reset_baselines.emplace_back(v);
+         return Status::Ok();
+       }},
       {"log-level", "LEVEL", "debug, info, warn or error. Default info.",
        [](DaemonConfig& c, std::string_view v) {
          auto level = ParseLogLevel(v);
@@ -242,6 +260,12 @@ Status CheckInitFlags(const DaemonConfig& c) {
   if (!c.init && !c.command.empty()) {
     return Status::InvalidRequest("unexpected argument \"" + c.command.front() +
                                   "\" (a command needs --init)");
+  }
+  size_t paths = c.reset_paths.empty() && !c.workdir.empty() ? 1 : c.reset_paths.size();
+  if (c.reset_baselines.size() > paths) {
+    return Status::InvalidRequest("--reset-baseline given " + std::to_string(c.reset_baselines.size()) +
+                                  " times for " + std::to_string(paths) + " reset paths")
+        .With("flag", std::string("reset-baseline"));
   }
   if (c.exit_with_cmd && c.command.empty()) {
     return Status::InvalidRequest("--exit-with-cmd needs --init and a command")

@@ -1,10 +1,15 @@
 #include "reuse/guest_reset.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
 
 #include "log/log.h"
 #include "reuse/process_sweep.h"
 #include "sys/awaitable.h"
+#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {
@@ -58,6 +63,38 @@ std::string_view GuestReset::state_name() const {
   return "ready";
 }
 
+Status GuestReset::Open(const std::string& state_dir) {
+  std::string dir = state_dir + "/reset-baseline";
+  if (options_.reset_paths.empty()) return Status::Ok();
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return PosixError(errno, "cannot create", dir);
+  }
+  for (size_t i = 0; i < options_.reset_paths.size(); ++i) {
+    auto path = std::make_shared<ResetPath>();
+    path->live = options_.reset_paths[i];
+    path->golden = dir + "/" + std::to_string(i);
+    std::string source =
+        i < options_.reset_baselines.size() ? options_.reset_baselines[i] : path->live;
+    // A golden copy made by an earlier start for the same path is kept: a
+    // restart (after a quarantine, say) must not bless what a tenant left.
+    std::string marker = path->golden + ".source";
+    std::string want = path->live + "\n" + source + "\n";
+    Result<std::string> had = ReadFileToString(marker, 1 << 16);
+    if (!had.ok() || *had != want) {
+      std::error_code ec;
+      std::filesystem::remove_all(path->golden, ec);
+      TreeManifest from_source;
+      TreeManifest& manifest = source == path->live ? path->manifest : from_source;
+      AGENTD_RETURN_IF_ERROR(SnapshotTree(source, path->golden, manifest));
+      AGENTD_RETURN_IF_ERROR(WriteFileAtomically(marker, want));
+    }
+    Log(LogLevel::kInfo, "reset path",
+        json::Object().Set("path", path->live).Set("golden", path->golden).Set("source", source));
+    paths_.push_back(std::move(path));
+  }
+  return Status::Ok();
+}
+
 asio::awaitable<std::optional<ResetReport>> GuestReset::ReportOf(
     const std::shared_ptr<ResetLedger::Entry>& entry) {
   // A refused reset is forgotten (Forget notifies); a finished one has its
@@ -107,11 +144,34 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   };
   co_await RunBlocking(blocking_, std::move(remove));
 
+  // The reset paths, then the verification walk of each (blocking pool).
+  auto restore = [paths = paths_] {
+    RestoreResult all;
+    for (const auto& p : paths) {
+      RestoreResult one = RestoreTree(p->golden, p->live, p->manifest);
+      all.removed_entries += one.removed_entries;
+      all.removed_bytes += one.removed_bytes;
+      std::vector<ResetRemaining> diff = CompareTrees(p->golden, p->live, p->manifest);
+      // What the restore could not do says why; the walk adds the rest.
+      for (ResetRemaining& d : diff) {
+        bool named = std::any_of(one.remaining.begin(), one.remaining.end(),
+                                 [&d](const ResetRemaining& r) { return r.name == d.name; });
+        if (!named) one.remaining.push_back(std::move(d));
+      }
+      for (ResetRemaining& r : one.remaining) all.remaining.push_back(std::move(r));
+    }
+    return all;
+  };
+  RestoreResult files = co_await RunBlocking(blocking_, std::move(restore));
+
   ResetReport report;
   report.generation = engine_.generation();
   report.killed_processes = swept.killed;
+  report.removed_entries = files.removed_entries;
+  report.removed_bytes = files.removed_bytes;
   // Verification trusts nothing above: a fresh walk.
   report.remaining = ProcessesLeft(spared);
+  for (ResetRemaining& r : files.remaining) report.remaining.push_back(std::move(r));
   report.clean = report.remaining.empty();
   if (report.clean) {
     if (request.next) {

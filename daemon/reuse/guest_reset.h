@@ -30,11 +30,14 @@
 #include "auth/bootstrap_state.h"
 #include "exec/exec_engine.h"
 #include "reuse/reset_ledger.h"
+#include "reuse/tree_restore.h"
 
 namespace agentd {
 
 struct GuestResetOptions {
   std::string token_file;  // --token-file: the next token is written here
+  std::vector<std::string> reset_paths;      // --reset-path (or the workdir)
+  std::vector<std::string> reset_baselines;  // --reset-baseline, paired in order
   // The pids whose subtrees are not the tenant's (the --init workload).
   std::function<std::vector<pid_t>()> spared = [] { return std::vector<pid_t>{}; };
   // How long processes get to disappear after SIGKILL before they count
@@ -48,6 +51,10 @@ class GuestReset {
 
   GuestReset(asio::thread_pool& blocking, ExecEngine& engine, BootstrapState& bootstrap,
              GuestResetOptions options);
+
+  // Makes (or finds, from an earlier start) the golden copy of each reset
+  // path under `state_dir`/reset-baseline. Before serving.
+  Status Open(const std::string& state_dir);
 
   State state() const { return state_; }
   std::string_view state_name() const;
@@ -73,6 +80,12 @@ class GuestReset {
  private:
   asio::awaitable<void> WaitExecsFinished(std::chrono::steady_clock::time_point deadline);
 
+  struct ResetPath {
+    std::string live;
+    std::string golden;
+    TreeManifest manifest;  // touched only by the blocking job of a reset
+  };
+
   asio::thread_pool& blocking_;
   ExecEngine& engine_;
   BootstrapState& bootstrap_;
@@ -81,6 +94,7 @@ class GuestReset {
   State state_ = State::kReady;
   std::vector<ResetRemaining> quarantine_items_;
   ResetLedger ledger_;
+  std::vector<std::shared_ptr<ResetPath>> paths_;
 };
 
 // 32 hex digits from the kernel's random source, new at every start.
