@@ -74,6 +74,7 @@ json::Value EncodeResetReport(const ResetReport& r) {
   o.Set("removed", json::Object().Set("entries", r.removed_entries).Set("bytes", r.removed_bytes));
   o.Set("remaining", std::move(remaining));
   o.Set("duration_ms", r.duration_ms);
+  o.Set("replayed", r.replayed);
   return o;
 }
 
@@ -91,6 +92,9 @@ Result<ResetReport> DecodeResetReport(const json::Value& doc) {
   if (!removed || !removed->is_object()) return Malformed("lacks \"removed\"");
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("entries"), "removed.entries", &r.removed_entries));
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("bytes"), "removed.bytes", &r.removed_bytes));
+  if (const json::Value* replayed = doc.Find("replayed"); replayed && replayed->is_bool()) {
+    r.replayed = replayed->as_bool();
+  }
   const json::Value* remaining = doc.Find("remaining");
   if (!remaining || !remaining->is_array()) return Malformed("lacks \"remaining\"");
   for (const json::Value& item : remaining->as_array()) {

@@ -39,9 +39,8 @@ asio::awaitable<void> Reset(ApiContext& ctx, GuestReset& reuse, Request& req, Re
     if (ResetLedger::MayRead(*entry, bearer, authorized.ok())) {
       std::optional<ResetReport> report = co_await reuse.ReportOf(entry);
       if (report) {
-        json::Value answer = EncodeResetReport(*report);
-        answer.as_object().Set("replayed", true);
-        co_await res.SendJson(200, answer);
+        report->replayed = true;
+        co_await res.SendJson(200, EncodeResetReport(*report));
         co_return;
       }
       // That attempt was refused before it changed anything: this one is
@@ -78,9 +77,7 @@ asio::awaitable<void> Reset(ApiContext& ctx, GuestReset& reuse, Request& req, Re
     co_await res.SendError(report.status());
     co_return;
   }
-  json::Value answer = EncodeResetReport(*report);
-  answer.as_object().Set("replayed", false);
-  co_await res.SendJson(200, answer);
+  co_await res.SendJson(200, EncodeResetReport(*report));
 }
 
 // While resetting or quarantined, only health, metrics and reset answer.

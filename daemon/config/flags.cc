@@ -263,8 +263,9 @@ Status CheckInitFlags(const DaemonConfig& c) {
   }
   size_t paths = c.reset_paths.empty() && !c.workdir.empty() ? 1 : c.reset_paths.size();
   if (c.reset_baselines.size() > paths) {
-    return Status::InvalidRequest("--reset-baseline given " + std::to_string(c.reset_baselines.size()) +
-                                  " times for " + std::to_string(paths) + " reset paths")
+    return Status::InvalidRequest("--reset-baseline given " +
+                                  std::to_string(c.reset_baselines.size()) + " times for " +
+                                  std::to_string(paths) + " reset paths")
         .With("flag", std::string("reset-baseline"));
   }
   if (c.exit_with_cmd && c.command.empty()) {

@@ -285,6 +285,14 @@ void ExecEngine::KillAll() {
   }
 }
 
+void ExecEngine::MarkResetKill() {
+  for (auto& [id, rec] : table_) {
+    rec->timeout_timer.cancel();
+    rec->grace_timer.cancel();
+    if (rec->running() && !rec->killed_by) rec->killed_by = "reset";
+  }
+}
+
 bool ExecEngine::AllFinished() const {
   return std::all_of(table_.begin(), table_.end(),
                      [](const auto& kv) { return kv.second->finished(); });

@@ -115,6 +115,9 @@ class ExecEngine {
   // and released id and starts generation + 1; returns the record
   // directories for the caller to remove (off the io thread).
   void KillAll();
+  // Marks every running exec killed_by "reset" and stops its timers,
+  // before a sweep kills its processes from outside the engine.
+  void MarkResetKill();
   bool AllFinished() const;
   std::vector<std::string> DropAll();
   // 0 until the first reset; an id of an earlier generation is unknown.

@@ -37,6 +37,12 @@ DaemonMetrics* Build() {
       tar.With({"out"}),
       file.With({"in"}),
       file.With({"out"}),
+      r->AddCounter("agentd_resets_total", "Guest resets, by result.", {"result"}),
+      r->AddHistogram("agentd_reset_duration_seconds", "A guest reset from start to report.", {},
+                      LatencyBuckets())
+          .With({}),
+      r->AddCounter("agentd_reset_remaining_total",
+                    "Items a guest reset found left over (each quarantines), by kind.", {"kind"}),
   };
 }
 

@@ -25,6 +25,9 @@ struct DaemonMetrics {
   Counter& tar_bytes_out;
   Counter& file_bytes_in;
   Counter& file_bytes_out;
+  Family<Counter>& resets;           // {result="clean"|"quarantined"}
+  Histogram& reset_duration;         // a reset's whole run, seconds
+  Family<Counter>& reset_remaining;  // {kind="process"|"path"}: items found left over
 };
 
 // The one instance (created on first use, never destroyed).

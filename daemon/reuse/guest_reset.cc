@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "log/log.h"
+#include "metrics/daemon_metrics.h"
 #include "reuse/process_sweep.h"
 #include "sys/awaitable.h"
 #include "sys/posix_error.h"
@@ -134,6 +135,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   close_others();
 
   std::vector<pid_t> spared = options_.spared();
+  engine_.MarkResetKill();
   SweepResult swept = co_await SweepProcesses(engine_.reaper(), spared, options_.kill_limit);
   engine_.KillAll();  // cgroups of limited execs, and their timers
   co_await WaitExecsFinished(SteadyClock::now() + options_.kill_limit);
@@ -197,6 +199,10 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
           .Set("killed_processes", report.killed_processes)
           .Set("remaining", report.remaining.size())
           .Set("duration_ms", report.duration_ms));
+  metrics::DaemonMetrics& m = metrics::Daemon();
+  m.resets.With({report.clean ? "clean" : "quarantined"}).Inc();
+  m.reset_duration.Observe(std::chrono::duration<double>(SteadyClock::now() - started).count());
+  for (const ResetRemaining& r : report.remaining) m.reset_remaining.With({r.kind}).Inc();
   ResetLedger::Finish(*entry, report);
   co_return report;
 }

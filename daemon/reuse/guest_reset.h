@@ -35,7 +35,7 @@
 namespace agentd {
 
 struct GuestResetOptions {
-  std::string token_file;  // --token-file: the next token is written here
+  std::string token_file;                    // --token-file: the next token is written here
   std::vector<std::string> reset_paths;      // --reset-path (or the workdir)
   std::vector<std::string> reset_baselines;  // --reset-baseline, paired in order
   // The pids whose subtrees are not the tenant's (the --init workload).

@@ -29,7 +29,7 @@ struct Trees {
     ::mkdir((live + "/src").c_str(), 0755);
     Write(live + "/src/main.py", "print('golden')\n");
     Write(live + "/README", "read me\n");
-    ::symlink("src/main.py", (live + "/entry").c_str());
+    REQUIRE(::symlink("src/main.py", (live + "/entry").c_str()) == 0);
     REQUIRE(SnapshotTree(live, golden, manifest).ok());
   }
 };
@@ -42,8 +42,7 @@ TEST_CASE("an untouched tree is equal to its golden copy", "[tree_restore]") {
   CHECK(r.remaining.empty());
 }
 
-TEST_CASE("a restore removes what the tenant added and undoes what it changed",
-          "[tree_restore]") {
+TEST_CASE("a restore removes what the tenant added and undoes what it changed", "[tree_restore]") {
   Trees t;
   ::mkdir((t.live + "/out").c_str(), 0700);
   Write(t.live + "/out/canary", "tenant-a-secret");  // 15 bytes
@@ -52,7 +51,7 @@ TEST_CASE("a restore removes what the tenant added and undoes what it changed",
   REQUIRE(::stat((t.live + "/README").c_str(), &before) == 0);
   ::chmod((t.live + "/README").c_str(), 0777);
   ::unlink((t.live + "/entry").c_str());
-  ::symlink("/etc/passwd", (t.live + "/entry").c_str());
+  REQUIRE(::symlink("/etc/passwd", (t.live + "/entry").c_str()) == 0);
   CHECK(CompareTrees(t.golden, t.live, t.manifest).size() >= 4);
 
   RestoreResult r = RestoreTree(t.golden, t.live, t.manifest);

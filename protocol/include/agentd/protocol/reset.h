@@ -40,6 +40,7 @@ struct ResetReport {
   int64_t removed_bytes = 0;
   std::vector<ResetRemaining> remaining;
   int64_t duration_ms = 0;
+  bool replayed = false;  // the recorded report of an earlier attempt
 };
 json::Value EncodeResetReport(const ResetReport& r);
 Result<ResetReport> DecodeResetReport(const json::Value& doc);
