@@ -24,7 +24,8 @@ from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
 from .errors import AgentdError, DeadlineExceeded, InvalidRequest, TransportError
 from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
-                    Health, OutputChunk, OutputEvent, PollResult, RunResult, StreamEvent)
+                    Health, OutputChunk, OutputEvent, PollResult, ResetReport, RunResult,
+                    StreamEvent)
 
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
 # longer than that is dead even if the socket does not say so.
@@ -94,6 +95,23 @@ class Client(FileCalls):
         doc = self._json("POST", "/v1/bootstrap", body, idempotent=True)
         self.set_token(token)
         return BootstrapResult(bool(doc.get("ok")), bool(doc.get("replayed")))
+
+    def reset(self, reset_id: Optional[str] = None, next_token: Optional[str] = None,
+              env: Optional[Mapping[str, str]] = None) -> ResetReport:
+        """POST /v1/reset: returns the guest to a clean state for the next tenant,
+        or quarantines it (report.clean False, report.remaining named). With
+        `next_token` (and its launch `env`) the next tenant's token is installed
+        in the same step and this client uses it from then on; without it
+        bootstrap opens again. Retry-safe: `reset_id` (minted when None) makes
+        a retry, even with the retired token, answer the recorded report."""
+        rid = reset_id or "reset-" + secrets.token_hex(12)
+        body: Dict[str, Any] = {"reset_id": rid}
+        if next_token is not None:
+            body["next"] = {"token": next_token, "env": dict(env or {})}
+        report = ResetReport.from_json(self._json("POST", "/v1/reset", body, idempotent=True))
+        if report.clean and next_token is not None:
+            self.set_token(next_token)
+        return report
 
     # -- exec ----------------------------------------------------------------
 

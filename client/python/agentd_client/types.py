@@ -55,6 +55,31 @@ class Health:
 
 
 @dataclass
+class ResetReport:
+    """The answer of POST /v1/reset (docs/PROTOCOL.md, "Reuse")."""
+
+    clean: bool
+    generation: int
+    killed_processes: int
+    removed_entries: int
+    removed_bytes: int
+    #: What remained ({"kind", "name", "reason"}); non-empty means quarantined.
+    remaining: List[Dict[str, str]]
+    duration_ms: int
+    #: True when this answers a retry with the recorded report.
+    replayed: bool = False
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "ResetReport":
+        removed = _dict(d.get("removed"))
+        return ResetReport(bool(d.get("clean")), _int(d.get("generation")),
+                           _int(d.get("killed_processes")), _int(removed.get("entries")),
+                           _int(removed.get("bytes")),
+                           [r for r in d.get("remaining") or [] if isinstance(r, dict)],
+                           _int(d.get("duration_ms")), bool(d.get("replayed")))
+
+
+@dataclass
 class BootstrapResult:
     ok: bool
     replayed: bool

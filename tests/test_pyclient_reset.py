@@ -1,0 +1,47 @@
+"""Reset from the Python client: reset() installs the next token and a retry
+answers the recorded report (docs/PROTOCOL.md, "Reuse")."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__)))
+from lib import pyclient  # noqa: F401,E402  (puts client/python on sys.path)
+from lib.agentd_test import Daemon, new_token  # noqa: E402
+from lib.exec_util import pid_alive, read_stream, start, wait_exit  # noqa: E402
+
+import agentd_client as ac  # noqa: E402
+
+
+def leave_a_sleeper(d):
+    start(d, "bg", {"command": "setsid sleep 1000 > /dev/null & echo $!"})
+    wait_exit(d, "bg")
+    return int(read_stream(d, "bg"))
+
+
+class PyClientResetTest(unittest.TestCase):
+    def setUp(self):
+        self.d = Daemon()
+        self.addCleanup(self.d.close)
+
+    def test_the_python_client_resets_and_uses_the_next_token(self):
+        d = self.d
+        sleeper = leave_a_sleeper(d)
+        c = ac.Client("http://127.0.0.1:%d" % d.port, d.token)
+        self.addCleanup(c.close)
+        nxt = new_token()
+        report = c.reset("py-reset-1", next_token=nxt, env={"TENANT": "b"})
+        self.assertIsInstance(report, ac.ResetReport)
+        self.assertTrue(report.clean, report)
+        self.assertEqual((report.generation, report.replayed), (1, False))
+        self.assertFalse(pid_alive(sleeper))
+        self.assertEqual(c.health().raw["generation"], 1)
+        self.assertEqual(c.list_execs(), [])  # uses the next token: no 401
+        again = ac.Client("http://127.0.0.1:%d" % d.port, d.token).reset("py-reset-1")
+        self.assertTrue(again.replayed)
+        with self.assertRaises(ac.Unauthorized):
+            ac.Client("http://127.0.0.1:%d" % d.port, d.token).reset("py-reset-2")
+
+
+if __name__ == "__main__":
+    unittest.main()
