@@ -63,6 +63,53 @@ Result<std::optional<OutputSlice>> DecodeSlice(const json::Value& doc, std::stri
   return std::optional<OutputSlice>(std::move(s));
 }
 
+json::Object EncodeMatch(const OutputMatch& m) {
+  json::Object o;
+  o.Set("stream", m.stream);
+  o.Set("matched", m.matched);
+  if (m.matched) {
+    o.Set("offset", m.offset);
+    o.Set("end", m.end);
+    o.Set("text", m.text);
+    o.Set("text_b64", Base64Encode(m.text));
+  } else {
+    o.Set("reason", m.reason);
+  }
+  o.Set("next", m.next);
+  if (m.gap_from) o.Set("gap", json::Object().Set("from", *m.gap_from).Set("to", m.gap_to));
+  return o;
+}
+
+Result<std::optional<OutputMatch>> DecodeMatch(const json::Value& doc) {
+  const json::Value* v = doc.Find("match");
+  if (!v || v->is_null()) return std::optional<OutputMatch>();
+  OutputMatch m;
+  const json::Value* matched = v->Find("matched");
+  std::optional<std::string> stream = GetOptString(*v, "stream");
+  if (!matched || !matched->is_bool() || !stream || !GetU64(*v, "next", &m.next)) {
+    return ProtocolError("bad \"match\" member");
+  }
+  m.stream = *stream;
+  m.matched = matched->as_bool();
+  if (m.matched) {
+    const json::Value* b64 = v->Find("text_b64");
+    std::optional<std::string> text =
+        b64 && b64->is_string() ? Base64Decode(b64->as_string()) : std::nullopt;
+    if (!text || !GetU64(*v, "offset", &m.offset) || !GetU64(*v, "end", &m.end)) {
+      return ProtocolError("bad \"match\" member");
+    }
+    m.text = std::move(*text);
+  } else {
+    m.reason = GetOptString(*v, "reason").value_or("");
+  }
+  if (const json::Value* gap = v->Find("gap"); gap && gap->is_object()) {
+    uint64_t from = 0;
+    if (GetU64(*gap, "from", &from)) m.gap_from = from;
+    GetU64(*gap, "to", &m.gap_to);
+  }
+  return std::optional<OutputMatch>(std::move(m));
+}
+
 }  // namespace
 
 json::Object EncodeExecInfoObject(const ExecInfo& e) {
@@ -134,6 +181,7 @@ json::Value EncodeExecPollResponse(const ExecPollResponse& r) {
   json::Object o = EncodeExecInfoObject(r.exec);
   if (r.stdout_slice) o.Set("stdout", EncodeSlice(*r.stdout_slice));
   if (r.stderr_slice) o.Set("stderr", EncodeSlice(*r.stderr_slice));
+  if (r.match) o.Set("match", EncodeMatch(*r.match));
   return o;
 }
 
@@ -148,6 +196,9 @@ Result<ExecPollResponse> DecodeExecPollResponse(const json::Value& doc) {
   if (!err.ok()) return err.status();
   r.stdout_slice = std::move(*out);
   r.stderr_slice = std::move(*err);
+  Result<std::optional<OutputMatch>> match = DecodeMatch(doc);
+  if (!match.ok()) return match.status();
+  r.match = std::move(*match);
   return r;
 }
 

@@ -39,6 +39,8 @@ struct ApiContext {
   // Closes every client connection but the given one (set once the server
   // exists).
   std::function<void(const Connection*)> close_all_but = [](const Connection*) {};
+  // Condition waits in progress (api/wait_slot.h).
+  int64_t waits_open = 0;
 };
 
 std::string_view DaemonVersion();

@@ -19,7 +19,7 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     return ExecCounts{t.busy, t.records};
   };
   RegisterExecStartRoutes(router, engine);
-  RegisterExecPollRoutes(router, engine);
+  RegisterExecPollRoutes(router, ctx, engine);
   RegisterExecOutputRoutes(router, engine);
   RegisterExecEventRoutes(router, engine);
   RegisterExecControlRoutes(router, engine);

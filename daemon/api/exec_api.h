@@ -28,7 +28,7 @@ inline constexpr uint64_t kMaxEventBytes = 128 * 1024;
 Status CheckCursor(std::string_view field, uint64_t cursor, const OutputLog& log);
 
 void RegisterExecStartRoutes(Router& router, ExecEngine& engine);
-void RegisterExecPollRoutes(Router& router, ExecEngine& engine);
+void RegisterExecPollRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
 void RegisterExecOutputRoutes(Router& router, ExecEngine& engine);
 void RegisterExecEventRoutes(Router& router, ExecEngine& engine);
 void RegisterExecControlRoutes(Router& router, ExecEngine& engine);

@@ -18,7 +18,9 @@ bool HasNews(ExecRecord& rec, const PollQuery& q) {
   return false;
 }
 
-Result<ExecPollResponse> Snapshot(ExecRecord& rec, const PollQuery& q) {
+}  // namespace
+
+Result<ExecPollResponse> PollSnapshot(ExecRecord& rec, const PollQuery& q) {
   ExecPollResponse r;
   r.exec = rec.Info();
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
@@ -35,9 +37,17 @@ Result<ExecPollResponse> Snapshot(ExecRecord& rec, const PollQuery& q) {
   return r;
 }
 
-}  // namespace
+Status CheckPollCursors(ExecRecord& rec, const PollQuery& q) {
+  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
+    if (const auto& c = q.cursors[static_cast<int>(s)]) {
+      Status ok = CheckCursor(s == Stream::kStdout ? "stdout_from" : "stderr_from", *c, rec.log(s));
+      if (!ok.ok()) return ok;
+    }
+  }
+  return Status::Ok();
+}
 
-PollQuery ReadPollQuery(QueryReader& q) {
+PollQuery ReadPollQuery(QueryReader& q, bool allow_match) {
   PollQuery p;
   p.cursors[0] = q.Number("stdout_from", 0, INT64_MAX);
   p.cursors[1] = q.Number("stderr_from", 0, INT64_MAX);
@@ -45,27 +55,40 @@ PollQuery ReadPollQuery(QueryReader& q) {
   p.max_bytes = max.value_or(kDefaultPollMaxBytes);
   std::optional<uint64_t> wait = q.Number("wait_ms", 0, kMaxWaitMs);
   p.wait_ms = wait.value_or(0);
-  std::optional<std::string> until = q.Choice("until", {"output", "exit"});
+  std::optional<std::string> until = allow_match ? q.Choice("until", {"output", "exit", "match"})
+                                                 : q.Choice("until", {"output", "exit"});
   p.until_exit = until == "exit";
+  if (until == "match") {
+    MatchQuery m;
+    if (const std::string* pattern = q.Required("pattern")) m.pattern = *pattern;
+    m.stream =
+        q.Choice("stream", {"stdout", "stderr"}) == "stderr" ? Stream::kStderr : Stream::kStdout;
+    m.cursor = q.Number("cursor", 0, INT64_MAX).value_or(0);
+    p.match = std::move(m);
+  } else if (allow_match) {
+    // Named, rather than refused as unknown, so the fix is plain.
+    for (std::string_view name : {"pattern", "stream", "cursor"}) {
+      if (q.String(name)) {
+        q.Fail(Status::InvalidRequest("query parameter \"" + std::string(name) +
+                                      "\" needs until=match")
+                   .With("field", std::string(name)));
+      }
+    }
+  }
   p.given = p.cursors[0] || p.cursors[1] || max || wait || until;
   return p;
 }
 
 asio::awaitable<void> AnswerPoll(ExecRecord& rec, const PollQuery& q, int status, Response& res) {
-  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
-    if (const auto& c = q.cursors[static_cast<int>(s)]) {
-      Status ok = CheckCursor(s == Stream::kStdout ? "stdout_from" : "stderr_from", *c, rec.log(s));
-      if (!ok.ok()) {
-        co_await res.SendError(ok);
-        co_return;
-      }
-    }
+  if (Status ok = CheckPollCursors(rec, q); !ok.ok()) {
+    co_await res.SendError(ok);
+    co_return;
   }
   auto deadline = ChangeSignal::Clock::now() + std::chrono::milliseconds(q.wait_ms);
   while (!HasNews(rec, q) && ChangeSignal::Clock::now() < deadline) {
     co_await rec.changed.Wait(deadline);
   }
-  Result<ExecPollResponse> answer = Snapshot(rec, q);
+  Result<ExecPollResponse> answer = PollSnapshot(rec, q);
   if (!answer.ok()) {
     co_await res.SendError(answer.status());
     co_return;

@@ -2,14 +2,15 @@
 // (docs/PROTOCOL.md, "Poll" and "List"). Both are read-only.
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
+#include "api/exec_match_wait.h"
 #include "api/exec_poll_answer.h"
 
 namespace agentd {
 namespace {
 
-asio::awaitable<void> Poll(ExecEngine& engine, Request& req, Response& res) {
+asio::awaitable<void> Poll(ApiContext& ctx, ExecEngine& engine, Request& req, Response& res) {
   QueryReader q(req.query());
-  PollQuery poll = ReadPollQuery(q);
+  PollQuery poll = ReadPollQuery(q, /*allow_match=*/true);
   if (Status s = q.Finish(); !s.ok()) {
     co_await res.SendError(s);
     co_return;
@@ -17,6 +18,10 @@ asio::awaitable<void> Poll(ExecEngine& engine, Request& req, Response& res) {
   Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
     co_await res.SendError(found.status());
+    co_return;
+  }
+  if (poll.match) {
+    co_await AnswerMatchPoll(ctx, req, *found, poll, res);
     co_return;
   }
   co_await AnswerPoll(**found, poll, 200, res);
@@ -32,11 +37,11 @@ asio::awaitable<void> List(ExecEngine& engine, Request& req, Response& res) {
 
 }  // namespace
 
-void RegisterExecPollRoutes(Router& router, ExecEngine& engine) {
+void RegisterExecPollRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
   router.Add("GET", "/v1/execs",
              [&engine](Request& req, Response& res) { return List(engine, req, res); });
   router.Add("GET", "/v1/execs/{id}",
-             [&engine](Request& req, Response& res) { return Poll(engine, req, res); });
+             [&ctx, &engine](Request& req, Response& res) { return Poll(ctx, engine, req, res); });
 }
 
 }  // namespace agentd

@@ -15,7 +15,7 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
   // Poll's parameters make this a start and wait (checked before anything
   // starts; the cursors are checked against the streams after).
   QueryReader q(req.query());
-  PollQuery poll = ReadPollQuery(q);
+  PollQuery poll = ReadPollQuery(q, /*allow_match=*/false);
   if (Status s = q.Finish(); !s.ok()) {
     co_await res.SendError(s);
     co_return;

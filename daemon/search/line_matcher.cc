@@ -2,6 +2,7 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "search/required_literal.h"
@@ -44,7 +45,7 @@ Result<std::shared_ptr<const LineMatcher>> LineMatcher::Compile(std::string_view
   }
   // Without JIT support (another CPU) the interpreter runs: slower, same
   // answers.
-  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE | (opts.partial ? PCRE2_JIT_PARTIAL_HARD : 0));
   std::shared_ptr<LineMatcher> m(new LineMatcher());
   m->code_ = code;
   m->per_line_ = NeedsPerLine(pattern, opts.fixed);
@@ -72,6 +73,32 @@ Result<size_t> LineMatcher::MatchIn(std::string_view buf, size_t start, size_t e
         .With("field", "pattern");
   }
   return static_cast<size_t>(pcre2_get_ovector_pointer(Data(s.match_data_))[0]);
+}
+
+Result<LineMatcher::Span> LineMatcher::Find(std::string_view buf, size_t from, bool partial,
+                                            Scratch& s) const {
+  uint32_t flags = PCRE2_NOTEMPTY | (partial ? PCRE2_PARTIAL_HARD : 0);
+  int rc = pcre2_match(Code(code_), reinterpret_cast<PCRE2_SPTR>(buf.data()), buf.size(), from,
+                       flags, Data(s.match_data_), nullptr);
+  if (rc == PCRE2_ERROR_NOMATCH) return Span{};
+  const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(Data(s.match_data_));
+  if (rc == PCRE2_ERROR_PARTIAL) return Span{Span::kPartial, ov[0], ov[1]};
+  if (rc < 0) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(rc, msg, sizeof(msg));
+    return Status::InvalidRequest("pattern cannot be matched: " +
+                                  std::string(reinterpret_cast<char*>(msg)))
+        .With("field", "pattern");
+  }
+  return Span{Span::kFull, ov[0], ov[1]};
+}
+
+size_t LineMatcher::lookbehind_bytes() const {
+  uint32_t chars = 0;
+  pcre2_pattern_info(Code(code_), PCRE2_INFO_MAXLOOKBEHIND, &chars);
+  // Characters, each up to 4 bytes of UTF-8; at least one character for
+  // `^` and \b, which look at the byte before a match.
+  return 4 * std::max<size_t>(chars, 1);
 }
 
 Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_view buf, size_t from,

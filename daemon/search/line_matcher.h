@@ -22,6 +22,9 @@ struct LineMatcherOptions {
   // Skip by the pattern's required literal (search/required_literal.h);
   // off only to compare answers in tests.
   bool prefilter = true;
+  // Also prepares partial matching (Find with partial = true), which the
+  // output matcher needs to carry a match across chunks.
+  bool partial = false;
 };
 
 class LineMatcher {
@@ -54,6 +57,24 @@ class LineMatcher {
     size_t column;  // byte offset of the match in the line
   };
   Result<std::optional<LineHit>> NextLine(std::string_view buf, size_t from, Scratch& s) const;
+
+  // The leftmost match starting at or after `from` in all of `buf` (a
+  // match may span newlines; `^` and `$` still mean line starts and ends;
+  // `buf[0..from)` is seen by lookbehinds). An empty match does not count.
+  // With `partial` (needs LineMatcherOptions::partial), the end of `buf`
+  // is not the end of the text: a match that could grow, or one that is
+  // only begun when `buf` ends, is answered as kPartial with its start
+  // (PCRE2_PARTIAL_HARD), so the answer never depends on where the text
+  // was cut.
+  struct Span {
+    enum Kind { kNone, kPartial, kFull } kind = kNone;
+    size_t start = 0;
+    size_t end = 0;
+  };
+  Result<Span> Find(std::string_view buf, size_t from, bool partial, Scratch& s) const;
+  // How many bytes before a match start the pattern may look at
+  // (lookbehinds, \b): what a caller that drops text must keep.
+  size_t lookbehind_bytes() const;
 
  private:
   LineMatcher() = default;

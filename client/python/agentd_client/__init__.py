@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
     "ChangedFile", "CodeRunResult", "Cursors", "ExecInfo", "ExitEvent", "FileStat", "GapEvent",
-    "GlobResult", "Health", "OutputChunk", "OutputEvent", "PollResult", "ResetReport", "RunResult",
+    "GlobResult", "Health", "OutputChunk", "OutputEvent", "OutputMatch",
+    "PollResult", "ResetReport", "RunResult",
     "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats", "__version__",
 ] + [cls.__name__ for cls in ERROR_CLASSES.values()]

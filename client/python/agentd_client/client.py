@@ -24,7 +24,7 @@ from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
 from .errors import AgentdError, DeadlineExceeded, InvalidRequest, TransportError
 from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
-                    Health, OutputChunk, OutputEvent, PollResult, ResetReport, RunResult,
+                    Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
                     StreamEvent)
 
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
@@ -197,6 +197,33 @@ class Client(FileCalls):
             if deadline is not None and time.monotonic() >= deadline:
                 raise DeadlineExceeded("exec %s still running after %.1f s" % (exec_id, timeout or 0.0),
                                        details={"id": exec_id})
+
+    def wait_for_output(self, exec_id: str, pattern: str, *, stream: str = "stdout",
+                        cursor: int = 0, timeout: Optional[float] = None) -> OutputMatch:
+        """Waits until the regular expression `pattern` (PCRE2) matches the
+        exec's `stream` from byte `cursor` on (docs/PROTOCOL.md, "Wait for
+        output"); the daemon wakes the moment it matches, even across
+        output chunks. Answers the match, or (matched False) why not:
+        "exited" (the exec ended without one) or "timeout" after `timeout`
+        seconds (None: wait for as long as it takes). Read-only."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        target = "/v1/execs/" + quote_value(check_id(exec_id))
+        while True:
+            left_ms = WAIT_ROUND_MS if deadline is None else int(
+                max(0.0, deadline - time.monotonic()) * 1000)
+            wait_ms = min(left_ms, WAIT_ROUND_MS)
+            query = "?until=match&pattern=%s&stream=%s&cursor=%d&wait_ms=%d" % (
+                quote_value(pattern), quote_value(stream), cursor, wait_ms)
+            doc = self._json("GET", target + query, idempotent=True,
+                             extra_wait=wait_ms / 1000.0)
+            m = OutputMatch.from_json(doc)
+            if m.matched or m.reason == "exited":
+                return m
+            # A round's timeout or a scan bound: resume where the daemon
+            # says nothing is lost.
+            cursor = m.next
+            if m.reason == "timeout" and deadline is not None and time.monotonic() >= deadline:
+                return m
 
     def kill(self, exec_id: str, signal: Optional[str] = None,
              grace_sec: Optional[int] = None) -> ExecInfo:

@@ -238,6 +238,10 @@ class Resetting(AgentdError):
     code = "resetting"
 
 
+class TooManyWaits(AgentdError):
+    code = "too_many_waits"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -248,7 +252,8 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists, PermissionDenied,
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
-        InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting)
+        InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
+        TooManyWaits)
 }
 
 

@@ -156,6 +156,40 @@ class PollResult:
     stderr: Optional[OutputChunk]
 
 
+@dataclass
+class OutputMatch:
+    """The answer of a wait for output (docs/PROTOCOL.md, "Wait for output").
+
+    Matched: `text` is the matched bytes at stream offsets [offset, end).
+    Not matched: `reason` says why ("timeout", "exited", "window_limit",
+    "scan_limit"). Either way `next` is the cursor to resume from, and
+    `exec` the exec as it was at the answer."""
+
+    stream: str
+    matched: bool
+    next: int
+    exec: ExecInfo
+    offset: Optional[int] = None
+    end: Optional[int] = None
+    text: Optional[bytes] = None
+    reason: Optional[str] = None
+    gap: Optional[Tuple[int, int]] = None
+
+    @staticmethod
+    def from_json(doc: Dict[str, Any]) -> "OutputMatch":
+        m = doc.get("match") or {}
+        gap = m.get("gap")
+        matched = bool(m.get("matched"))
+        return OutputMatch(str(m.get("stream", "")), matched, _int(m.get("next")),
+                           ExecInfo.from_json(doc),
+                           _int(m.get("offset")) if matched else None,
+                           _int(m.get("end")) if matched else None,
+                           base64.b64decode(m.get("text_b64") or "") if matched else None,
+                           None if matched else str(m.get("reason", "")),
+                           (_int(gap.get("from")), _int(gap.get("to")))
+                           if isinstance(gap, dict) else None)
+
+
 class Cursors(NamedTuple):
     """The next byte offset of each stream: persist these with the exec id to reattach."""
 

@@ -17,6 +17,7 @@ export type ErrorCode =
   | "invalid_range" | "range_not_satisfiable" | "invalid_archive" | "archive_too_large"
   | "insufficient_storage" | "runtime_unavailable" | "limit_unsupported" | "port_unreachable" | "io_error"
   | "internal" | "cross_device" | "too_many_watches" | "quarantined" | "resetting"
+  | "too_many_waits"
   | "transport_error" | "deadline_exceeded" | "protocol_error";
 
 export type ErrorDetails = Record<string, unknown>;

@@ -113,10 +113,26 @@ struct OutputSlice {
   std::optional<uint64_t> gap_from;
 };
 
+// The "match" member of a poll with until=match (docs/PROTOCOL.md,
+// "Wait for output").
+struct OutputMatch {
+  std::string stream;  // "stdout" or "stderr"
+  bool matched = false;
+  uint64_t offset = 0;  // matched: the stream offset of the match's first byte
+  uint64_t end = 0;     // matched: one past its last byte
+  std::string text;     // matched: the bytes ("text" and "text_b64" on the wire)
+  // Not matched: "timeout", "exited", "window_limit" or "scan_limit".
+  std::string reason;
+  uint64_t next = 0;                 // where a caller resumes the wait without losing a match
+  std::optional<uint64_t> gap_from;  // the cursor, when bytes from it were lost
+  uint64_t gap_to = 0;
+};
+
 struct ExecPollResponse {
   ExecInfo exec;
   std::optional<OutputSlice> stdout_slice;  // present when stdout_from was given
   std::optional<OutputSlice> stderr_slice;
+  std::optional<OutputMatch> match;  // present with until=match
 };
 json::Value EncodeExecPollResponse(const ExecPollResponse& r);
 Result<ExecPollResponse> DecodeExecPollResponse(const json::Value& doc);
