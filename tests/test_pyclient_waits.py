@@ -5,6 +5,7 @@ says when the exec ended without one."""
 import asyncio
 import os
 import shutil
+import socket
 import tempfile
 import threading
 import unittest
@@ -72,6 +73,23 @@ class PyClientWaitsTest(unittest.TestCase):
                 return await waiting
         m = asyncio.run(main())
         self.assertEqual((m.text, m.offset), (b"c de", 2))
+
+    def test_wait_for_port_and_wait_for_path(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        try:
+            self.assertFalse(self.client.wait_for_port(port, timeout=0))
+            s.listen()
+            self.assertTrue(self.client.wait_for_port(port, timeout=120))
+        finally:
+            s.close()
+        target = os.path.join(self.dir, "flag")
+        self.assertFalse(self.client.wait_for_path(target, timeout=0))
+        threading.Thread(target=lambda: open(target, "w").close()).start()
+        self.assertTrue(self.client.wait_for_path(target, timeout=120))
+        threading.Thread(target=os.unlink, args=(target,)).start()
+        self.assertTrue(self.client.wait_for_path(target, gone=True, timeout=120))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@
 #include "agentd/protocol/fs.h"
 #include "api/fs_route_util.h"
 #include "api/query_reader.h"
+#include "api/recheck_waits.h"
 #include "api/request_ownership.h"
 #include "api/routes.h"
+#include "api/wait_slot.h"
 #include "fs/file_ops.h"
 
 namespace agentd {
@@ -16,10 +18,21 @@ asio::awaitable<void> Stat(FsRoute r, Request& req, Response& res) {
   QueryReader q(req.query());
   Result<RelPath> rel = CheckPath(r.fs, q.Required("path"));
   bool follow = q.Bool("follow", false);
+  std::optional<std::string> until = q.Choice("until", {"exists", "gone"});
+  std::optional<uint64_t> wait_ms = q.Number("wait_ms", 0, kMaxConditionWaitMs);
+  if (wait_ms && !until) {
+    q.Fail(
+        Status::InvalidRequest("query parameter \"wait_ms\" needs until").With("field", "wait_ms"));
+  }
   Status s = q.Finish();
   if (s.ok() && !rel.ok()) s = rel.status();
   if (!s.ok()) {
     co_await res.SendError(s);
+    co_return;
+  }
+  if (until) {
+    co_await AnswerPathWait(r.ctx, r.fs, req, res, *rel, follow, *until == "gone",
+                            wait_ms.value_or(0));
     co_return;
   }
   auto work = [&]() -> Result<json::Value> {

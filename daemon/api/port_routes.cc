@@ -14,7 +14,9 @@
 #include <charconv>
 
 #include "api/query_reader.h"
+#include "api/recheck_waits.h"
 #include "api/routes.h"
+#include "api/wait_slot.h"
 #include "proc/listening_ports.h"
 #include "server/connection.h"
 #include "sys/awaitable.h"
@@ -43,11 +45,21 @@ class TunnelSlot {
   Counter& c_;
 };
 
-asio::awaitable<void> ListPorts(Request& req, Response& res) {
+asio::awaitable<void> ListPorts(ApiContext& ctx, Request& req, Response& res) {
   QueryReader q(req.query());
+  std::optional<uint64_t> wait_for = q.Number("wait_for", 1, 65535);
+  std::optional<uint64_t> wait_ms = q.Number("wait_ms", 0, kMaxConditionWaitMs);
+  if (wait_ms && !wait_for) {
+    q.Fail(Status::InvalidRequest("query parameter \"wait_ms\" needs wait_for")
+               .With("field", "wait_ms"));
+  }
   Status s = q.Finish();
   if (!s.ok()) {
     co_await res.SendError(s);
+    co_return;
+  }
+  if (wait_for) {
+    co_await AnswerPortWait(ctx, req, res, static_cast<uint16_t>(*wait_for), wait_ms.value_or(0));
     co_return;
   }
   json::Array ports;
@@ -169,7 +181,8 @@ asio::awaitable<void> Connect(const DaemonConfig& config, Counter& tunnels, Requ
 
 void RegisterPortRoutes(Router& router, ApiContext& ctx) {
   auto tunnels = std::make_shared<Counter>();
-  router.Add("GET", "/v1/ports", [](Request& req, Response& res) { return ListPorts(req, res); });
+  router.Add("GET", "/v1/ports",
+             [&ctx](Request& req, Response& res) { return ListPorts(ctx, req, res); });
   router.Add("GET", "/v1/ports/{port}/connect",
              [&config = ctx.config, tunnels](Request& req, Response& res) {
                return Connect(config, *tunnels, req, res);

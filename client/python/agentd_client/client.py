@@ -225,6 +225,36 @@ class Client(FileCalls):
             if m.reason == "timeout" and deadline is not None and time.monotonic() >= deadline:
                 return m
 
+    def _wait_rounds(self, target: str, done: Callable[[Any], bool],
+                     timeout: Optional[float]) -> Any:
+        """Repeats a condition wait (`target` + wait_ms) in rounds until
+        `done(answer)` or `timeout` seconds (None: no limit); the last answer."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left_ms = WAIT_ROUND_MS if deadline is None else int(
+                max(0.0, deadline - time.monotonic()) * 1000)
+            wait_ms = min(left_ms, WAIT_ROUND_MS)
+            doc = self._json("GET", target + "&wait_ms=%d" % wait_ms, idempotent=True,
+                             extra_wait=wait_ms / 1000.0)
+            if done(doc) or (deadline is not None and time.monotonic() >= deadline):
+                return doc
+
+    def wait_for_port(self, port: int, timeout: Optional[float] = None) -> bool:
+        """Waits until TCP `port` is listening in the guest (docs/PROTOCOL.md,
+        "Wait for a port"); False when `timeout` seconds passed first."""
+        doc = self._wait_rounds("/v1/ports?wait_for=%d" % port,
+                                lambda d: bool(d.get("listening")), timeout)
+        return bool(doc.get("listening"))
+
+    def wait_for_path(self, path: str, *, gone: bool = False,
+                      timeout: Optional[float] = None) -> bool:
+        """Waits until `path` exists (or, with `gone`, no longer exists),
+        confined like every fs call (docs/PROTOCOL.md, "Wait for a path");
+        False when `timeout` seconds passed first."""
+        target = "/v1/fs/stat?path=%s&until=%s" % (quote_value(path), "gone" if gone else "exists")
+        doc = self._wait_rounds(target, lambda d: bool(d.get("met")), timeout)
+        return bool(doc.get("met"))
+
     def kill(self, exec_id: str, signal: Optional[str] = None,
              grace_sec: Optional[int] = None) -> ExecInfo:
         """POST /v1/execs/{id}/kill: signals the whole process group (idempotent)."""
