@@ -107,6 +107,10 @@ int CmdWait(Context& ctx) {
   bool bad = false;
   uint64_t seconds = Number(ctx.args(), "for", &bad).value_or(86400);
   if (bad) return ctx.out().UsageError("--for takes whole seconds");
+  if (IsConditionWait(ctx)) return CmdWaitCondition(ctx, std::chrono::seconds(seconds));
+  if (ctx.args().positional.size() != 1) {
+    return ctx.out().UsageError("wait takes an exec ID, or port N, path P or output ID PATTERN");
+  }
   Result<ExecInfo> r = ctx.client().WaitExec(Id(ctx), std::chrono::seconds(seconds));
   if (!r.ok()) return ctx.out().Fail(r.status());
   ctx.out().Succeed(EncodeExecInfo(*r), ctx.out().json() ? "" : DescribeExec(*r));

@@ -24,6 +24,9 @@ int CmdForward(Context& ctx);
 int CmdPoll(Context& ctx);
 int CmdLogs(Context& ctx);
 int CmdWait(Context& ctx);
+// cmd_wait.cc: wait port N, wait path P, wait output ID PATTERN
+bool IsConditionWait(const Context& ctx);
+int CmdWaitCondition(Context& ctx, std::chrono::milliseconds limit);
 int CmdAck(Context& ctx);
 int CmdKill(Context& ctx);
 int CmdPs(Context& ctx);

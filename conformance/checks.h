@@ -15,6 +15,7 @@ void AddRunChecks(std::vector<Check>& checks);
 void AddFileChecks(std::vector<Check>& checks);
 void AddTreeChecks(std::vector<Check>& checks);
 void AddSearchChecks(std::vector<Check>& checks);
+void AddWaitChecks(std::vector<Check>& checks);
 void AddHostileChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

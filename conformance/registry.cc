@@ -12,6 +12,7 @@ const std::vector<Check>& AllChecks() {
     AddFileChecks(all);
     AddTreeChecks(all);
     AddSearchChecks(all);
+    AddWaitChecks(all);
     AddHostileChecks(all);
     return all;
   }();

@@ -194,6 +194,22 @@ asio::awaitable<Result<std::vector<GuestPort>>> AsyncClient::ListPorts() {
   co_return co_await ListPortsCall(*transport_);
 }
 
+asio::awaitable<Result<ExecPollResponse>> AsyncClient::WaitForOutput(std::string id,
+                                                                     std::string pattern,
+                                                                     WaitForOutputOptions options) {
+  co_return co_await WaitForOutputCall(*transport_, std::move(id), std::move(pattern), options);
+}
+
+asio::awaitable<Result<bool>> AsyncClient::WaitForPort(
+    uint16_t port, std::optional<std::chrono::milliseconds> timeout) {
+  co_return co_await WaitForPortCall(*transport_, port, timeout);
+}
+
+asio::awaitable<Result<bool>> AsyncClient::WaitForPath(
+    std::string path, bool gone, std::optional<std::chrono::milliseconds> timeout) {
+  co_return co_await WaitForPathCall(*transport_, std::move(path), gone, timeout);
+}
+
 asio::awaitable<Result<std::unique_ptr<Tunnel>>> AsyncClient::OpenTunnel(uint16_t port) {
   co_return co_await OpenTunnelCall(*transport_, port);
 }

@@ -1,5 +1,6 @@
 #include "exec_calls.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <tuple>
@@ -129,6 +130,40 @@ asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
           "exec " + id + " still running after " + std::to_string(timeout.count()) + " ms")
           .With("id", id);
     }
+  }
+}
+
+asio::awaitable<Result<ExecPollResponse>> WaitForOutputCall(Transport& t, std::string id,
+                                                            std::string pattern,
+                                                            WaitForOutputOptions options) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  auto start = Clock::now();
+  uint64_t cursor = options.cursor;
+  for (;;) {
+    std::chrono::milliseconds wait = kWaitRound;
+    if (options.timeout) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(start + *options.timeout -
+                                                                        Clock::now());
+      wait = std::clamp(left, std::chrono::milliseconds(0), kWaitRound);
+    }
+    HttpRequest req;
+    req.target = ExecPath(id) + "?until=match&pattern=" + PercentEncode(pattern, false) +
+                 "&stream=" + PercentEncode(options.stream, false) +
+                 "&cursor=" + std::to_string(cursor) + "&wait_ms=" + std::to_string(wait.count());
+    req.idempotent = true;  // read-only like every poll
+    req.extra_wait = wait;
+    Result<ExecPollResponse> r =
+        DecodeAnswer<ExecPollResponse>(co_await t.Call(req), &DecodeExecPollResponse);
+    if (!r.ok()) co_return r.status();
+    if (!r->match) {
+      co_return Status::Error(ErrorCode::kProtocolError, "the answer lacks \"match\"");
+    }
+    const OutputMatch& m = *r->match;
+    if (m.matched || m.reason == "exited") co_return r;
+    // A round's timeout or a scan bound: resume where nothing is lost.
+    cursor = m.next;
+    bool over = options.timeout && Clock::now() >= start + *options.timeout;
+    if (m.reason == "timeout" && over) co_return r;
   }
 }
 

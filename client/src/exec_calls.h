@@ -21,6 +21,9 @@ asio::awaitable<Result<ExecPollResponse>> StartAndPollCall(Transport& t, std::st
                                                            PollOptions options);
 asio::awaitable<Result<ExecInfo>> WaitExecCall(Transport& t, std::string id,
                                                std::chrono::milliseconds timeout);
+asio::awaitable<Result<ExecPollResponse>> WaitForOutputCall(Transport& t, std::string id,
+                                                            std::string pattern,
+                                                            WaitForOutputOptions options);
 asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request);
 asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, int rows, int cols);
 asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id);

@@ -1,6 +1,9 @@
 #include "reactive_calls.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
+#include <optional>
 
 #include "agentd/client/nothrow.h"
 #include "agentd/protocol/percent.h"
@@ -127,6 +130,55 @@ asio::awaitable<Result<std::vector<GuestPort>>> ListPortsCall(Transport& t) {
         GuestPort{static_cast<uint16_t>(n->as_int()), Text(p, "address"), Text(p, "family")});
   }
   co_return out;
+}
+
+namespace {
+
+// Repeats GET `target`&wait_ms=... in rounds of at most 30 s until the
+// answer's boolean `member` is true or `timeout` passed; that boolean.
+asio::awaitable<Result<bool>> WaitRounds(Transport& t, std::string target, std::string member,
+                                         std::optional<std::chrono::milliseconds> timeout) {
+  using Clock = std::chrono::steady_clock;
+  constexpr std::chrono::milliseconds kRound{30000};
+  auto start = Clock::now();
+  for (;;) {
+    std::chrono::milliseconds wait = kRound;
+    if (timeout) {
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(start + *timeout - Clock::now());
+      wait = std::clamp(left, std::chrono::milliseconds(0), kRound);
+    }
+    HttpRequest req;
+    req.target = target + "&wait_ms=" + std::to_string(wait.count());
+    req.idempotent = true;
+    req.extra_wait = wait;
+    Result<HttpResponse> r = co_await t.Call(req);
+    if (!r.ok()) co_return r.status();
+    Result<json::Value> doc = json::Parse(r->body);
+    const json::Value* v = doc.ok() ? doc->Find(member) : nullptr;
+    if (!v || !v->is_bool()) {
+      co_return Status::Error(ErrorCode::kProtocolError, "the answer lacks \"" + member + "\"");
+    }
+    if (v->as_bool() || (timeout && Clock::now() >= start + *timeout)) co_return v->as_bool();
+  }
+}
+
+}  // namespace
+
+asio::awaitable<Result<bool>> WaitForPortCall(Transport& t, uint16_t port,
+                                              std::optional<std::chrono::milliseconds> timeout) {
+  if (port == 0) {
+    co_return Status::InvalidRequest("port must be from 1 to 65535").With("field", "port");
+  }
+  co_return co_await WaitRounds(t, "/v1/ports?wait_for=" + std::to_string(port), "listening",
+                                timeout);
+}
+
+asio::awaitable<Result<bool>> WaitForPathCall(Transport& t, std::string path, bool gone,
+                                              std::optional<std::chrono::milliseconds> timeout) {
+  std::string target =
+      "/v1/fs/stat?path=" + PercentEncode(path, false) + (gone ? "&until=gone" : "&until=exists");
+  co_return co_await WaitRounds(t, std::move(target), "met", timeout);
 }
 
 asio::awaitable<Result<std::unique_ptr<Tunnel>>> OpenTunnelCall(Transport& t, uint16_t port) {

@@ -15,7 +15,8 @@ import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import type {
   BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, OutputChunk,
-  PollOptions, PollResult, RunCodeOptions, RunResult, StreamEvent,
+  OutputMatch, PollOptions, PollResult, RunCodeOptions, RunResult, StreamEvent,
+  WaitForOutputOptions,
 } from "./types.js";
 
 export type { Compression, ReadOptions, WriteOptions } from "./files.js";
@@ -124,6 +125,70 @@ export class Client extends SearchCalls {
         throw new AgentdError("deadline_exceeded", `exec ${id} still running after ${timeoutMs} ms`, 0, { id });
       }
     }
+  }
+
+  /**
+   * Waits until the regular expression `pattern` (PCRE2) matches the exec's
+   * output from `cursor` on, even across output chunks (docs/PROTOCOL.md,
+   * "Wait for output"). Answers the match, or (matched false) why not:
+   * "exited", or "timeout" after `timeoutMs`. Read-only.
+   */
+  async waitForOutput(id: string, pattern: string, o: WaitForOutputOptions = {}): Promise<OutputMatch> {
+    let cursor = o.cursor ?? 0;
+    const stream = o.stream ?? "stdout";
+    const start = Date.now();
+    for (;;) {
+      const [doc, over] = await this.waitRound<Record<string, unknown>>(
+        `/v1/execs/${q(checkId(id))}?until=match&pattern=${q(pattern)}&stream=${stream}&cursor=${cursor}`,
+        o.timeoutMs, start);
+      const exec: Record<string, unknown> = { ...doc };
+      for (const k of ["stdout", "stderr", "match"]) delete exec[k];
+      const m = doc.match as {
+        stream: "stdout" | "stderr"; matched: boolean; offset?: number; end?: number; text_b64?: string;
+        reason?: string; next: number; gap?: { from: number; to: number };
+      };
+      const answer: OutputMatch = {
+        stream: m.stream, matched: m.matched, next: m.next, exec: exec as unknown as ExecInfo,
+        ...(m.matched
+          ? { offset: m.offset, end: m.end, text: Buffer.from(m.text_b64 ?? "", "base64") }
+          : { reason: m.reason }),
+        ...(m.gap ? { gap: m.gap } : {}),
+      };
+      if (m.matched || m.reason === "exited") return answer;
+      // A round's timeout or a scan bound: resume where nothing is lost.
+      cursor = m.next;
+      if (m.reason === "timeout" && over) return answer;
+    }
+  }
+
+  /** Waits until TCP `port` listens in the guest ("Wait for a port"); false after `timeoutMs`. */
+  async waitForPort(port: number, timeoutMs?: number): Promise<boolean> {
+    const start = Date.now();
+    for (;;) {
+      const [doc, over] = await this.waitRound<{ listening: boolean }>(
+        `/v1/ports?wait_for=${port}`, timeoutMs, start);
+      if (doc.listening || over) return doc.listening;
+    }
+  }
+
+  /** Waits until `path` exists (or, with `gone`, no longer does), confined ("Wait for a path"); false after `timeoutMs`. */
+  async waitForPath(path: string, o: { gone?: boolean; timeoutMs?: number } = {}): Promise<boolean> {
+    const start = Date.now();
+    const target = `/v1/fs/stat?path=${q(path)}&until=${o.gone ? "gone" : "exists"}`;
+    for (;;) {
+      const [doc, over] = await this.waitRound<{ met: boolean }>(target, o.timeoutMs, start);
+      if (doc.met || over) return doc.met;
+    }
+  }
+
+  // One round of a condition wait: `target` plus wait_ms, at most
+  // WAIT_ROUND_MS and at most what is left of `timeoutMs` since `start`;
+  // with whether that time is now over.
+  private async waitRound<T>(target: string, timeoutMs: number | undefined, start: number): Promise<[T, boolean]> {
+    const left = timeoutMs === undefined ? WAIT_ROUND_MS : Math.max(0, start + timeoutMs - Date.now());
+    const waitMs = Math.min(left, WAIT_ROUND_MS);
+    const doc = await this.json<T>("GET", `${target}&wait_ms=${waitMs}`, undefined, true, waitMs);
+    return [doc, timeoutMs !== undefined && Date.now() >= start + timeoutMs];
   }
 
   /** POST /v1/execs/{id}/kill: the signal goes to the whole process group (idempotent). */

@@ -98,6 +98,29 @@ export interface PollResult {
   stderr?: OutputChunk;
 }
 
+/** The answer of a wait for output (docs/PROTOCOL.md, "Wait for output"). */
+export interface OutputMatch {
+  stream: "stdout" | "stderr";
+  matched: boolean;
+  /** Matched: the stream offsets [offset, end) and the matched bytes. */
+  offset?: number;
+  end?: number;
+  text?: Buffer;
+  /** Not matched: "timeout", "exited", "window_limit" or "scan_limit". */
+  reason?: string;
+  /** The cursor to resume from without losing a match. */
+  next: number;
+  gap?: { from: number; to: number };
+  exec: ExecInfo;
+}
+
+export interface WaitForOutputOptions {
+  stream?: "stdout" | "stderr";
+  cursor?: number;
+  /** Give up after this long (the answer then says "timeout"); absent: no limit. */
+  timeoutMs?: number;
+}
+
 export interface PollOptions {
   stdoutFrom?: number;
   stderrFrom?: number;

@@ -3,7 +3,8 @@
 // byte, reattach from persisted cursors, run, kill, ack, stdin by offset.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -337,6 +338,42 @@ describe("streams", () => {
       u.close();
     } finally {
       await d.stop();
+    }
+  });
+});
+
+describe("server-side waits", () => {
+  test("waitForOutput finds a match split across two output chunks", async () => {
+    const marker = join(tmp, "go-wait");
+    const id = mintExecId("tsw");
+    await c.startExec(id, { command: `printf rea; while [ ! -e ${marker} ]; do sleep 0.01; done; printf 'dy\\n'; sleep 600` });
+    try {
+      while ((await c.pollExec(id, { stdoutFrom: 0, waitMs: 10000 })).stdout!.next < 3);
+      const early = await c.waitForOutput(id, "ready", { timeoutMs: 0 });
+      assert.deepEqual([early.matched, early.reason, early.next], [false, "timeout", 0]);
+      const waiting = c.waitForOutput(id, "re.dy");
+      writeFileSync(marker, "");
+      const m = await waiting;
+      assert.deepEqual([m.matched, m.text?.toString(), m.offset, m.end], [true, "ready", 0, 5]);
+      assert.equal(m.exec.state, "running");
+    } finally {
+      await c.killExec(id, { signal: "KILL" });
+    }
+  });
+
+  test("waitForPath and waitForPort", async () => {
+    const flag = join(tmp, "flag");
+    assert.equal(await c.waitForPath(flag, { timeoutMs: 0 }), false);
+    const waiting = c.waitForPath(flag);
+    writeFileSync(flag, "x");
+    assert.equal(await waiting, true);
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      assert.equal(await c.waitForPort(port, 60000), true);
+    } finally {
+      server.close();
     }
   });
 });

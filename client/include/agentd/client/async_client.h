@@ -91,6 +91,13 @@ class AsyncClient {
                                                              PollOptions options);
   // Long-polls until the exec has exited or `timeout` passes (deadline_exceeded).
   asio::awaitable<Result<ExecInfo>> WaitExec(std::string id, std::chrono::milliseconds timeout);
+  // GET /v1/execs/{id}?until=match: waits until the PCRE2 `pattern`
+  // matches the exec's output (across output chunks), in long-poll rounds
+  // that resume from the daemon's cursor. The answer's `match` is the
+  // match, or says why there is none ("exited", or "timeout" once
+  // options.timeout passed). Read-only.
+  asio::awaitable<Result<ExecPollResponse>> WaitForOutput(std::string id, std::string pattern,
+                                                          WaitForOutputOptions options = {});
   asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request = {});
   asio::awaitable<Result<ExecInfo>> AckExec(std::string id);
   asio::awaitable<Result<std::vector<ExecInfo>>> ListExecs();
@@ -167,6 +174,15 @@ class AsyncClient {
   asio::awaitable<Result<std::unique_ptr<Tunnel>>> OpenTunnel(uint16_t port);
   // GET /v1/ports: the TCP ports listening in the guest.
   asio::awaitable<Result<std::vector<GuestPort>>> ListPorts();
+  // GET /v1/ports?wait_for=PORT: true once the port listens in the guest,
+  // false when `timeout` (absent: no limit) passed first.
+  asio::awaitable<Result<bool>> WaitForPort(
+      uint16_t port, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // GET /v1/fs/stat?until=exists|gone: true once `path` exists (or with
+  // `gone`, no longer does), false when `timeout` passed first. Confined
+  // like every fs call.
+  asio::awaitable<Result<bool>> WaitForPath(
+      std::string path, bool gone, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
   template <typename Token>
   auto AsyncHealth(Token&& token) {
@@ -195,6 +211,23 @@ class AsyncClient {
   template <typename Token>
   auto AsyncWaitExec(std::string id, std::chrono::milliseconds timeout, Token&& token) {
     return detail::Launch(executor_, WaitExec(std::move(id), timeout), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWaitForOutput(std::string id, std::string pattern, WaitForOutputOptions options,
+                          Token&& token) {
+    return detail::Launch(executor_, WaitForOutput(std::move(id), std::move(pattern), options),
+                          std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWaitForPort(uint16_t port, std::optional<std::chrono::milliseconds> timeout,
+                        Token&& token) {
+    return detail::Launch(executor_, WaitForPort(port, timeout), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncWaitForPath(std::string path, bool gone,
+                        std::optional<std::chrono::milliseconds> timeout, Token&& token) {
+    return detail::Launch(executor_, WaitForPath(std::move(path), gone, timeout),
+                          std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncKillExec(std::string id, KillRequest request, Token&& token) {

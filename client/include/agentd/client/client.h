@@ -43,6 +43,18 @@ class Client {
   Result<ExecInfo> WaitExec(std::string id, std::chrono::milliseconds timeout) {
     return Wait(async_.WaitExec(std::move(id), timeout));
   }
+  Result<ExecPollResponse> WaitForOutput(std::string id, std::string pattern,
+                                         WaitForOutputOptions options = {}) {
+    return Wait(async_.WaitForOutput(std::move(id), std::move(pattern), options));
+  }
+  Result<bool> WaitForPort(uint16_t port,
+                           std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    return Wait(async_.WaitForPort(port, timeout));
+  }
+  Result<bool> WaitForPath(std::string path, bool gone,
+                           std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    return Wait(async_.WaitForPath(std::move(path), gone, timeout));
+  }
   Result<ExecInfo> KillExec(std::string id, KillRequest request = {}) {
     return Wait(async_.KillExec(std::move(id), std::move(request)));
   }

@@ -33,6 +33,15 @@ struct PollOptions {
   bool until_exit = false;            // new output alone does not end the wait
 };
 
+// WaitForOutput (docs/PROTOCOL.md, "Wait for output").
+struct WaitForOutputOptions {
+  std::string stream = "stdout";  // or "stderr"
+  uint64_t cursor = 0;            // the stream offset a match may start at
+  // Give up after this long (the answer's match then says "timeout");
+  // absent: wait for as long as it takes.
+  std::optional<std::chrono::milliseconds> timeout;
+};
+
 // Callbacks of Stream(). Each is optional. They run on the client's
 // executor (the calling thread for the blocking Client).
 struct StreamCallbacks {
