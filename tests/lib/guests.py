@@ -48,9 +48,10 @@ CONFORMANCE_DAEMON_ARGS = ("--ack-ttl-sec", "2", "--retention-stream-bytes", "10
 
 
 class GuestStartError(RuntimeError):
-    def __init__(self, message, run_dir):
+    def __init__(self, message, run_dir, veth=None):
         super().__init__(message)
         self.run_dir = run_dir
+        self.veth = veth  # the host end of the guest's veth pair, if it got one
 
 
 class Guest:
@@ -71,9 +72,15 @@ class Guest:
             raise
         self.start_seconds = time.monotonic() - started
         if r.returncode != 0:
+            veth = None
+            try:
+                with open(os.path.join(self.run_dir, "veth")) as f:
+                    veth = f.read().strip() or None
+            except OSError:
+                pass
             self.stop()
             raise GuestStartError("%s start failed (%d):\n%s%s" % (
-                os.path.basename(script), r.returncode, r.stdout, r.stderr), self.run_dir)
+                os.path.basename(script), r.returncode, r.stdout, r.stderr), self.run_dir, veth)
         self.info = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
         self.url = self.info["url"]
         self.token_file = self.info["token_file"]
