@@ -58,17 +58,18 @@ class StaticBinaryTest(unittest.TestCase):
         self.assertNotIn(PT_INTERP, [h[0] for h in headers])
         self.assertEqual(needed_libraries(AGENTD_BIN, headers), 0)
 
-    def test_stripped_binary_fits_in_4_5_mib(self):
+    def test_stripped_binary_fits_in_5_mib(self):
         # The size target of docs/BENCHMARKS.md. One <fstream> in the daemon
         # once brought libstdc++'s locale and iostream machinery, and
         # std::to_chars(double) its Ryu tables: 0.67 MiB between them. The
         # target was 4 MiB until search brought PCRE2 and its JIT (0.53 MiB;
-        # docs/BUILDING.md, "PCRE2").
+        # docs/BUILDING.md, "PCRE2"), then 4.5 MiB until reset and the
+        # server-side waits (docs/BUILDING.md, "Binary size").
         with tempfile.TemporaryDirectory() as tmp:
             stripped = os.path.join(tmp, "agentd")
             subprocess.run(["strip", "--strip-all", "-o", stripped, AGENTD_BIN], check=True)
             size = os.path.getsize(stripped)
-        self.assertLessEqual(size, (9 << 20) // 2, "stripped agentd is %d bytes" % size)
+        self.assertLessEqual(size, 5 << 20, "stripped agentd is %d bytes" % size)
 
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
     def test_health_answers_from_an_empty_root(self):
