@@ -39,6 +39,7 @@ void MatchSplitAcrossChunksIsFound(CheckContext& ctx) {
       ctx.client().StartExec(id, ShForWaits("printf rea; while [ ! -e " + marker +
                                             " ]; do sleep 0.01; done; printf 'dy\\n'; sleep 60")),
       "start");
+  KillAtEnd kill_at_end{ctx, id};  // it sleeps on after the match
   // "rea" is in the output, in its own chunk, before the marker exists.
   for (;;) {
     client::PollOptions o;
