@@ -72,12 +72,10 @@ class Guest:
             raise
         self.start_seconds = time.monotonic() - started
         if r.returncode != 0:
-            veth = None
-            try:
-                with open(os.path.join(self.run_dir, "veth")) as f:
-                    veth = f.read().strip() or None
-            except OSError:
-                pass
+            # The script names the host end of its veth pair on stderr (its
+            # run directory, which also records it, is gone by now).
+            named = re.search(r"\bveth (agd-[0-9a-f]+)", r.stderr)
+            veth = named.group(1) if named else None
             self.stop()
             raise GuestStartError("%s start failed (%d):\n%s%s" % (
                 os.path.basename(script), r.returncode, r.stdout, r.stderr), self.run_dir, veth)
