@@ -15,6 +15,14 @@ from lib.pyclient import PYCLIENT_DIR
 
 
 class PackageTest(unittest.TestCase):
+    def test_every_exported_name_is_defined(self):
+        # `from agentd_client import *` fails on a name in __all__ that the
+        # package does not define (OutputMatch was listed but not imported).
+        r = subprocess.run([sys.executable, "-c", "from agentd_client import *"],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=PYCLIENT_DIR))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_pip_installs_it_offline_and_the_installed_copy_works(self):
         tmp = tempfile.mkdtemp(prefix="pyclient-pip-")
         self.addCleanup(shutil.rmtree, tmp, True)

@@ -12,9 +12,9 @@ from .client import Client, mint_exec_id
 from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import AgentdError, ERROR_CLASSES, error_for
 from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, ExecInfo, ExitEvent,
-                    FileStat, GapEvent, GlobResult, Health, OutputChunk, OutputEvent, PollResult,
-                    ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary, StreamEvent,
-                    TreeStats)
+                    FileStat, GapEvent, GlobResult, Health, OutputChunk, OutputEvent, OutputMatch,
+                    PollResult, ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary,
+                    StreamEvent, TreeStats)
 
 __version__ = "0.1.0"
 
