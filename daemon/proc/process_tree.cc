@@ -48,17 +48,17 @@ std::vector<ProcessEntry> DescendantsOf(pid_t root, const std::vector<pid_t>& sp
   std::unordered_multimap<pid_t, const ProcessEntry*> children;
   for (const ProcessEntry& e : all) children.emplace(e.ppid, &e);
   std::vector<ProcessEntry> out;
-  std::vector<pid_t> todo{root};
-  while (!todo.empty()) {
-    pid_t parent = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> pending{root};
+  while (!pending.empty()) {
+    pid_t parent = pending.back();
+    pending.pop_back();
     auto [begin, end] = children.equal_range(parent);
     for (auto it = begin; it != end; ++it) {
       const ProcessEntry& child = *it->second;
       if (child.pid == root) continue;  // a malformed cycle
       if (std::find(spared.begin(), spared.end(), child.pid) != spared.end()) continue;
       out.push_back(child);
-      todo.push_back(child.pid);
+      pending.push_back(child.pid);
     }
   }
   std::sort(out.begin(), out.end(),

@@ -23,6 +23,15 @@ bool NeedsPerLine(std::string_view pattern, bool fixed) {
   return false;
 }
 
+// A match that PCRE2 could not finish (a match or depth limit hit).
+Status MatchFailed(int rc) {
+  PCRE2_UCHAR msg[256];
+  pcre2_get_error_message(rc, msg, sizeof(msg));
+  return Status::InvalidRequest("pattern cannot be matched: " +
+                                std::string(reinterpret_cast<char*>(msg)))
+      .With("field", "pattern");
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const LineMatcher>> LineMatcher::Compile(std::string_view pattern,
@@ -65,13 +74,7 @@ Result<size_t> LineMatcher::MatchIn(std::string_view buf, size_t start, size_t e
   int rc = pcre2_match(Code(code_), reinterpret_cast<PCRE2_SPTR>(buf.data() + start), end - start,
                        0, 0, Data(s.match_data_), nullptr);
   if (rc == PCRE2_ERROR_NOMATCH) return std::string_view::npos;
-  if (rc < 0) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(rc, msg, sizeof(msg));
-    return Status::InvalidRequest("pattern cannot be matched: " +
-                                  std::string(reinterpret_cast<char*>(msg)))
-        .With("field", "pattern");
-  }
+  if (rc < 0) return MatchFailed(rc);
   return static_cast<size_t>(pcre2_get_ovector_pointer(Data(s.match_data_))[0]);
 }
 
@@ -83,13 +86,7 @@ Result<LineMatcher::Span> LineMatcher::Find(std::string_view buf, size_t from, b
   if (rc == PCRE2_ERROR_NOMATCH) return Span{};
   const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(Data(s.match_data_));
   if (rc == PCRE2_ERROR_PARTIAL) return Span{Span::kPartial, ov[0], ov[1]};
-  if (rc < 0) {
-    PCRE2_UCHAR msg[256];
-    pcre2_get_error_message(rc, msg, sizeof(msg));
-    return Status::InvalidRequest("pattern cannot be matched: " +
-                                  std::string(reinterpret_cast<char*>(msg)))
-        .With("field", "pattern");
-  }
+  if (rc < 0) return MatchFailed(rc);
   return Span{Span::kFull, ov[0], ov[1]};
 }
 
