@@ -54,6 +54,14 @@ target_include_directories(agentd_pcre2 SYSTEM INTERFACE ${AGENTD_PCRE2_INCLUDE}
 target_compile_definitions(agentd_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8 PCRE2_STATIC)
 target_link_libraries(agentd_pcre2 INTERFACE ${AGENTD_LIBPCRE2_A})
 
+# nettle (nettle-dev) static archive, for SHA-256 only: the files' ETags
+# (daemon/fs/file_tags.cc; docs/BUILDING.md says why nettle).
+find_library(AGENTD_LIBNETTLE_A NAMES libnettle.a REQUIRED)
+find_path(AGENTD_NETTLE_INCLUDE NAMES nettle/sha2.h REQUIRED)
+add_library(agentd_nettle INTERFACE)
+target_include_directories(agentd_nettle SYSTEM INTERFACE ${AGENTD_NETTLE_INCLUDE})
+target_link_libraries(agentd_nettle INTERFACE ${AGENTD_LIBNETTLE_A})
+
 # Host-side tools (client library, conformance suite) are not static: they
 # use the system's shared libarchive.
 find_package(LibArchive 3 REQUIRED)

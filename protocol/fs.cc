@@ -70,6 +70,7 @@ json::Value EncodeFileStat(const FileStat& st) {
   o.Set("gid", st.gid);
   o.Set("mtime", FormatRfc3339(st.mtime));
   o.Set("target", st.target ? json::Value(*st.target) : json::Value(nullptr));
+  if (st.etag) o.Set("etag", *st.etag);
   return o;
 }
 
@@ -99,6 +100,7 @@ Result<FileStat> DecodeFileStat(const json::Value& doc) {
   st.uid = static_cast<uint32_t>(*uid);
   st.gid = static_cast<uint32_t>(*gid);
   st.target = StringMember(doc, "target");
+  st.etag = StringMember(doc, "etag");
   return st;
 }
 

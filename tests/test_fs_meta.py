@@ -1,5 +1,6 @@
 """Metadata routes: stat, list, mkdir, rename, delete, realpath."""
 
+import hashlib
 import os
 import shutil
 import stat
@@ -38,7 +39,8 @@ class StatTest(MetaTestCase):
         st = os.stat(p)
         self.assertEqual(b, {"path": p, "type": "file", "size": 5, "mode": "0640",
                              "uid": st.st_uid, "gid": st.st_gid,
-                             "mtime": "2023-11-14T22:13:20.123Z", "target": None})
+                             "mtime": "2023-11-14T22:13:20.123Z", "target": None,
+                             "etag": '"sha256:' + hashlib.sha256(b"hello").hexdigest() + '"'})
 
     def test_stat_does_not_follow_symlinks_unless_asked(self):
         self.touch("real", b"12345")

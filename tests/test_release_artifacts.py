@@ -47,6 +47,7 @@ NOTICE_FOR_ARCHIVE = {
     "libz.a": "zlib",
     "libzstd.a": "Zstandard (zstd)",
     "libpcre2.a": "PCRE2",  # libpcre2-8.a, its version-like suffix dropped below
+    "libnettle.a": "Nettle",
     "libc.a": "GNU C Library (glibc)",
     "libm.a": "GNU C Library (glibc)",
     "libpthread.a": "GNU C Library (glibc)",

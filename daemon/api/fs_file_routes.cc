@@ -31,11 +31,12 @@ constexpr size_t kStreamBlockBytes = 64 * 1024;
 // A file whose size the kernel does not know (procfs and the like) is read
 // to its end in blocks and sent chunked, through the line filter if any.
 asio::awaitable<void> StreamToEnd(FsRoute r, std::shared_ptr<ReadableFile> file,
-                                  std::optional<LineRange> lines, Response& res) {
+                                  std::optional<LineRange> lines, Response& res,
+                                  const Headers& headers) {
   std::optional<LineRangeScanner> scanner;
   if (lines) scanner.emplace(*lines);
   std::optional<uint64_t> unknown_length;
-  AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Begin(200, kOctetStream, unknown_length));
+  AGENTD_CO_RETURN_IF_ERROR_VOID(co_await res.Begin(200, kOctetStream, unknown_length, headers));
   auto buf = std::make_shared<std::string>(kStreamBlockBytes, '\0');
   for (;;) {
     auto read_block = [file, buf]() -> Result<size_t> {
@@ -96,14 +97,24 @@ asio::awaitable<void> ReadFile(FsRoute r, Request& req, Response& res) {
     co_return;
   }
   auto file = std::make_shared<ReadableFile>(std::move(*opened));
+  // The whole file's ETag, hashed from this descriptor: the bytes sent
+  // below come from the same open file (fs/file_tags.h says what a writer
+  // in place can still do). One that kept changing is sent without a tag,
+  // and so is a pseudo file's (procfs makes its content up on each read).
+  std::string display = rel->display;
+  Headers tag_header;
+  if (!file->pseudo) {
+    auto hash = [file, display, &tags = r.fs.tags()]() { return tags.Of(file->fd.get(), display); };
+    Result<std::string> etag = co_await RunBlocking(r.fs.jobs(), std::move(hash));
+    if (etag.ok()) tag_header.emplace_back("ETag", *etag);
+  }
   if (file->size_unknown) {
-    co_await StreamToEnd(r, file, lines, res);
+    co_await StreamToEnd(r, file, lines, res, tag_header);
     co_return;
   }
   uint64_t size = static_cast<uint64_t>(file->st.st_size);
   if (lines) {
     LineRange range = *lines;
-    std::string display = rel->display;
     auto locate = [file, size, range, display]() {
       return LocateLines(file->fd.get(), size, range, display);
     };
@@ -112,8 +123,7 @@ asio::awaitable<void> ReadFile(FsRoute r, Request& req, Response& res) {
       co_await res.SendError(span.status());
       co_return;
     }
-    Headers none;
-    co_await SendSpan(res, 200, file->fd.get(), span->first, span->second, none);
+    co_await SendSpan(res, 200, file->fd.get(), span->first, span->second, tag_header);
     co_return;
   }
   ByteRange range = range_header ? ParseByteRange(*range_header, size) : ByteRange{};
@@ -128,12 +138,14 @@ asio::awaitable<void> ReadFile(FsRoute r, Request& req, Response& res) {
     co_return;
   }
   if (range.kind == ByteRange::Kind::kSatisfiable) {
-    Headers h{{"Content-Range", "bytes " + std::to_string(range.first) + "-" +
-                                    std::to_string(range.last) + "/" + std::to_string(size)}};
+    Headers h = tag_header;
+    h.emplace_back("Content-Range", "bytes " + std::to_string(range.first) + "-" +
+                                        std::to_string(range.last) + "/" + std::to_string(size));
     co_await SendSpan(res, 206, file->fd.get(), range.first, range.last + 1, h);
     co_return;
   }
-  Headers h{{"Accept-Ranges", "bytes"}};
+  Headers h = tag_header;
+  h.emplace_back("Accept-Ranges", "bytes");
   co_await SendSpan(res, 200, file->fd.get(), 0, size, h);
 }
 
@@ -147,6 +159,12 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   const std::string* group = q.String("group");
   Status s = q.Finish();
   if (s.ok() && !rel.ok()) s = rel.status();
+  if (s.ok()) {
+    Result<Precondition> pre = PreconditionOf(req);
+    if (pre.ok()) opts.precondition = std::move(*pre);
+    s = pre.status();
+  }
+  opts.tags = &r.fs.tags();
   if (s.ok() && mode_text) {
     Result<uint32_t> mode = ParseMode(*mode_text, "mode");
     if (mode.ok()) opts.mode = *mode;
@@ -170,7 +188,7 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   auto create = [&]() { return AtomicFile::Create(r.fs.root(), *rel, opts); };
   Result<AtomicFile> created = co_await RunBlocking(r.ctx.blocking, std::move(create));
   if (!created.ok()) {
-    co_await res.SendError(created.status());
+    co_await res.SendError(created.status(), ErrorHeaders(created.status()));
     co_return;
   }
   auto io = co_await asio::this_coro::executor;
@@ -198,7 +216,8 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
     co_await RefuseMidBody(req, res, written.status());
     co_return;
   }
-  co_await res.SendJson(200, EncodeFileStat(*written));
+  Headers h{{"ETag", written->etag.value_or("")}};
+  co_await res.SendJson(200, EncodeFileStat(*written), h);
 }
 
 }  // namespace

@@ -35,12 +35,15 @@ asio::awaitable<void> Stat(FsRoute r, Request& req, Response& res) {
                             wait_ms.value_or(0));
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
-    Result<FileStat> st = StatPath(r.fs.root(), *rel, follow);
-    if (!st.ok()) return st.status();
-    return EncodeFileStat(*st);
-  };
-  co_await AnswerFromPool(r.ctx.blocking, res, std::move(work));
+  auto work = [&]() { return StatWithTag(r.fs.root(), *rel, follow, r.fs.tags()); };
+  Result<FileStat> st = co_await RunBlocking(r.ctx.blocking, std::move(work));
+  if (!st.ok()) {
+    co_await res.SendError(st.status());
+    co_return;
+  }
+  Headers h;
+  if (st->etag) h.emplace_back("ETag", *st->etag);
+  co_await res.SendJson(200, EncodeFileStat(*st), h);
 }
 
 asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
@@ -90,12 +93,15 @@ asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
   Result<RenameRequest> mv = body.ok() ? DecodeRenameRequest(*body) : body.status();
   Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();
   Result<RelPath> to = from.ok() ? r.fs.policy().Check(mv->to) : from.status();
-  if (!to.ok()) {
-    co_await res.SendError(to.status());
+  Result<Precondition> pre = to.ok() ? PreconditionOf(req) : to.status();
+  if (!pre.ok()) {
+    co_await res.SendError(pre.status());
     co_return;
   }
   auto work = [&]() -> Result<json::Value> {
-    AGENTD_RETURN_IF_ERROR(RenamePath(r.fs.root(), *from, *to, mv->overwrite));
+    Guard guard{r.fs.tags(), *pre};
+    AGENTD_RETURN_IF_ERROR(
+        RenamePath(r.fs.root(), *from, *to, mv->overwrite, pre->empty() ? nullptr : &guard));
     Result<FileStat> st = StatPath(r.fs.root(), *to, /*follow=*/false);
     if (!st.ok()) return st.status();
     return EncodeFileStat(*st);
@@ -109,12 +115,16 @@ asio::awaitable<void> Delete(FsRoute r, Request& req, Response& res) {
   bool recursive = q.Bool("recursive", false);
   Status s = q.Finish();
   if (s.ok() && !rel.ok()) s = rel.status();
+  Result<Precondition> pre = PreconditionOf(req);
+  if (s.ok()) s = pre.status();
   if (!s.ok()) {
     co_await res.SendError(s);
     co_return;
   }
   auto work = [&]() -> Result<json::Value> {
-    Result<uint64_t> removed = RemovePath(r.fs.root(), *rel, recursive);
+    Guard guard{r.fs.tags(), *pre};
+    Result<uint64_t> removed =
+        RemovePath(r.fs.root(), *rel, recursive, pre->empty() ? nullptr : &guard);
     if (!removed.ok()) return removed.status();
     return EncodeDeleteResponse(DeleteResponse{rel->display, *removed});
   };

@@ -2,6 +2,14 @@
 
 namespace agentd {
 
+Headers ErrorHeaders(const Status& error) {
+  Headers h;
+  if (error.code() != ErrorCode::kPreconditionFailed) return h;
+  const json::Value* etag = error.details().Find("etag");
+  if (etag && etag->is_string()) h.emplace_back("ETag", etag->as_string());
+  return h;
+}
+
 asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
   uint64_t drained = 0;
   while (drained <= limit) {
@@ -17,7 +25,7 @@ asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
 asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& error) {
   bool client_there = co_await DiscardBody(req, res, kRefusalDrainBytes);
   if (!client_there) co_return;  // nobody to answer
-  co_await res.SendError(error);
+  co_await res.SendError(error, ErrorHeaders(error));
 }
 
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted) {

@@ -6,6 +6,7 @@
 #include "agentd/protocol/json.h"
 #include "api/api_context.h"
 #include "api/fs_service.h"
+#include "fs/precondition.h"
 #include "metrics/metrics.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -35,13 +36,21 @@ inline Result<RelPath> CheckPath(const FsService& fs, const std::string* path) {
   return fs.policy().Check(*path);
 }
 
+// If-Match / If-None-Match of `req` (fs/precondition.h).
+inline Result<Precondition> PreconditionOf(const Request& req) {
+  return ParsePrecondition(req.Header("if-match"), req.Header("if-none-match"));
+}
+
+// The headers an error answer carries: the current ETag with a 412.
+Headers ErrorHeaders(const Status& error);
+
 // Runs `fn` (returning Result<json::Value>) on `pool` and answers 200 with
 // its value or the error. Pass a named lambda (sys/awaitable.h caveats).
 template <typename Fn>
 asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, Fn fn) {
   Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));
   if (!out.ok()) {
-    co_await res.SendError(out.status());
+    co_await res.SendError(out.status(), ErrorHeaders(out.status()));
   } else {
     co_await res.SendJson(200, *out);
   }

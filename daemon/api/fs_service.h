@@ -1,7 +1,8 @@
 // FsService: what the file and tree routes share (docs/PROTOCOL.md,
 // "Files"): the path policy and confined root, a pool for long jobs
 // (streamed writes, line scans, tar extraction and creation), and the
-// registry of byte channels between those jobs and connections.
+// registry of byte channels between those jobs and connections, and the
+// files' ETags.
 //
 // Long jobs get their own pool so that a few multi-GiB uploads cannot
 // starve the shared blocking pool that short operations (stat, mkdir,
@@ -15,6 +16,7 @@
 #include "config/daemon_config.h"
 #include "fs/byte_channel.h"
 #include "fs/confined_root.h"
+#include "fs/file_tags.h"
 #include "fs/lexical_path.h"
 
 namespace agentd {
@@ -36,6 +38,8 @@ class FsService {
   const ConfinedRoot& root() const { return root_; }
   asio::thread_pool& jobs() { return jobs_; }
   ChannelRegistry& channels() { return channels_; }
+  // ETags and the entry locks of guarded writes (fs/file_tags.h).
+  FileTags& tags() { return tags_; }
 
   void Shutdown();
 
@@ -47,6 +51,7 @@ class FsService {
   ConfinedRoot root_;
   asio::thread_pool jobs_{kFsJobThreads};
   ChannelRegistry channels_;
+  FileTags tags_;
 };
 
 }  // namespace agentd

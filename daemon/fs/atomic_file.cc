@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <cerrno>
+#include <mutex>
 
 #include "fs/disk_space.h"
 #include "fs/file_ops.h"
+#include "fs/xattr_copy.h"
 #include "sys/posix_error.h"
 
 namespace agentd {
@@ -48,10 +50,16 @@ Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& r
   Result<UniqueFd> dir = root.OpenAt(target->Parent(), O_PATH | O_DIRECTORY);
   if (!dir.ok()) return dir.status();
   f.dir_ = std::move(*dir);
+  f.precondition_ = opts.precondition;
+  f.tags_ = opts.tags;
+  if (f.tags_) {
+    AGENTD_RETURN_IF_ERROR(
+        CheckPrecondition(f.precondition_, f.dir_.get(), f.leaf_, *f.tags_, rel.display));
+  }
 
   uint32_t mode = opts.mode.value_or(kDefaultFileMode);
   Ownership owner = opts.owner;
-  struct stat old;
+  struct stat old {};
   if (::fstatat(f.dir_.get(), f.leaf_.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0) {
     if (S_ISDIR(old.st_mode)) return PosixError(EISDIR, "cannot write", rel.display);
     if (!S_ISREG(old.st_mode) && !S_ISLNK(old.st_mode)) {
@@ -92,6 +100,9 @@ Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& r
   if (::fchmod(f.file_.get(), mode) != 0) {
     return PosixError(errno, "cannot set the mode of", rel.display);
   }
+  if (S_ISREG(old.st_mode) || S_ISLNK(old.st_mode)) {
+    AGENTD_RETURN_IF_ERROR(f.CarryXattrs(rel.display));
+  }
   if (f.expected_ > 0 &&
       ::fallocate(f.file_.get(), FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(f.expected_)) != 0 &&
       IsNoSpace(errno)) {
@@ -118,6 +129,7 @@ Status AtomicFile::Write(std::string_view data) {
       }
       return PosixError(errno, "cannot write", display_);
     }
+    hasher_.Update(data.substr(0, static_cast<size_t>(n)));
     written_ += static_cast<uint64_t>(n);
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -129,8 +141,15 @@ Result<FileStat> AtomicFile::Commit() {
     if (IsNoSpace(errno)) return NoSpaceWhileWriting(dir_.get(), written_, display_);
     return PosixError(errno, "cannot flush", display_);
   }
-  if (::renameat(dir_.get(), temp_name_.c_str(), dir_.get(), leaf_.c_str()) != 0) {
-    return PosixError(errno, "cannot replace", display_);
+  {
+    std::unique_lock<std::mutex> entry;
+    if (tags_) {
+      entry = tags_->Lock(dir_.get(), leaf_);
+      AGENTD_RETURN_IF_ERROR(CheckPrecondition(precondition_, dir_.get(), leaf_, *tags_, display_));
+    }
+    if (::renameat(dir_.get(), temp_name_.c_str(), dir_.get(), leaf_.c_str()) != 0) {
+      return PosixError(errno, "cannot replace", display_);
+    }
   }
   committed_ = true;
   journal_.Forget();
@@ -139,7 +158,19 @@ Result<FileStat> AtomicFile::Commit() {
   if (dir) ::fsync(dir.get());
   struct stat st;
   if (::fstat(file_.get(), &st) != 0) return PosixError(errno, "cannot stat", display_);
-  return MakeFileStat(st, display_, std::nullopt);
+  FileStat out = MakeFileStat(st, display_, std::nullopt);
+  out.etag = hasher_.Finish();
+  return out;
+}
+
+Status AtomicFile::CarryXattrs(const std::string& display) {
+  // The file the write replaces (a final symlink was resolved: leaf_ is the
+  // file itself). Gone or unreadable meanwhile: nothing to carry.
+  UniqueFd old(::openat(dir_.get(), leaf_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!old) return Status::Ok();
+  struct stat st;
+  if (::fstat(old.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Status::Ok();
+  return CopyXattrs(old.get(), file_.get(), display);
 }
 
 }  // namespace agentd

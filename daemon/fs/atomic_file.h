@@ -8,7 +8,12 @@
 // file is untouched; an AtomicFile destroyed without Commit() removes its
 // temporary, so an error or a dropped connection leaves nothing behind.
 // A final symlink in the target path is followed (confined): the write
-// lands on the file it names, and the symlink stays.
+// lands on the file it names, and the symlink stays. A replaced file's
+// mode, owner (when root) and extended attributes carry over.
+//
+// With FileTags, Commit() holds the target entry's lock across the
+// precondition check (if any) and the rename, and answers the new
+// content's ETag, hashed from the bytes as they were written.
 //
 // Blocking; one thread at a time.
 #pragma once
@@ -19,8 +24,10 @@
 
 #include "agentd/protocol/fs.h"
 #include "fs/confined_root.h"
+#include "fs/file_tags.h"
 #include "fs/lexical_path.h"
 #include "fs/ownership.h"
+#include "fs/precondition.h"
 #include "fs/temp_journal.h"
 #include "sys/unique_fd.h"
 
@@ -35,6 +42,10 @@ struct WriteOptions {
   // The body's declared length (Content-Length): checked against free space
   // before anything is written, then reserved with fallocate.
   std::optional<uint64_t> expected_size;
+  // If-Match / If-None-Match: checked at Create (so a refusal comes before
+  // the body) and again, under the entry lock, just before the rename.
+  Precondition precondition;
+  FileTags* tags = nullptr;  // needed for a precondition and for the ETag
 };
 
 class AtomicFile {
@@ -54,6 +65,7 @@ class AtomicFile {
 
  private:
   AtomicFile() = default;
+  Status CarryXattrs(const std::string& display);
 
   UniqueFd dir_;   // the target's directory (O_PATH)
   UniqueFd file_;  // the temporary
@@ -63,6 +75,9 @@ class AtomicFile {
   std::string display_;
   uint64_t written_ = 0;
   uint64_t expected_ = 0;
+  Precondition precondition_;
+  FileTags* tags_ = nullptr;
+  TagHasher hasher_;
   bool committed_ = false;
 };
 

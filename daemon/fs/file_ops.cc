@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <mutex>
+#include <utility>
 
 #include "fs/dir_entries.h"
 #include "sys/posix_error.h"
@@ -54,6 +56,24 @@ FileStat MakeFileStat(const struct stat& st, std::string path, std::optional<std
   out.mtime = std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  return out;
+}
+
+Result<FileStat> StatWithTag(const ConfinedRoot& root, const RelPath& rel, bool follow,
+                             FileTags& tags) {
+  Result<FileStat> st = StatPath(root, rel, follow);
+  if (!st.ok() || st->type != FileStat::Type::kFile) return st;
+  // The tag and the numbers answered come from one open descriptor, so
+  // they describe the same file even if the path is replaced meanwhile.
+  int flags = O_RDONLY | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW);
+  Result<UniqueFd> fd = root.OpenAt(rel, flags);
+  if (!fd.ok()) return st;  // stat-able but not readable: no tag
+  struct stat now;
+  if (::fstat(fd->get(), &now) != 0 || !S_ISREG(now.st_mode)) return st;
+  Result<std::string> tag = tags.Of(fd->get(), rel.display);
+  if (!tag.ok()) return st;  // still being written: no tag this time
+  FileStat out = MakeFileStat(now, rel.display, std::nullopt);
+  out.etag = std::move(*tag);
   return out;
 }
 
@@ -150,8 +170,8 @@ Result<FileStat> MakeDir(const ConfinedRoot& root, const RelPath& rel, uint32_t 
   return MakeFileStat(st, rel.display, std::nullopt);
 }
 
-Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& to,
-                  bool overwrite) {
+Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& to, bool overwrite,
+                  const Guard* guard) {
   for (const RelPath* p : {&from, &to}) {
     if (p->is_root()) {
       return Status::Error(ErrorCode::kUnsafePath, "the root " + p->display + " cannot be renamed")
@@ -166,6 +186,16 @@ Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& 
   if (!from_dir.ok()) return both(from_dir.status());
   Result<UniqueFd> to_dir = root.OpenParent(to);
   if (!to_dir.ok()) return both(to_dir.status());
+  std::pair<std::unique_lock<std::mutex>, std::unique_lock<std::mutex>> entries;
+  if (guard) {
+    entries = guard->tags.LockPair(from_dir->get(), from.leaf(), to_dir->get(), to.leaf());
+    Precondition source{guard->pre.if_match, false};
+    Precondition dest{{}, guard->pre.if_none_match};
+    AGENTD_RETURN_IF_ERROR(
+        CheckPrecondition(source, from_dir->get(), from.leaf(), guard->tags, from.display));
+    AGENTD_RETURN_IF_ERROR(
+        CheckPrecondition(dest, to_dir->get(), to.leaf(), guard->tags, to.display));
+  }
   unsigned flags = overwrite ? 0 : RENAME_NOREPLACE;
   if (::renameat2(from_dir->get(), from.leaf().c_str(), to_dir->get(), to.leaf().c_str(), flags) ==
       0) {
@@ -187,7 +217,8 @@ Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& 
                        .With("to", to.display));
 }
 
-Result<uint64_t> RemovePath(const ConfinedRoot& root, const RelPath& rel, bool recursive) {
+Result<uint64_t> RemovePath(const ConfinedRoot& root, const RelPath& rel, bool recursive,
+                            const Guard* guard) {
   if (rel.is_root()) {
     return Status::Error(ErrorCode::kUnsafePath, "refusing to remove the root " + rel.display)
         .With("path", rel.display)
@@ -195,6 +226,12 @@ Result<uint64_t> RemovePath(const ConfinedRoot& root, const RelPath& rel, bool r
   }
   Result<UniqueFd> parent = root.OpenParent(rel);
   if (!parent.ok()) return parent.status();
+  std::unique_lock<std::mutex> entry;
+  if (guard) {
+    entry = guard->tags.Lock(parent->get(), rel.leaf());
+    AGENTD_RETURN_IF_ERROR(
+        CheckPrecondition(guard->pre, parent->get(), rel.leaf(), guard->tags, rel.display));
+  }
   struct stat st;
   if (::fstatat(parent->get(), rel.leaf().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     return PosixError(errno, "cannot remove", rel.display);

@@ -14,6 +14,7 @@
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
 #include "fs/ownership.h"
+#include "fs/precondition.h"
 
 namespace agentd {
 
@@ -22,6 +23,10 @@ FileStat MakeFileStat(const struct stat& st, std::string path, std::optional<std
 
 // lstat(2) (or stat(2) with `follow`) of `rel`.
 Result<FileStat> StatPath(const ConfinedRoot& root, const RelPath& rel, bool follow);
+// StatPath, plus the content's ETag for a regular file this process can
+// read (none for one it cannot, or one still being written).
+Result<FileStat> StatWithTag(const ConfinedRoot& root, const RelPath& rel, bool follow,
+                             FileTags& tags);
 // The entries of directory `rel`, sorted by name, each described without
 // following symlinks.
 Result<std::vector<FileStat>> ListDir(const ConfinedRoot& root, const RelPath& rel);
@@ -38,11 +43,17 @@ Status MakeParents(const ConfinedRoot& root, const RelPath& rel, const Ownership
                    std::vector<RelPath>* created = nullptr);
 
 // rename(2) of `from` to `to`; with !overwrite an existing `to` is
-// already_exists. The root itself cannot be renamed.
-Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& to, bool overwrite);
+// already_exists. The root itself cannot be renamed. With a guard, its
+// If-Match is checked against `from` and its If-None-Match against `to`,
+// both entries locked across the checks and the rename.
+Status RenamePath(const ConfinedRoot& root, const RelPath& from, const RelPath& to, bool overwrite,
+                  const Guard* guard = nullptr);
 // Removes `rel` (recursively when asked; never following symlinks).
 // The root itself is refused (unsafe_path). Returns the entries removed.
-Result<uint64_t> RemovePath(const ConfinedRoot& root, const RelPath& rel, bool recursive);
+// With a guard, its precondition is checked against `rel` with the entry
+// locked across the check and the removal.
+Result<uint64_t> RemovePath(const ConfinedRoot& root, const RelPath& rel, bool recursive,
+                            const Guard* guard = nullptr);
 // Every symlink of `rel` resolved (confined); the target must exist.
 Result<RelPath> RealPath(const ConfinedRoot& root, const RelPath& rel);
 

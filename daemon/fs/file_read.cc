@@ -44,7 +44,8 @@ Result<ReadableFile> OpenForRead(const ConfinedRoot& root, const RelPath& rel) {
   }
   int flags = ::fcntl(f.fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(f.fd.get(), F_SETFL, flags & ~O_NONBLOCK);
-  f.size_unknown = f.st.st_size == 0 || IsPseudoFileSystem(f.fd.get());
+  f.pseudo = IsPseudoFileSystem(f.fd.get());
+  f.size_unknown = f.st.st_size == 0 || f.pseudo;
   return f;
 }
 

@@ -21,6 +21,8 @@ struct ReadableFile {
   // like report 0 or 4096): the content must be read to its end instead of
   // sent by length.
   bool size_unknown = false;
+  // On procfs, sysfs and the like: content made up on each read (no ETag).
+  bool pseudo = false;
 };
 
 // Opens `rel` (symlinks followed, confined) for reading. A directory is

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Dict, Optional
 
 from ._transport import Request, Transport
 from .errors import AgentdError, InvalidRequest, ProtocolError, RETRYABLE_FOR_STREAMS
@@ -34,8 +34,9 @@ class CallsBase:
     _t: Transport
 
     def _json(self, method: str, target: str, body: Any = None, *, idempotent: bool,
-              extra_wait: float = 0.0) -> Any:
+              extra_wait: float = 0.0, headers: Optional[Dict[str, str]] = None) -> Any:
         req = Request(method, target, idempotent=idempotent, extra_wait=extra_wait)
+        req.headers.update(headers or {})
         if body is not None:
             req.body = json_body(body)
             req.headers["Content-Type"] = "application/json"

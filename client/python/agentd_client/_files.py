@@ -10,14 +10,24 @@ from . import _tree
 from ._base import CallsBase, retryable_stream_failure
 from ._transport import Request, quote_value
 from .errors import AgentdError, InvalidRequest, ProtocolError
-from .types import (FileStat, GlobResult, SearchMatch, SearchResult, SearchSummary,
-                    TreeStats)
+from .types import (FileContent, FileStat, GlobResult, SearchMatch, SearchResult,
+                    SearchSummary, TreeStats)
 
 FileData = Union[bytes, bytearray, str, IO[bytes], Iterable[bytes]]
 
 
 def _mode_text(mode: Union[int, str]) -> str:
     return "%04o" % mode if isinstance(mode, int) else mode
+
+
+def _preconditions(if_match: Optional[str], if_none_match: bool) -> Dict[str, str]:
+    """If-Match / If-None-Match: * (docs/PROTOCOL.md, "ETags and preconditions")."""
+    h: Dict[str, str] = {}
+    if if_match is not None:
+        h["If-Match"] = if_match
+    if if_none_match:
+        h["If-None-Match"] = "*"
+    return h
 
 
 class FileCalls(CallsBase):
@@ -61,17 +71,34 @@ class FileCalls(CallsBase):
                   max_bytes: int = 256 << 20) -> bytes:
         """The whole file, lines [start_line, end_line] (1-based, inclusive), or a
         byte range (first, last) with last inclusive or None for the end."""
+        return self.read_file_with_etag(path, start_line=start_line, end_line=end_line,
+                                        byte_range=byte_range, max_bytes=max_bytes).data
+
+    def read_file_with_etag(self, path: str, *, start_line: Optional[int] = None,
+                            end_line: Optional[int] = None,
+                            byte_range: Optional[Tuple[int, Optional[int]]] = None,
+                            max_bytes: int = 256 << 20) -> FileContent:
+        """read_file plus the whole file's ETag (the same for every range of it), to
+        pass back as `if_match` to write_file, edit, remove or rename."""
         req = self._read_request(path, start_line, end_line, byte_range)
-        _, _, body = self._t.call(req, max_body=max_bytes)
-        return body
+        _, headers, body = self._t.call(req, max_body=max_bytes)
+        etag = next((v for k, v in headers.items() if k.lower() == "etag"), None)
+        return FileContent(body, etag)
 
     def write_file(self, path: str, data: FileData, *, mode: Union[int, str, None] = None,
                    parents: bool = False, user: Optional[str] = None,
-                   group: Optional[str] = None) -> FileStat:
+                   group: Optional[str] = None, if_match: Optional[str] = None,
+                   if_none_match: bool = False) -> FileStat:
         """PUT /v1/fs/file: atomically replaces the file; `mode` exactly (0o755 or "0755").
+        Answers the new stat with its `etag`.
 
-        bytes/str bodies are retried (the same bytes leave the same file); a
-        file object or an iterator is streamed chunked and not retried."""
+        `if_match` (an ETag from stat or read_file_with_etag, or "*") replaces only
+        that version; `if_none_match` only creates. Either failing raises
+        PreconditionFailed and leaves the file as it was.
+
+        bytes/str bodies are retried (the same bytes leave the same file) unless
+        guarded (a retry would meet its own first attempt); a file object or an
+        iterator is streamed chunked and not retried."""
         target = "/v1/fs/file?path=" + quote_value(path)
         if mode is not None:
             target += "&mode=" + _mode_text(mode)
@@ -82,10 +109,12 @@ class FileCalls(CallsBase):
         if group is not None:
             target += "&group=" + quote_value(group)
         req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
+        guard = _preconditions(if_match, if_none_match)
+        req.headers.update(guard)
         if isinstance(data, str):
-            req.body, req.idempotent = data.encode("utf-8"), True
+            req.body, req.idempotent = data.encode("utf-8"), not guard
         elif isinstance(data, (bytes, bytearray, memoryview)):
-            req.body, req.idempotent = bytes(data), True
+            req.body, req.idempotent = bytes(data), not guard
         elif hasattr(data, "read"):
             f = cast(IO[bytes], data)
 
@@ -124,17 +153,24 @@ class FileCalls(CallsBase):
             body["group"] = group
         return FileStat.from_json(self._json("POST", "/v1/fs/mkdir", body, idempotent=parents))
 
-    def rename(self, src: str, dst: str, overwrite: Optional[bool] = None) -> FileStat:
-        """POST /v1/fs/rename (never retried once sent)."""
+    def rename(self, src: str, dst: str, overwrite: Optional[bool] = None, *,
+               if_match: Optional[str] = None, if_none_match: bool = False) -> FileStat:
+        """POST /v1/fs/rename (never retried once sent). `if_match` guards the source
+        (`src` must still have that ETag), `if_none_match` the destination (must
+        not exist); PreconditionFailed otherwise, nothing moved."""
         body: Dict[str, Any] = {"from": src, "to": dst}
         if overwrite is not None:
             body["overwrite"] = overwrite
-        return FileStat.from_json(self._json("POST", "/v1/fs/rename", body, idempotent=False))
+        return FileStat.from_json(self._json("POST", "/v1/fs/rename", body, idempotent=False,
+                                             headers=_preconditions(if_match, if_none_match)))
 
-    def remove(self, path: str, recursive: bool = False) -> int:
-        """DELETE /v1/fs: answers the number of entries removed (never retried once sent)."""
+    def remove(self, path: str, recursive: bool = False, *,
+               if_match: Optional[str] = None) -> int:
+        """DELETE /v1/fs: answers the number of entries removed (never retried once sent).
+        With `if_match` only that version of the file goes (else PreconditionFailed)."""
         target = "/v1/fs?path=" + quote_value(path) + ("&recursive=1" if recursive else "")
-        return int(self._json("DELETE", target, idempotent=False).get("removed", 0))
+        return int(self._json("DELETE", target, idempotent=False,
+                              headers=_preconditions(if_match, False)).get("removed", 0))
 
     def realpath(self, path: str) -> str:
         return str(self._json("GET", "/v1/fs/realpath?path=" + quote_value(path),

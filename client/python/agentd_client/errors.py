@@ -242,6 +242,18 @@ class TooManyWaits(AgentdError):
     code = "too_many_waits"
 
 
+class PreconditionFailed(AgentdError):
+    """If-Match / If-None-Match did not hold; ``details["etag"]`` is the current tag
+    (None when the file does not exist: ``details["exists"]``)."""
+    code = "precondition_failed"
+
+
+class EditMismatch(AgentdError):
+    """An edit's ``old`` text was not found exactly ``count`` times; ``details`` name
+    the edit (``edit``), the ``found`` count and their ``lines``."""
+    code = "edit_mismatch"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -253,7 +265,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
         InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
-        TooManyWaits)
+        TooManyWaits, PreconditionFailed, EditMismatch)
 }
 
 

@@ -320,6 +320,8 @@ class FileStat:
     mtime: str
     target: Optional[str]
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+    # The content's ETag: regular files, on stat and on write and edit answers.
+    etag: Optional[str] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "FileStat":
@@ -327,7 +329,15 @@ class FileStat:
         return FileStat(str(d.get("path", "")), str(d.get("type", "")), _int(d.get("size")),
                         int(mode, 8) if isinstance(mode, str) and mode else 0,
                         _int(d.get("uid")), _int(d.get("gid")), str(d.get("mtime", "")),
-                        _opt_str(d.get("target")), d)
+                        _opt_str(d.get("target")), d, etag=_opt_str(d.get("etag")))
+
+
+@dataclass
+class FileContent:
+    """A file read with its ETag (None for procfs and the like)."""
+
+    data: bytes
+    etag: Optional[str]
 
 
 @dataclass

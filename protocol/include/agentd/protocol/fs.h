@@ -29,6 +29,9 @@ struct FileStat {
   uint32_t gid = 0;
   std::chrono::system_clock::time_point mtime;
   std::optional<std::string> target;  // symlinks only; null otherwise
+  // The content's ETag (docs/PROTOCOL.md, "ETags"): regular files, on stat
+  // and on the answers of writes and edits; absent elsewhere.
+  std::optional<std::string> etag;
 };
 
 std::string_view FileTypeName(FileStat::Type type);
