@@ -91,6 +91,7 @@ int Serve(DaemonConfig& config) {
   RegisterMetricsRoutes(router);
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);
+  RegisterFsEditRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
   RegisterFsSearchRoutes(router, ctx, **fs);
   RegisterFsWatchRoutes(router, ctx, **fs);

@@ -23,6 +23,7 @@ asio::awaitable<void> DispatchCounted(const Router& router, Request& req, Respon
 // docs/PROTOCOL.md, "Files" (api/fs_*_routes.cc).
 void RegisterFsFileRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsMetaRoutes(Router& router, ApiContext& ctx, FsService& fs);
+void RegisterFsEditRoutes(Router& router, ApiContext& ctx, FsService& fs);
 void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
 // GET /v1/fs/search and GET /v1/fs/glob (docs/PROTOCOL.md, "Search", "Glob").
 void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs);

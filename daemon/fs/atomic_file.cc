@@ -111,10 +111,13 @@ Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& r
   return f;
 }
 
-AtomicFile::~AtomicFile() {
+AtomicFile::~AtomicFile() { Discard(); }
+
+void AtomicFile::Discard() {
   if (!committed_ && dir_ && !temp_name_.empty()) {
     file_.reset();
     ::unlinkat(dir_.get(), temp_name_.c_str(), 0);
+    temp_name_.clear();
   }
 }
 
@@ -145,7 +148,12 @@ Result<FileStat> AtomicFile::Commit() {
     std::unique_lock<std::mutex> entry;
     if (tags_) {
       entry = tags_->Lock(dir_.get(), leaf_);
-      AGENTD_RETURN_IF_ERROR(CheckPrecondition(precondition_, dir_.get(), leaf_, *tags_, display_));
+      Status held = CheckPrecondition(precondition_, dir_.get(), leaf_, *tags_, display_);
+      if (!held.ok()) {
+        // Gone before the refusal is answered, not when this object is.
+        Discard();
+        return held;
+      }
     }
     if (::renameat(dir_.get(), temp_name_.c_str(), dir_.get(), leaf_.c_str()) != 0) {
       return PosixError(errno, "cannot replace", display_);

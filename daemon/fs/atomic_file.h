@@ -66,6 +66,7 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   Status CarryXattrs(const std::string& display);
+  void Discard();  // removes the temporary unless committed
 
   UniqueFd dir_;   // the target's directory (O_PATH)
   UniqueFd file_;  // the temporary

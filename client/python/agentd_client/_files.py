@@ -10,7 +10,7 @@ from . import _tree
 from ._base import CallsBase, retryable_stream_failure
 from ._transport import Request, quote_value
 from .errors import AgentdError, InvalidRequest, ProtocolError
-from .types import (FileContent, FileStat, GlobResult, SearchMatch, SearchResult,
+from .types import (EditResult, FileContent, FileStat, GlobResult, SearchMatch, SearchResult,
                     SearchSummary, TreeStats)
 
 FileData = Union[bytes, bytearray, str, IO[bytes], Iterable[bytes]]
@@ -171,6 +171,26 @@ class FileCalls(CallsBase):
         target = "/v1/fs?path=" + quote_value(path) + ("&recursive=1" if recursive else "")
         return int(self._json("DELETE", target, idempotent=False,
                               headers=_preconditions(if_match, False)).get("removed", 0))
+
+    def edit(self, path: str, edits: Iterable[Union[Tuple[str, str], Dict[str, Any]]] = (),
+             *, line_edits: Iterable[Dict[str, Any]] = (),
+             if_match: Optional[str] = None) -> EditResult:
+        """POST /v1/fs/edit: exact replacements (each `old` must occur exactly `count`
+        times, default 1; an (old, new) pair or {"old", "new", "count"}) and line
+        replacements ({"start_line", "end_line", "text"}), applied together by one
+        atomic replace or not at all. Raises EditMismatch (details name the edit,
+        the count found and their lines) or PreconditionFailed. Never retried once
+        sent (a retry would meet its own first attempt)."""
+        body: Dict[str, Any] = {"path": path}
+        items = [e if isinstance(e, dict) else {"old": e[0], "new": e[1]} for e in edits]
+        if items:
+            body["edits"] = items
+        lines = list(line_edits)
+        if lines:
+            body["line_edits"] = lines
+        if if_match is not None:
+            body["if_match"] = if_match
+        return EditResult.from_json(self._json("POST", "/v1/fs/edit", body, idempotent=False))
 
     def realpath(self, path: str) -> str:
         return str(self._json("GET", "/v1/fs/realpath?path=" + quote_value(path),

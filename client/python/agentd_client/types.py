@@ -409,3 +409,18 @@ class GlobResult:
         return GlobResult([FileStat.from_json(e) for e in d.get("entries") or []],
                           bool(d.get("truncated", False)), _opt_str(d.get("bound")),
                           _int(d.get("elapsed_ms")), d)
+
+
+@dataclass
+class EditResult:
+    """The answer of POST /v1/fs/edit: the new content's tag and a unified diff."""
+
+    path: str
+    etag: str
+    size: int
+    diff: str
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "EditResult":
+        return EditResult(str(d.get("path", "")), str(d.get("etag", "")), _int(d.get("size")),
+                          str(d.get("diff", "")))
