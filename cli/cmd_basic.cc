@@ -1,4 +1,6 @@
-// health, bootstrap, version, manifest.
+// health, bootstrap, reset, version, manifest.
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "commands.h"
@@ -42,6 +44,48 @@ int CmdBootstrap(Context& ctx) {
   return ctx.out().Succeed(
       EncodeBootstrapResponse(*r),
       r->replayed ? "already bootstrapped with this token (replayed)" : "bootstrapped");
+}
+
+int CmdReset(Context& ctx) {
+  ResetRequest req;
+  req.reset_id = ctx.args().Get("id").value_or(client::MintExecId("reset"));
+  std::vector<std::string> env = ctx.args().All("env");
+  if (std::optional<std::string> file = ctx.args().Get("next-token-file")) {
+    std::ifstream in(*file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string token = text.str();
+    while (!token.empty() &&
+           (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+      token.pop_back();
+    }
+    if (!in || token.empty()) return ctx.out().UsageError("cannot read a token from " + *file);
+    req.next = BootstrapRequest{token, {}};
+  } else if (!env.empty()) {
+    return ctx.out().UsageError(
+        "--env sets the next tenant's environment: it needs --next-token-file");
+  }
+  for (const std::string& kv : env) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return ctx.out().UsageError("--env expects K=V, got '" + kv + "'");
+    }
+    req.next->env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  Result<ResetReport> r = ctx.client().Reset(req);
+  if (!r.ok()) return ctx.out().Fail(r.status());
+  std::vector<std::vector<std::string>> rows = {
+      {"clean", r->clean ? "yes" : "NO (quarantined)"},
+      {"generation", std::to_string(r->generation)},
+      {"killed processes", std::to_string(r->killed_processes)},
+      {"removed", std::to_string(r->removed_entries) + " entries, " +
+                      Output::HumanSize(static_cast<uint64_t>(r->removed_bytes))},
+      {"duration", std::to_string(r->duration_ms) + " ms"}};
+  for (const ResetRemaining& item : r->remaining) {
+    rows.push_back({"remaining " + item.kind, item.name + ": " + item.reason});
+  }
+  int code = ctx.out().Succeed(EncodeResetReport(*r), Output::Table(rows));
+  return r->clean ? code : kExitFailure;
 }
 
 int CmdVersion(Context& ctx) {

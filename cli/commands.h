@@ -8,6 +8,7 @@ namespace agentd::cli {
 // cmd_basic.cc
 int CmdHealth(Context& ctx);
 int CmdBootstrap(Context& ctx);
+int CmdReset(Context& ctx);
 int CmdVersion(Context& ctx);
 int CmdManifest(Context& ctx);
 

@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__)))
-from lib.agentd_test import Daemon, new_token  # noqa: E402
+from lib.agentd_test import AGENTD_BIN, Daemon, new_token  # noqa: E402
 from lib.exec_util import start, wait_exit  # noqa: E402
 
 
@@ -77,6 +77,17 @@ class ResetPathTest(unittest.TestCase):
         self.assertGreaterEqual(report["removed"]["entries"], 3)  # out/, out/canary, .hidden
         self.assertGreaterEqual(report["removed"]["bytes"], 2 * len(canary))
         self.assert_no_canary(canary)
+
+    def test_a_state_dir_inside_a_reset_path_is_refused_at_start(self):
+        # A reset would empty the daemon's own records and golden copies.
+        state = os.path.join(self.work, "state")
+        args = [AGENTD_BIN, "--state-dir", state, "--reset-path", self.work + "/",
+                "--listen", "127.0.0.1:0"]
+        r = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"lies inside reset path", r.stderr)
+        left = {k: v for k, v in tree(self.work).items() if not k.startswith("state")}
+        self.assertEqual(left, self.golden)
 
     def test_the_golden_copy_survives_a_restart(self):
         d = Daemon("--reset-path", self.work)

@@ -41,6 +41,20 @@ asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapReque
   co_return r;
 }
 
+asio::awaitable<Result<ResetReport>> AsyncClient::Reset(ResetRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/reset";
+  req.content_type = "application/json";
+  req.body = json::Serialize(EncodeResetRequest(request));
+  // Safe to retry: the same reset_id answers the recorded report.
+  req.idempotent = true;
+  Result<ResetReport> r =
+      DecodeAnswer<ResetReport>(co_await transport_->Call(req), &DecodeResetReport);
+  if (r.ok() && r->clean && request.next) transport_->set_token(request.next->token);
+  co_return r;
+}
+
 asio::awaitable<Result<ExecInfo>> AsyncClient::StartExec(std::string id, ExecStartRequest request) {
   co_return co_await StartExecCall(*transport_, std::move(id), std::move(request));
 }

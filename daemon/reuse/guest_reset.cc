@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 
 #include "fs/dir_entries.h"
 #include "log/log.h"
@@ -64,9 +66,28 @@ std::string_view GuestReset::state_name() const {
   return "ready";
 }
 
+namespace {
+// The canonical form of `path`, or `path` itself when it does not resolve.
+std::string RealPathOr(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+}  // namespace
+
 Status GuestReset::Open(const std::string& state_dir) {
   std::string dir = state_dir + "/reset-baseline";
   if (options_.reset_paths.empty()) return Status::Ok();
+  // A reset empties each path of all but its golden copy: the daemon's own
+  // state (records, the golden copies) must not lie inside one. Compared as
+  // real paths, so a symlink or a trailing slash cannot hide the overlap.
+  std::string real_state = RealPathOr(state_dir);
+  for (const std::string& live : options_.reset_paths) {
+    std::string real_live = RealPathOr(live);
+    if (real_state == real_live || real_state.starts_with(real_live + "/")) {
+      return Status::InvalidRequest("the state dir " + state_dir + " lies inside reset path " +
+                                    live + "; choose a --state-dir outside it");
+    }
+  }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return PosixError(errno, "cannot create", dir);
   }

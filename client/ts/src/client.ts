@@ -15,8 +15,8 @@ import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import type {
   BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, OutputChunk,
-  OutputMatch, PollOptions, PollResult, RunCodeOptions, RunResult, StreamEvent,
-  WaitForOutputOptions,
+  OutputMatch, PollOptions, PollResult, ResetOptions, ResetReport, RunCodeOptions, RunResult,
+  StreamEvent, WaitForOutputOptions,
 } from "./types.js";
 
 export type { Compression, ReadOptions, WriteOptions } from "./files.js";
@@ -73,6 +73,20 @@ export class Client extends SearchCalls {
   async bootstrap(token: string, env?: Record<string, string>): Promise<BootstrapResult> {
     const r = await this.json<BootstrapResult>("POST", "/v1/bootstrap", env ? { token, env } : { token }, true);
     this.setToken(token);
+    return r;
+  }
+
+  /**
+   * POST /v1/reset: returns the guest to a clean state for the next tenant, or
+   * quarantines it (`clean: false`, every remaining item named). With
+   * `nextToken` the client uses that token from then on (when clean).
+   * Retry-safe by `resetId`, even with the retired token.
+   */
+  async reset(options: ResetOptions = {}): Promise<ResetReport> {
+    const body: Record<string, unknown> = { reset_id: options.resetId ?? `reset-${randomBytes(12).toString("hex")}` };
+    if (options.nextToken !== undefined) body.next = { token: options.nextToken, env: options.env ?? {} };
+    const r = await this.json<ResetReport>("POST", "/v1/reset", body, true);
+    if (r.clean && options.nextToken !== undefined) this.setToken(options.nextToken);
     return r;
   }
 

@@ -37,6 +37,34 @@ export interface LimitHit {
   unit: string;
 }
 
+/** One thing a reset found left over (docs/PROTOCOL.md, "Reuse"). */
+export interface ResetRemaining {
+  kind: string;
+  name: string;
+  reason: string;
+}
+
+/** The answer of POST /v1/reset; `clean: false` means quarantined. */
+export interface ResetReport {
+  clean: boolean;
+  generation: number;
+  killed_processes: number;
+  removed: { entries: number; bytes: number };
+  remaining: ResetRemaining[];
+  duration_ms: number;
+  /** True when this answers a retry with the recorded report. */
+  replayed: boolean;
+}
+
+export interface ResetOptions {
+  /** Minted when absent; a retry with the same id answers the recorded report. */
+  resetId?: string;
+  /** The next tenant's token, installed in the same step (else bootstrap reopens). */
+  nextToken?: string;
+  /** The next tenant's launch environment. */
+  env?: Record<string, string>;
+}
+
 export interface BootstrapResult {
   ok: boolean;
   replayed: boolean;

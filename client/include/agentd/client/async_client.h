@@ -25,6 +25,7 @@
 #include "agentd/client/search.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/reset.h"
 #include "agentd/protocol/run.h"
 #include "agentd/protocol/status.h"
 
@@ -75,6 +76,12 @@ class AsyncClient {
   // POST /v1/bootstrap. Retried safely: a replay with the same token is
   // answered "replayed". On success the client uses the token from then on.
   asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
+  // POST /v1/reset (docs/PROTOCOL.md, "Reuse"): the guest returned to a
+  // clean state for the next tenant, or quarantined (report.clean false,
+  // every remaining item named). Retried safely by request.reset_id (mint
+  // one per reset), even after the reset retired this client's token. With
+  // request.next and a clean report the client uses next.token from then on.
+  asio::awaitable<Result<ResetReport>> Reset(ResetRequest request);
 
   // --- Exec (docs/CLIENT.md, "Exec") ---
   // PUT /v1/execs/{id}: starts `request` under the caller-minted `id`
@@ -191,6 +198,10 @@ class AsyncClient {
   template <typename Token>
   auto AsyncBootstrap(BootstrapRequest request, Token&& token) {
     return detail::Launch(executor_, Bootstrap(std::move(request)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncReset(ResetRequest request, Token&& token) {
+    return detail::Launch(executor_, Reset(std::move(request)), std::forward<Token>(token));
   }
 
   template <typename Token>

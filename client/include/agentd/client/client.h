@@ -26,6 +26,7 @@ class Client {
   void SetToken(std::string token) { async_.SetToken(std::move(token)); }
 
   Result<HealthResponse> Health() { return Wait(async_.Health()); }
+  Result<ResetReport> Reset(ResetRequest request) { return Wait(async_.Reset(std::move(request))); }
   Result<BootstrapResponse> Bootstrap(BootstrapRequest request) {
     return Wait(async_.Bootstrap(std::move(request)));
   }
