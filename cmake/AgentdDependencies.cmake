@@ -62,6 +62,14 @@ add_library(agentd_nettle INTERFACE)
 target_include_directories(agentd_nettle SYSTEM INTERFACE ${AGENTD_NETTLE_INCLUDE})
 target_link_libraries(agentd_nettle INTERFACE ${AGENTD_LIBNETTLE_A})
 
+# libseccomp (libseccomp-dev) static archive: compiles the restricted
+# profile's seccomp filter once at start-up (docs/BUILDING.md, "libseccomp").
+find_library(AGENTD_LIBSECCOMP_A NAMES libseccomp.a REQUIRED)
+find_path(AGENTD_SECCOMP_INCLUDE NAMES seccomp.h REQUIRED)
+add_library(agentd_seccomp INTERFACE)
+target_include_directories(agentd_seccomp SYSTEM INTERFACE ${AGENTD_SECCOMP_INCLUDE})
+target_link_libraries(agentd_seccomp INTERFACE ${AGENTD_LIBSECCOMP_A})
+
 # Host-side tools (client library, conformance suite) are not static: they
 # use the system's shared libarchive.
 find_package(LibArchive 3 REQUIRED)

@@ -73,6 +73,42 @@ Status ValidateExecId(std::string_view id) {
       .With("max_bytes", kMaxExecIdBytes);
 }
 
+Status ValidateProfile(std::string_view name, std::string_view field) {
+  if (name == kProfileRestricted || name == kProfileUnrestricted) return Status::Ok();
+  return Status::InvalidRequest("field \"" + std::string(field) +
+                                "\" must be \"restricted\" or \"unrestricted\"")
+      .With("field", std::string(field));
+}
+
+json::Object EncodeExecRestriction(const ExecRestriction& r) {
+  json::Object o;
+  o.Set("user", r.user);
+  o.Set("uid", r.uid);
+  o.Set("gid", r.gid);
+  o.Set("no_new_privs", r.no_new_privs);
+  o.Set("capabilities", r.capabilities);
+  o.Set("seccomp_refused_syscalls", r.seccomp_refused_syscalls);
+  return o;
+}
+
+std::optional<ExecRestriction> DecodeExecRestriction(const json::Value* v) {
+  if (!v || !v->is_object()) return std::nullopt;
+  ExecRestriction r;
+  if (const json::Value* x = v->Find("user"); x && x->is_string()) r.user = x->as_string();
+  if (const json::Value* x = v->Find("uid"); x && x->is_int()) r.uid = x->as_int();
+  if (const json::Value* x = v->Find("gid"); x && x->is_int()) r.gid = x->as_int();
+  if (const json::Value* x = v->Find("no_new_privs"); x && x->is_bool()) {
+    r.no_new_privs = x->as_bool();
+  }
+  if (const json::Value* x = v->Find("capabilities"); x && x->is_string()) {
+    r.capabilities = x->as_string();
+  }
+  if (const json::Value* x = v->Find("seccomp_refused_syscalls"); x && x->is_int()) {
+    r.seccomp_refused_syscalls = x->as_int();
+  }
+  return r;
+}
+
 std::vector<std::string> ExecStartRequest::EffectiveArgv() const {
   if (runtime && code) return RuntimeArgv(*runtime, *code);
   if (!command) return argv;
@@ -89,6 +125,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   req.cwd = r.String("cwd");
   req.user = r.String("user");
   req.group = r.String("group");
+  req.profile = r.String("profile");
   std::optional<std::string> stdin_text = r.String("stdin");
   std::optional<std::string> stdin_b64 = r.String("stdin_b64");
   req.stdin_stream = r.Bool("stdin_stream").value_or(false);
@@ -144,6 +181,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
     req.stdin_data = std::move(stdin_text);
   }
   AGENTD_RETURN_IF_ERROR(r.Finish());
+  if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
   if (env) {
     AGENTD_RETURN_IF_ERROR(CheckEnv(*env));
     req.env = std::move(*env);
@@ -172,6 +210,7 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   if (req.cwd) o.Set("cwd", *req.cwd);
   if (req.user) o.Set("user", *req.user);
   if (req.group) o.Set("group", *req.group);
+  if (req.profile) o.Set("profile", *req.profile);
   if (req.stdin_data) {
     if (req.stdin_was_b64) {
       o.Set("stdin_b64", Base64Encode(*req.stdin_data));

@@ -137,6 +137,8 @@ json::Object EncodeExecInfoObject(const ExecInfo& e) {
     WriteExecLimits(limits, e.limits);
     o.Set("limits", std::move(limits));
   }
+  o.Set("profile", e.profile);
+  if (e.restriction) o.Set("restriction", EncodeExecRestriction(*e.restriction));
   return o;
 }
 
@@ -174,6 +176,9 @@ Result<ExecInfo> DecodeExecInfo(const json::Value& doc) {
     }
     e.limits = ParseExecLimits(*limits);
   }
+  // Records written before profiles existed ran unrestricted.
+  e.profile = GetOptString(doc, "profile").value_or(kProfileUnrestricted);
+  e.restriction = DecodeExecRestriction(doc.Find("restriction"));
   return e;
 }
 

@@ -40,6 +40,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   req.user = r.String("user");
   req.group = r.String("group");
   req.stdin_data = r.String("stdin");
+  req.profile = r.String("profile");
   req.scan_changes = r.Bool("scan_changes").value_or(true);
   req.limits = ReadExecLimits(r);
   r.Require("runtime", runtime.has_value());
@@ -60,6 +61,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
     }
   }
   AGENTD_RETURN_IF_ERROR(r.Finish());
+  if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
   req.code = std::move(*code);
   if (env) {
     for (const auto& [name, value] : *env) {
@@ -89,6 +91,7 @@ json::Value EncodeRunRequest(const RunRequest& req) {
   if (req.user) o.Set("user", *req.user);
   if (req.group) o.Set("group", *req.group);
   if (req.stdin_data) o.Set("stdin", *req.stdin_data);
+  if (req.profile) o.Set("profile", *req.profile);
   if (!req.scan_changes) o.Set("scan_changes", false);
   WriteExecLimits(o, req.limits);
   return o;
@@ -103,6 +106,7 @@ ExecStartRequest RunToExecRequest(const RunRequest& req, std::string cwd, int64_
   e.user = req.user;
   e.group = req.group;
   e.stdin_data = req.stdin_data;
+  e.profile = req.profile;
   e.timeout_sec = timeout_sec;
   e.kill_grace_sec = 2;  // a run is waited for: a short TERM-to-KILL grace
   e.limits = req.limits;
@@ -140,6 +144,8 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("cwd", r.cwd);
   o.Set("timeout_sec", r.timeout_sec);
   o.Set("error", OptString(r.error));
+  o.Set("profile", r.profile);
+  if (r.restriction) o.Set("restriction", EncodeExecRestriction(*r.restriction));
   return o;
 }
 
@@ -185,6 +191,8 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   r.cwd = GetString(doc, "cwd").value_or("");
   if (const json::Value* v = doc.Find("timeout_sec"); v && v->is_int()) r.timeout_sec = v->as_int();
   r.error = GetString(doc, "error");
+  r.profile = GetString(doc, "profile").value_or(kProfileUnrestricted);
+  r.restriction = DecodeExecRestriction(doc.Find("restriction"));
   return r;
 }
 

@@ -46,6 +46,7 @@ NOTICE_FOR_ARCHIVE = {
     "libarchive.a": "libarchive",
     "libz.a": "zlib",
     "libzstd.a": "Zstandard (zstd)",
+    "libseccomp.a": "libseccomp",
     "libpcre2.a": "PCRE2",  # libpcre2-8.a, its version-like suffix dropped below
     "libnettle.a": "Nettle",
     "libc.a": "GNU C Library (glibc)",

@@ -33,6 +33,10 @@ struct ApiContext {
   std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
+  // Health's "profiles" member (docs/SECURITY.md) and whether an exec of
+  // this generation ran unrestricted as root.
+  std::function<json::Object()> profiles = [] { return json::Object(); };
+  std::function<bool()> privileged_generation = [] { return false; };
   // Guest reuse (docs/PROTOCOL.md, "Reuse"): health's generation, boot_id
   // and state. Null only in tests that build no engine.
   GuestReset* reuse = nullptr;

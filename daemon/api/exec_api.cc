@@ -18,6 +18,22 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     ExecTotals t = engine.Totals();
     return ExecCounts{t.busy, t.records};
   };
+  ctx.privileged_generation = [&engine] { return engine.privileged_generation(); };
+  ctx.profiles = [&engine] {
+    const ExecEngineOptions& o = engine.options();
+    json::Object restricted;
+    const RefusalFilter* filter = engine.refusal_filter();
+    restricted.Set("available", filter != nullptr);
+    restricted.Set("user", o.restricted_user);
+    if (filter) {
+      json::Array refused;
+      for (const std::string& name : filter->refused) refused.emplace_back(name);
+      restricted.Set("refused_syscalls", std::move(refused));
+    } else {
+      restricted.Set("why", engine.restricted_unavailable());
+    }
+    return json::Object().Set("default", o.default_profile).Set("restricted", std::move(restricted));
+  };
   RegisterExecStartRoutes(router, engine);
   RegisterExecPollRoutes(router, ctx, engine);
   RegisterExecOutputRoutes(router, engine);

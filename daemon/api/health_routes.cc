@@ -32,6 +32,10 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   retention.Set("stream_bytes", ctx.config.retention_stream_bytes);
   retention.Set("total_bytes", ctx.config.retention_total_bytes);
   h.extra.Set("retention", std::move(retention));
+  if (json::Object profiles = ctx.profiles(); !profiles.empty()) {
+    h.extra.Set("profiles", std::move(profiles));
+  }
+  h.extra.Set("privileged_generation", ctx.privileged_generation());
   int code = 200;
   if (ctx.reuse) {
     h.extra.Set("generation", ctx.reuse->generation());

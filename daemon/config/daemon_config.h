@@ -48,6 +48,10 @@ struct DaemonConfig {
   int oom_score_adj = -900;          // the daemon's own
   int child_oom_score_adj = 500;     // every exec's
 
+  // Profiles (docs/SECURITY.md, "Restricted execs").
+  std::string default_profile = "unrestricted";
+  std::string restricted_user = "nobody";
+
   // Code runs (docs/PROTOCOL.md, "Run code").
   int64_t run_timeout_sec = 60;         // when a run gives none (clamped to 300)
   uint64_t scan_max_entries = 250'000;  // per changed-files scan
@@ -84,7 +88,9 @@ inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
                            .limits_mode = c.limits_mode,
                            .default_limits = c.default_limits,
                            .default_timeout_sec = c.default_timeout_sec,
-                           .child_oom_score_adj = c.child_oom_score_adj};
+                           .child_oom_score_adj = c.child_oom_score_adj,
+                           .default_profile = c.default_profile,
+                           .restricted_user = c.restricted_user};
 }
 
 struct ParsedFlags {

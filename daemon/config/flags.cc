@@ -203,6 +203,28 @@ const std::vector<Flag>& Flags() {
        Integer<int>("oom-score-adj", &DaemonConfig::oom_score_adj, -1000, 1000)},
       {"child-oom-score-adj", "N", "Every exec's oom_score_adj. Default 500.",
        Integer<int>("child-oom-score-adj", &DaemonConfig::child_oom_score_adj, -1000, 1000)},
+      {"default-profile", "PROFILE",
+       "Profile of execs and runs that name none: unrestricted or restricted (another user, "
+       "no capabilities, no_new_privs, a seccomp filter; docs/SECURITY.md). Default "
+       "unrestricted.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != kProfileUnrestricted && v != kProfileRestricted) {
+           return BadValue("default-profile", v, "one of unrestricted, restricted");
+         }
+         c.default_profile = v;
+         return Status::Ok();
+       }},
+      {"restricted-user", "USER",
+       "The user (a name or number, not root) restricted execs run as unless the request "
+       "names one; it must exist in the guest. Default nobody.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v == "root" || v == "0" || v.find('\0') != std::string_view::npos ||
+             v.find(':') != std::string_view::npos) {
+           return BadValue("restricted-user", v, "a user name or number other than root");
+         }
+         c.restricted_user = v;
+         return Status::Ok();
+       }},
       {"run-timeout-sec", "N",
        "Wall-clock limit of /v1/run when the request sets none (at most 300). Default 60.",
        Integer<int64_t>("run-timeout-sec", &DaemonConfig::run_timeout_sec, 1, 300)},

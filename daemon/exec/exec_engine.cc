@@ -71,6 +71,7 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
+  OpenRestriction();
   Log(LogLevel::kInfo, "limits",
       json::Object()
           .Set("mechanism", std::string(limiter_.mechanism_name()))
@@ -121,6 +122,56 @@ asio::awaitable<void> ExecEngine::WaitFinished(std::chrono::milliseconds limit,
   done();
 }
 
+void ExecEngine::OpenRestriction() {
+  // Compiled once here: the spawn child may not allocate (proc/spawn.h).
+  if (SeccompFilterSupported(&restricted_unavailable_)) {
+    Result<std::unique_ptr<RefusalFilter>> filter = BuildRefusalFilter();
+    if (filter.ok()) {
+      refusal_filter_ = std::move(*filter);
+    } else {
+      restricted_unavailable_ = filter.status().message();
+    }
+  }
+  Log(refusal_filter_ ? LogLevel::kInfo : LogLevel::kWarn, "restricted profile",
+      json::Object()
+          .Set("available", refusal_filter_ != nullptr)
+          .Set("default_profile", options_.default_profile)
+          .Set("user", options_.restricted_user)
+          .Set("why", restricted_unavailable_));
+}
+
+Result<std::optional<Credentials>> ExecEngine::ResolveRestrictedIdentity(
+    const ExecStartRequest& request) {
+  if (!refusal_filter_) {
+    return Status::Error(ErrorCode::kProfileUnsupported,
+                         "this guest cannot run restricted execs: " + restricted_unavailable_)
+        .With("profile", std::string(kProfileRestricted));
+  }
+  UserDb db = LoadUserDb();
+  Result<std::optional<Credentials>> creds = Status::Ok();
+  if (request.user) {
+    creds = ResolveCredentials(request.user, request.group, db);
+  } else {
+    creds = ResolveCredentials(options_.restricted_user, request.group, db);
+    if (!creds.ok() && creds.status().code() == ErrorCode::kUnknownUser) {
+      // Creating users is the image's job: say which one the operator named.
+      return Status::Error(ErrorCode::kRestrictedUserUnknown,
+                           "the restricted user \"" + options_.restricted_user +
+                               "\" (--restricted-user) does not exist in this guest's "
+                               "/etc/passwd")
+          .With("user", options_.restricted_user);
+    }
+  }
+  if (!creds.ok()) return creds.status();
+  if (*creds && (*creds)->uid && *(*creds)->uid == 0) {
+    // Root owns /etc, the daemon's binary and its state without any
+    // capability: a restricted exec must run as someone else.
+    return Status::InvalidRequest("a restricted exec does not run as root (uid 0)")
+        .With("field", std::string("user"));
+  }
+  return creds;
+}
+
 Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRequest& request) {
   if (!request.user && !request.group) return std::optional<Credentials>();
   // Read on every start that names a user: an image may add users at any time.
@@ -143,9 +194,12 @@ Status CheckRuntime(Runtime runtime, const std::vector<std::string>& env) {
 }  // namespace
 
 Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
-  Result<std::optional<Credentials>> identity = ResolveIdentity(request);
+  bool restricted = request.profile.value_or(options_.default_profile) == kProfileRestricted;
+  Result<std::optional<Credentials>> identity =
+      restricted ? ResolveRestrictedIdentity(request) : ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
   Prepared p;
+  p.restricted = restricted;
   const Credentials* creds = *identity ? &**identity : nullptr;
   p.env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
   if (request.runtime) {
@@ -239,6 +293,7 @@ Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::strin
   rec->seq = next_seq_++;
   rec->dir = store_->DirFor(id);
   rec->kill_grace_sec = prepared.request.kill_grace_sec.value_or(kDefaultKillGraceSec);
+  rec->profile = prepared.restricted ? kProfileRestricted : kProfileUnrestricted;
   AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     rec->logs[static_cast<int>(s)] = OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
@@ -315,6 +370,7 @@ std::vector<std::string> ExecEngine::DropAll() {
   watched_.clear();
   tombstones_.Clear();
   ++generation_;
+  privileged_generation_ = false;
   return dirs;
 }
 

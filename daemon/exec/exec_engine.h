@@ -32,6 +32,7 @@
 #include "limits/limiter.h"
 #include "proc/reaper.h"
 #include "proc/runtime_probe.h"
+#include "proc/refusal_filter.h"
 #include "proc/user_db.h"
 #include "spool/output_log.h"
 
@@ -76,6 +77,7 @@ class ExecEngine {
     ExecStartRequest request;
     std::optional<Credentials> identity;
     std::vector<std::string> env;
+    bool restricted = false;  // the restricted profile (docs/SECURITY.md)
   };
   Result<Prepared> Prepare(ExecStartRequest request);
   // Looks the id up (same request: the record; different: 409; released:
@@ -127,6 +129,13 @@ class ExecEngine {
   const ExecEngineOptions& options() const { return options_; }
   const Reaper& reaper() const { return reaper_; }
   const Limiter& limiter() const { return limiter_; }
+  // The restricted profile's filter; null when the kernel cannot load one
+  // (restricted_unavailable() says why).
+  const RefusalFilter* refusal_filter() const { return refusal_filter_.get(); }
+  const std::string& restricted_unavailable() const { return restricted_unavailable_; }
+  // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
+  // "Reuse"): nothing a reset checks proves what it may have changed.
+  bool privileged_generation() const { return privileged_generation_; }
   int64_t running() const { return running_; }
 
  private:
@@ -141,6 +150,8 @@ class ExecEngine {
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
+  void OpenRestriction();
+  Result<std::optional<Credentials>> ResolveRestrictedIdentity(const ExecStartRequest& request);
   Status CheckCapacity() const;
   Result<Started> Insert(const std::string& id, std::string fingerprint, Prepared prepared,
                          bool internal);
@@ -193,6 +204,9 @@ class ExecEngine {
   uint64_t next_run_ = 1;
   bool stopping_ = false;
   int64_t generation_ = 0;
+  std::unique_ptr<RefusalFilter> refusal_filter_;
+  std::string restricted_unavailable_;
+  bool privileged_generation_ = false;
 };
 
 }  // namespace agentd

@@ -24,6 +24,9 @@ struct ExecEngineOptions {
   ExecLimits default_limits;         // for execs and runs that do not set them
   int64_t default_timeout_sec = 0;   // 0: none
   int child_oom_score_adj = 500;
+  // Profiles (docs/SECURITY.md, "Restricted execs").
+  std::string default_profile = "unrestricted";  // for execs and runs that name none
+  std::string restricted_user = "nobody";        // who a restricted exec runs as
 };
 
 }  // namespace agentd

@@ -196,6 +196,8 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.rlimits.emplace_back(r.resource, r.value);
   }
   spec.oom_score_adj = options_.child_oom_score_adj;
+  // Prepare() refuses a restricted exec when there is no filter.
+  if (prepared.restricted) spec.seccomp_filter = &refusal_filter_->fprog;
   Result<SpawnResult> spawned = Spawn(spec);
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
@@ -209,6 +211,16 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     // answer itself reports the failure as an exit.
     return FailLaunch(rec, spawned->reason,
                       DecodeWaitStatus(WaitForFailedChild(rec->pid)).exit_code);
+  }
+  if (prepared.restricted) {
+    ExecRestriction applied;
+    applied.user = creds->user_name;
+    applied.uid = *creds->uid;
+    applied.gid = creds->gid;
+    applied.seccomp_refused_syscalls = static_cast<int64_t>(refusal_filter_->refused.size());
+    rec->restriction = std::move(applied);
+  } else if (creds && creds->uid ? *creds->uid == 0 : ::geteuid() == 0) {
+    privileged_generation_ = true;
   }
   ++running_;
   rec->owns_group = true;

@@ -33,6 +33,8 @@ ExecInfo ExecRecord::Info() const {
   e.limit = limit;
   e.limit_timeout_sec = timeout_sec;
   e.limits = limits;
+  e.profile = profile;
+  e.restriction = restriction;
   return e;
 }
 

@@ -68,6 +68,9 @@ struct ExecRecord {
   // Limits (docs/PROTOCOL.md, "Limits"): the effective values, the limit
   // that ended the process, and the exec's cgroup (none under rlimits).
   ExecLimits limits;
+  // The profile it runs under and, once spawned restricted, what was applied.
+  std::string profile = kProfileUnrestricted;
+  std::optional<ExecRestriction> restriction;
   std::optional<int64_t> timeout_sec;
   std::optional<LimitHit> limit;
   std::unique_ptr<ExecGroup> group;

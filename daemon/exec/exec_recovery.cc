@@ -44,6 +44,11 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->killed_by = info.killed_by;
   rec->limit = info.limit;
   rec->limits = info.limits;
+  rec->profile = info.profile;
+  rec->restriction = info.restriction;
+  // The record does not say who it ran as: an unrestricted one (or one that
+  // never got spawned restricted) counts as privileged, the safe side.
+  if (!info.restriction && !info.error) privileged_generation_ = true;
   rec->timeout_sec = info.limit_timeout_sec;
   rec->error = info.error;
   rec->started_at = ParseRfc3339(info.started_at).value_or(now);

@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -73,6 +76,10 @@ enum class Step : int {
   kGid,
   kUid,
   kChdir,
+  kBounding,
+  kCapabilities,
+  kNoNewPrivs,
+  kSeccomp,
   kExec
 };
 
@@ -97,6 +104,7 @@ struct ChildArgs {
   bool set_oom_score_adj;
   char oom_score_adj[16];  // decimal text
   size_t oom_score_adj_len;
+  const struct sock_fprog* seccomp_filter;
   int err;
   Step step;
   const char* failed_path;
@@ -182,6 +190,22 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   if (a->controlling_terminal && ::syscall(SYS_ioctl, 0, TIOCSCTTY, 0) != 0) {
     Fail(a, Step::kTty, errno);
   }
+  if (a->seccomp_filter) {
+    // While still root: nothing exec'd later can regain a dropped bounding
+    // capability, whatever file capabilities or setuid bits it meets.
+    for (unsigned long cap = 0; cap < 64; ++cap) {
+      long has = ::syscall(SYS_prctl, PR_CAPBSET_READ, cap, 0, 0, 0);
+      if (has < 0) break;  // EINVAL: past the kernel's last capability
+      if (has == 1 && ::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+        Fail(a, Step::kBounding, errno);
+      }
+    }
+    // EINVAL: a kernel before 4.3 has no ambient set to clear.
+    if (::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&
+        errno != EINVAL) {
+      Fail(a, Step::kCapabilities, errno);
+    }
+  }
   if (a->creds) {
     if (::syscall(SYS_setgroups, a->group_count, a->groups) != 0) Fail(a, Step::kGroups, errno);
     gid_t g = a->creds->gid;
@@ -191,12 +215,25 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
       if (::syscall(SYS_setresuid, u, u, u) != 0) Fail(a, Step::kUid, errno);
     }
   }
+  if (a->seccomp_filter) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct no_caps[_LINUX_CAPABILITY_U32S_3] = {};
+    if (::syscall(SYS_capset, &header, no_caps) != 0) Fail(a, Step::kCapabilities, errno);
+    if (::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      Fail(a, Step::kNoNewPrivs, errno);
+    }
+  }
   if (a->cwd && ::syscall(SYS_chdir, a->cwd) != 0) Fail(a, Step::kChdir, errno, a->cwd);
   if (a->nofile) ::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, a->nofile, nullptr);
   if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
     // Kernels before 5.9: every daemon descriptor is close-on-exec anyway;
     // close what a plain loop can reach as a second line.
     for (int fd = 3; fd < 65536; ++fd) ::syscall(SYS_close, fd);
+  }
+  // Last: from here on the refused calls answer EPERM (execve is allowed).
+  if (a->seccomp_filter &&
+      ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, a->seccomp_filter) != 0) {
+    Fail(a, Step::kSeccomp, errno);
   }
   ExecCandidates(a);
 }
@@ -262,6 +299,18 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kUid:
       what = "cannot switch to user " + std::to_string(*spec.credentials->uid);
       break;
+    case Step::kBounding:
+      what = "cannot drop the capability bounding set";
+      break;
+    case Step::kCapabilities:
+      what = "cannot drop the process's capabilities";
+      break;
+    case Step::kNoNewPrivs:
+      what = "cannot set no_new_privs";
+      break;
+    case Step::kSeccomp:
+      what = "cannot load the seccomp filter";
+      break;
     case Step::kNone:
       what = "cannot start the process";
       break;
@@ -305,6 +354,8 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     args.oom_score_adj_len = std::min(text.size(), sizeof(args.oom_score_adj));
     std::memcpy(args.oom_score_adj, text.data(), args.oom_score_adj_len);
   }
+
+  args.seccomp_filter = spec.seccomp_filter;
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

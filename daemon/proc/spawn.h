@@ -26,10 +26,19 @@
 // propagate to the daemon that shares its memory, and raising needs no
 // privilege); and it sets its rlimits before it drops privileges.
 //
+// A restricted spawn (docs/SECURITY.md, "Restricted execs") adds, in this
+// order: every capability dropped from the bounding set and the ambient set
+// cleared (while still root), the identity switch above, the permitted,
+// effective and inheritable sets emptied with capset, no_new_privs, and
+// last, just before execve, the seccomp filter prepared at start-up
+// (proc/refusal_filter.h). A step that fails fails the spawn: a restricted
+// exec never runs with less than it reports.
+//
 // Called on the io thread only (the thread is suspended until the child
 // has exec'd or exited, typically well under a millisecond).
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -60,6 +69,9 @@ struct SpawnSpec {
   // limit when the child may not raise it.
   std::vector<std::pair<int, rlim_t>> rlimits;
   std::optional<int> oom_score_adj;
+  // The restricted profile: set, the child drops every capability, sets
+  // no_new_privs and loads this filter (it must outlive the call).
+  const struct sock_fprog* seccomp_filter = nullptr;
 };
 
 struct SpawnResult {

@@ -73,6 +73,8 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
   r.limit = info.limit;
   r.duration_ms = info.duration_ms;
   r.error = info.error;
+  r.profile = info.profile;
+  r.restriction = info.restriction;
   r.success = info.exit_code == 0 && !info.killed_by && !info.error;
   bool cut_out = false;
   bool cut_err = false;

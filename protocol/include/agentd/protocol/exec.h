@@ -34,6 +34,28 @@ inline constexpr char kDefaultShell[] = "/bin/sh";
 inline constexpr int64_t kMaxPtyDimension = 10000;
 inline constexpr char kDefaultTerm[] = "xterm-256color";
 
+// Exec profiles (docs/PROTOCOL.md, "Profiles"; docs/SECURITY.md).
+inline constexpr char kProfileUnrestricted[] = "unrestricted";
+inline constexpr char kProfileRestricted[] = "restricted";
+// invalid_request naming `field` unless `name` is one of the two.
+Status ValidateProfile(std::string_view name, std::string_view field = "profile");
+
+// What a restricted exec actually ran with: the "restriction" member of the
+// exec object and of the /v1/run answer. Every item is in force when the
+// member is present (a step that cannot be applied fails the spawn).
+struct ExecRestriction {
+  std::string user;  // the name switched to ("" when given by number)
+  int64_t uid = 0;
+  int64_t gid = 0;
+  bool no_new_privs = true;
+  // Always "none" on the wire: bounding, effective, permitted, inheritable
+  // and ambient sets empty.
+  std::string capabilities = "none";
+  int64_t seccomp_refused_syscalls = 0;  // how many calls the filter answers EPERM
+};
+json::Object EncodeExecRestriction(const ExecRestriction& r);
+std::optional<ExecRestriction> DecodeExecRestriction(const json::Value* v);
+
 // "pty": {"rows": R, "cols": C, "term": "..."}: run on a new pseudo-terminal.
 struct PtySpec {
   int64_t rows = 24;
@@ -51,6 +73,7 @@ struct ExecStartRequest {
   std::optional<std::string> cwd;
   std::optional<std::string> user;
   std::optional<std::string> group;
+  std::optional<std::string> profile;  // "restricted" | "unrestricted"; unset: the daemon's default
   // Whole stdin, as sent: `stdin` (text) or `stdin_b64` (decoded here into
   // `stdin_data`, with `stdin_was_b64` remembering the spelling).
   std::optional<std::string> stdin_data;
@@ -97,6 +120,8 @@ struct ExecInfo {
   // The limits in force ("limits": {"timeout_sec": 30, "memory_mb": 256}).
   std::optional<int64_t> limit_timeout_sec;
   ExecLimits limits;
+  std::string profile = kProfileUnrestricted;  // the profile it ran under
+  std::optional<ExecRestriction> restriction;  // restricted: what was applied
 };
 
 json::Value EncodeExecInfo(const ExecInfo& info);

@@ -36,6 +36,7 @@ struct RunRequest {
   std::optional<std::string> user;
   std::optional<std::string> group;
   std::optional<std::string> stdin_data;  // `stdin`, text
+  std::optional<std::string> profile;     // as in the start request
   bool scan_changes = true;               // false: no changed_files scan
   ExecLimits limits;
 };
@@ -75,6 +76,8 @@ struct RunResponse {
   std::string cwd;
   int64_t timeout_sec = 0;           // the effective (clamped) wall-clock limit
   std::optional<std::string> error;  // spawn failure
+  std::string profile = kProfileUnrestricted;  // as in the exec object
+  std::optional<ExecRestriction> restriction;
 };
 
 json::Value EncodeRunResponse(const RunResponse& r);
