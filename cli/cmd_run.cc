@@ -33,6 +33,10 @@ int CmdRun(Context& ctx) {
   req.runtime = *runtime;
   req.code = args.positional.at(0);
   req.cwd = args.Get("cwd");
+  req.profile = args.Get("profile");
+  if (req.profile && *req.profile != kProfileRestricted && *req.profile != kProfileUnrestricted) {
+    return ctx.out().UsageError("--profile is restricted or unrestricted");
+  }
   bool ok = Int(args, "timeout", &req.timeout_sec) &&
             Int(args, "memory-mb", &req.limits.memory_mb) && Int(args, "pids", &req.limits.pids) &&
             Int(args, "cpu-sec", &req.limits.cpu_sec) &&

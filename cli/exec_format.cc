@@ -42,6 +42,10 @@ Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   for (const std::string& name : args.All("unset")) req.env.emplace_back(name, std::nullopt);
   req.user = args.Get("user");
   req.group = args.Get("group");
+  req.profile = args.Get("profile");
+  if (req.profile && *req.profile != kProfileRestricted && *req.profile != kProfileUnrestricted) {
+    return Usage("--profile is restricted or unrestricted, got '" + *req.profile + "'");
+  }
   req.cwd = args.Get("cwd");
   if (auto t = args.Get("timeout")) {
     Result<int64_t> n = Seconds(*t, "timeout");
@@ -77,6 +81,14 @@ std::string DescribeExec(const ExecInfo& e) {
       {"stderr", Output::HumanSize(e.stderr_bytes)},
       {"acked", e.acked ? "yes" : "no"},
   };
+  rows.push_back({"profile", e.profile});
+  if (e.restriction) {
+    const ExecRestriction& r = *e.restriction;
+    rows.push_back({"restriction", "user " + r.user + " (uid " + std::to_string(r.uid) +
+                                       "), no capabilities, no_new_privs, " +
+                                       std::to_string(r.seccomp_refused_syscalls) +
+                                       " system calls refused"});
+  }
   if (e.error) rows.push_back({"error", *e.error});
   return Output::Table(rows);
 }

@@ -152,9 +152,46 @@ void AKilledExecLeavesNothingRunning(CheckContext& ctx) {
   Expect(gone, "pid " + pid + " outlived the kill of its exec");
 }
 
+// The restricted profile (docs/PROTOCOL.md, "Profiles"): what the daemon
+// reports applying, the kernel must show in the child's own status, and a
+// mount namespace (which needs no capability once inside a user namespace)
+// must be refused.
+void ARestrictedExecHasNoPrivilegeAndSaysSo(CheckContext& ctx) {
+  NeedRootDaemonAndNobody(ctx);
+  ExecStartRequest req =
+      Sh("grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status\n"
+         "if unshare -Ur true >/dev/null 2>&1; then echo userns=reached; "
+         "else echo userns=denied; fi\n"
+         "id -u\n");
+  req.profile = kProfileRestricted;
+  Result<client::RunResult> run = ctx.client().Run(std::move(req));
+  if (!run.ok() && run.status().code() == ErrorCode::kProfileUnsupported) {
+    throw CheckSkipped{"the guest cannot run restricted execs: " + run.status().message()};
+  }
+  client::RunResult r = ExpectOk(std::move(run), "a restricted exec");
+  Expect(r.exit_code == 0, "the restricted probe ran: " + r.stderr_data);
+  Expect(r.exec.profile == kProfileRestricted, "the exec object says profile " + r.exec.profile);
+  Expect(r.exec.restriction.has_value(), "the exec object lacks \"restriction\"");
+  Expect(r.exec.restriction->uid != 0 && r.exec.restriction->capabilities == "none" &&
+             r.exec.restriction->no_new_privs,
+         "the restriction reported is not the profile's");
+  for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+    Expect(r.stdout_data.find(std::string(cap) + ":\t0000000000000000") != std::string::npos,
+           std::string("the restricted child holds capabilities in ") + cap + ": " + r.stdout_data);
+  }
+  Expect(r.stdout_data.find("NoNewPrivs:\t1") != std::string::npos, "no_new_privs is not set");
+  Expect(r.stdout_data.find("Seccomp:\t2") != std::string::npos, "no seccomp filter is loaded");
+  Expect(Field(r.stdout_data, "userns") == "denied", "a restricted child created a user namespace");
+  Expect(r.stdout_data.find("\n" + std::to_string(r.exec.restriction->uid) + "\n") !=
+             std::string::npos,
+         "the child does not run as the reported uid: " + r.stdout_data);
+}
+
 }  // namespace
 
 void AddHostileChecks(std::vector<Check>& checks) {
+  checks.push_back({"hostile", "a restricted exec has no capability, no_new_privs and a filter",
+                    ARestrictedExecHasNoPrivilegeAndSaysSo});
   checks.push_back({"hostile", "a child running as nobody cannot signal, trace or read the daemon",
                     AChildCannotSignalTraceOrReadTheDaemon});
   checks.push_back({"hostile", "a child inherits no descriptor beyond its three streams",

@@ -106,6 +106,7 @@ int Serve(DaemonConfig& config) {
     reset_options.reset_paths.push_back(config.workdir);
   }
   reset_options.reset_baselines = config.reset_baselines;
+  reset_options.requires_restricted = config.reset_requires_restricted;
   reset_options.spared = [&init] {
     std::vector<pid_t> pids;
     if (init && init->pid() > 0) pids.push_back(init->pid());

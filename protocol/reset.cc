@@ -75,6 +75,7 @@ json::Value EncodeResetReport(const ResetReport& r) {
   o.Set("remaining", std::move(remaining));
   o.Set("duration_ms", r.duration_ms);
   o.Set("replayed", r.replayed);
+  o.Set("privileged_generation", r.privileged_generation);
   return o;
 }
 
@@ -94,6 +95,9 @@ Result<ResetReport> DecodeResetReport(const json::Value& doc) {
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("bytes"), "removed.bytes", &r.removed_bytes));
   if (const json::Value* replayed = doc.Find("replayed"); replayed && replayed->is_bool()) {
     r.replayed = replayed->as_bool();
+  }
+  if (const json::Value* p = doc.Find("privileged_generation"); p && p->is_bool()) {
+    r.privileged_generation = p->as_bool();
   }
   const json::Value* remaining = doc.Find("remaining");
   if (!remaining || !remaining->is_array()) return Malformed("lacks \"remaining\"");

@@ -63,6 +63,19 @@ class ExecCommandTest(AgentctlTestCase):
         self.assertEqual(env["result"]["stdout"], "hello\n")
         self.assertTrue(env["result"]["acked"])
 
+    @unittest.skipUnless(os.geteuid() == 0, "a restricted exec switches to nobody (root only)")
+    def test_exec_profile_restricted_runs_as_nobody_and_reports_it(self):
+        r, env = self.envelope("exec", "--profile", "restricted", "--", "sh", "-c",
+                               "id -u; grep Seccomp: /proc/self/status")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["stdout"].split()[0], "65534")
+        self.assertIn("Seccomp:\t2", env["result"]["stdout"])
+        self.assertEqual(env["result"]["profile"], "restricted")
+        self.assertEqual(env["result"]["restriction"]["capabilities"], "none")
+        bad = self.ctl("exec", "--profile", "sandboxed", "--", "true")
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn(b"--profile", bad.stderr)
+
     def test_exec_with_a_given_id_runs_once_when_repeated(self):
         marker = tempfile.mktemp()
         cmd = ["exec", "--id", "ctl-fixed-id", "--shell", "echo run >> %s; echo ran" % marker]

@@ -44,6 +44,14 @@ class RunCommandTest(AgentctlTestCase):
         self.assertEqual(env["result"]["changed_files"], [])
         self.assertRegex(env["result"]["summary"], r"^exit 0 in \d+ ms$")
 
+    @unittest.skipUnless(os.geteuid() == 0, "a restricted run switches to nobody (root only)")
+    def test_run_profile_restricted_reports_what_was_applied(self):
+        r, env = self.envelope("run", "--no-scan", "--profile", "restricted", "id -u")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["stdout"], "65534\n")
+        self.assertEqual(env["result"]["profile"], "restricted")
+        self.assertEqual(env["result"]["restriction"]["uid"], 65534)
+
     def test_run_usage_errors_and_refusals(self):
         self.assertEqual(self.ctl("run", "--runtime", "cobol", "1").returncode, 2)
         self.assertEqual(self.ctl("run", "--timeout", "soon", "1").returncode, 2)

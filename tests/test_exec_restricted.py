@@ -262,5 +262,52 @@ class RestrictedDefaultTest(unittest.TestCase):
         self.assertIn("restricted-user", p.stderr)
 
 
+class PrivilegedGenerationTest(unittest.TestCase):
+    """Health and the reset report say whether an exec of the generation ran
+    unrestricted as root; --reset-requires-restricted quarantines then."""
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (the CI runs as root)")
+
+    def privileged(self, d):
+        s, body = d.json("GET", "/v1/health", auth=False)
+        return body["privileged_generation"]
+
+    def test_set_by_a_root_exec_not_by_a_restricted_one_and_cleared_by_a_reset(self):
+        with Daemon() as d:
+            self.assertFalse(self.privileged(d))
+            run(d, "restricted", {"argv": ["true"], "profile": "restricted"})
+            run(d, "as-nobody", {"argv": ["true"], "user": NOBODY})
+            self.assertFalse(self.privileged(d))
+            run(d, "as-root", {"argv": ["true"]})
+            self.assertTrue(self.privileged(d))
+            s, report = d.json("POST", "/v1/reset", {"reset_id": "r1",
+                                                     "next": {"token": d.token}})
+            self.assertEqual((s, report["clean"], report["privileged_generation"]),
+                             (200, True, True), report)
+            self.assertFalse(self.privileged(d))
+            run(d, "next-restricted", {"argv": ["true"], "profile": "restricted"})
+            s, report = d.json("POST", "/v1/reset", {"reset_id": "r2",
+                                                     "next": {"token": d.token}})
+            self.assertEqual((report["clean"], report["privileged_generation"]), (True, False))
+
+    def test_reset_requires_restricted_quarantines_a_privileged_generation(self):
+        with Daemon("--reset-requires-restricted") as d:
+            run(d, "restricted", {"argv": ["true"], "profile": "restricted"})
+            s, report = d.json("POST", "/v1/reset", {"reset_id": "r1",
+                                                     "next": {"token": d.token}})
+            self.assertEqual((s, report["clean"]), (200, True), report)
+            run(d, "as-root", {"argv": ["true"]})
+            s, report = d.json("POST", "/v1/reset", {"reset_id": "r2",
+                                                     "next": {"token": d.token}})
+            self.assertEqual((s, report["clean"], report["privileged_generation"]),
+                             (200, False, True), report)
+            self.assertEqual([r["kind"] for r in report["remaining"]], ["privilege"], report)
+            s, health = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual((s, health["state"]), (503, "quarantined"), health)
+
+
 if __name__ == "__main__":
     unittest.main()

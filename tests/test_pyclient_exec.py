@@ -103,6 +103,20 @@ class PyClientExecTest(unittest.TestCase):
             c.start("bad-field", ["true"], timeout_sec=0)
         self.assertEqual(cm.exception.details.get("field"), "timeout_sec")
 
+    @unittest.skipUnless(os.geteuid() == 0, "a restricted exec switches to nobody (root only)")
+    def test_restricted_profile_on_start_and_run_code_reports_what_was_applied(self):
+        c = self.client()
+        info = c.start("py-restricted", ["id", "-u"], profile="restricted")
+        self.assertEqual(info.profile, "restricted")
+        self.assertEqual(info.restriction["capabilities"], "none")
+        r = c.run_code("shell", "id -u", profile="restricted")
+        self.assertEqual((r.stdout, r.profile, r.restriction["uid"]), ("65534\n", "restricted",
+                                                                        65534))
+        self.assertEqual(c.run_code("shell", "true").profile, "unrestricted")
+        with self.assertRaises(ac.InvalidRequest) as cm:
+            c.start("py-bad-profile", ["true"], profile="sandboxed")
+        self.assertEqual(cm.exception.details.get("field"), "profile")
+
     def test_every_stable_error_code_of_protocol_md_has_its_exception_class(self):
         with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                "docs", "PROTOCOL.md"), encoding="utf-8") as f:

@@ -32,7 +32,9 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     } else {
       restricted.Set("why", engine.restricted_unavailable());
     }
-    return json::Object().Set("default", o.default_profile).Set("restricted", std::move(restricted));
+    return json::Object()
+        .Set("default", o.default_profile)
+        .Set("restricted", std::move(restricted));
   };
   RegisterExecStartRoutes(router, engine);
   RegisterExecPollRoutes(router, ctx, engine);

@@ -51,6 +51,7 @@ struct DaemonConfig {
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";
   std::string restricted_user = "nobody";
+  bool reset_requires_restricted = false;  // a privileged generation quarantines
 
   // Code runs (docs/PROTOCOL.md, "Run code").
   int64_t run_timeout_sec = 60;         // when a run gives none (clamped to 300)

@@ -225,6 +225,13 @@ const std::vector<Flag>& Flags() {
          c.restricted_user = v;
          return Status::Ok();
        }},
+      {"reset-requires-restricted", nullptr,
+       "A reset quarantines the guest instead of calling it clean when an exec of the "
+       "generation ran unrestricted as root (docs/SECURITY.md).",
+       [](DaemonConfig& c, std::string_view) {
+         c.reset_requires_restricted = true;
+         return Status::Ok();
+       }},
       {"run-timeout-sec", "N",
        "Wall-clock limit of /v1/run when the request sets none (at most 300). Default 60.",
        Integer<int64_t>("run-timeout-sec", &DaemonConfig::run_timeout_sec, 1, 300)},

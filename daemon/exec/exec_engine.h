@@ -31,8 +31,8 @@
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
 #include "proc/reaper.h"
-#include "proc/runtime_probe.h"
 #include "proc/refusal_filter.h"
+#include "proc/runtime_probe.h"
 #include "proc/user_db.h"
 #include "spool/output_log.h"
 

@@ -20,8 +20,8 @@ namespace {
 // The namespace flags clone(2) is refused with; CLONE_NEWTIME shares its
 // bit with the exit signal in clone(2) and exists only for unshare/clone3,
 // which are refused whole.
-constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,
-                                             CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+constexpr unsigned long kNamespaceFlags[] = {CLONE_NEWNS,    CLONE_NEWUTS, CLONE_NEWIPC,
+                                             CLONE_NEWUSER,  CLONE_NEWPID, CLONE_NEWNET,
                                              CLONE_NEWCGROUP};
 
 struct ContextDeleter {
@@ -51,8 +51,8 @@ const std::vector<std::string>& RefusedSyscallNames() {
       "add_key", "request_key", "keyctl",
       // The machine: reboot, clocks, raw I/O ports, swap, accounting, quotas.
       "reboot", "settimeofday", "stime", "clock_settime", "clock_settime64", "adjtimex",
-      "clock_adjtime", "clock_adjtime64", "iopl", "ioperm", "swapon", "swapoff", "acct",
-      "quotactl", "quotactl_fd", "syslog", "vhangup", "lookup_dcookie", "uselib", "nfsservctl"};
+      "clock_adjtime", "clock_adjtime64", "iopl", "ioperm", "swapon", "swapoff", "acct", "quotactl",
+      "quotactl_fd", "syslog", "vhangup", "lookup_dcookie", "uselib", "nfsservctl"};
   return names;
 }
 
@@ -73,9 +73,9 @@ bool SeccompFilterSupported(std::string* why) {
 Result<std::unique_ptr<RefusalFilter>> BuildRefusalFilter() {
   std::unique_ptr<void, ContextDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (!ctx) return Failed(-ENOMEM, "seccomp_init");
+#if defined(__x86_64__)
   // The 32-bit ABIs the same kernel runs: without them a tenant would make
   // the refused calls through int 0x80 or the x32 numbers.
-#if defined(__x86_64__)
   for (uint32_t arch : {SCMP_ARCH_X86, SCMP_ARCH_X32}) {
     int rc = seccomp_arch_add(ctx.get(), arch);
     if (rc != 0 && rc != -EEXIST) return Failed(rc, "seccomp_arch_add");

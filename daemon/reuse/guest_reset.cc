@@ -164,6 +164,8 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   SweepResult swept = co_await SweepProcesses(engine_.reaper(), spared, options_.kill_limit);
   engine_.KillAll();  // cgroups of limited execs, and their timers
   co_await WaitExecsFinished(SteadyClock::now() + options_.kill_limit);
+  bool privileged = engine_.privileged_generation();  // DropAll clears it
+  int64_t reset_generation = engine_.generation();
   std::vector<std::string> dirs = engine_.DropAll();
   auto remove = [dirs] {
     for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
@@ -199,6 +201,13 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   // Verification trusts nothing above: a fresh walk.
   report.remaining = ProcessesLeft(spared);
   for (ResetRemaining& r : files.remaining) report.remaining.push_back(std::move(r));
+  report.privileged_generation = privileged;
+  if (privileged && options_.requires_restricted) {
+    report.remaining.push_back(
+        {"privilege", "generation " + std::to_string(reset_generation),
+         "an exec ran unrestricted as root, and --reset-requires-restricted is set: files "
+         "outside the reset paths may have changed"});
+  }
   report.clean = report.remaining.empty();
   if (report.clean) {
     if (request.next) {

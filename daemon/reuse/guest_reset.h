@@ -43,6 +43,9 @@ struct GuestResetOptions {
   // How long processes get to disappear after SIGKILL before they count
   // as remaining.
   std::chrono::milliseconds kill_limit{2000};
+  // --reset-requires-restricted: a generation in which an exec ran
+  // unrestricted as root quarantines instead of being called clean.
+  bool requires_restricted = false;
 };
 
 class GuestReset {

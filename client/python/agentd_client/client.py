@@ -124,11 +124,14 @@ class Client(FileCalls):
                      stdin_stream: bool = False, timeout_sec: Optional[int] = None,
                      kill_grace_sec: Optional[int] = None,
                      pty: Optional[Mapping[str, Any]] = None,
+                     profile: Optional[str] = None,
                      **limits: Union[int, float, bool]) -> Dict[str, Any]:
         """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
         command, or runtime with code ("Run code": as a detached exec). `limits`
         are the resource limits of "Limits": memory_mb, pids, cpu_sec,
-        file_size_mb, output_bytes, kill_on_output, cpus."""
+        file_size_mb, output_bytes, kill_on_output, cpus. `profile` is
+        "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles"); unset,
+        the daemon's --default-profile applies."""
         body: Dict[str, Any] = {}
         if argv is not None:
             body["argv"] = list(argv)
@@ -136,7 +139,7 @@ class Client(FileCalls):
             body["command"] = command
         for name, value in (("runtime", runtime), ("code", code), ("shell", shell), ("cwd", cwd),
                             ("user", user), ("group", group), ("timeout_sec", timeout_sec),
-                            ("kill_grace_sec", kill_grace_sec)):
+                            ("kill_grace_sec", kill_grace_sec), ("profile", profile)):
             if value is not None:
                 body[name] = value
         body.update(_limits(limits))
@@ -412,15 +415,17 @@ class Client(FileCalls):
                  cwd: Optional[str] = None, env: Optional[Mapping[str, Optional[str]]] = None,
                  user: Optional[str] = None, group: Optional[str] = None,
                  stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
+                 profile: Optional[str] = None,
                  **limits: Union[int, float, bool]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
-        `limits` as for exec_request. Not retried once sent (running code
+        `limits` and `profile` as for exec_request. Not retried once sent (running code
         twice is not harmless)."""
         body: Dict[str, Any] = {"runtime": runtime, "code": code}
         for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
-                            ("group", group), ("stdin", stdin), ("scan_changes", scan_changes)):
+                            ("group", group), ("stdin", stdin), ("scan_changes", scan_changes),
+                            ("profile", profile)):
             if value is not None:
                 body[name] = value
         if env is not None:

@@ -254,6 +254,16 @@ class EditMismatch(AgentdError):
     code = "edit_mismatch"
 
 
+class RestrictedUserUnknown(AgentdError):
+    """A restricted exec's --restricted-user is not in the guest's /etc/passwd."""
+    code = "restricted_user_unknown"
+
+
+class ProfileUnsupported(AgentdError):
+    """The guest's kernel cannot load the restricted profile's seccomp filter."""
+    code = "profile_unsupported"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -265,7 +275,8 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
         InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
-        TooManyWaits, PreconditionFailed, EditMismatch)
+        TooManyWaits, PreconditionFailed, EditMismatch, RestrictedUserUnknown,
+        ProfileUnsupported)
 }
 
 

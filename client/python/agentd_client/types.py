@@ -68,6 +68,8 @@ class ResetReport:
     duration_ms: int
     #: True when this answers a retry with the recorded report.
     replayed: bool = False
+    #: An exec of the generation reset ran unrestricted as root (docs/SECURITY.md).
+    privileged_generation: bool = False
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "ResetReport":
@@ -76,7 +78,8 @@ class ResetReport:
                            _int(d.get("killed_processes")), _int(removed.get("entries")),
                            _int(removed.get("bytes")),
                            [r for r in d.get("remaining") or [] if isinstance(r, dict)],
-                           _int(d.get("duration_ms")), bool(d.get("replayed")))
+                           _int(d.get("duration_ms")), bool(d.get("replayed")),
+                           bool(d.get("privileged_generation")))
 
 
 @dataclass
@@ -109,6 +112,11 @@ class ExecInfo:
     limits: Dict[str, Any] = field(default_factory=dict)
     #: The limit that ended the exec: {"name": "memory", "value": 256, "unit": "MiB"}.
     limit: Optional[Dict[str, Any]] = None
+    #: "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles").
+    profile: str = "unrestricted"
+    #: Restricted: what was applied: {"user", "uid", "gid", "no_new_privs",
+    #: "capabilities": "none", "seccomp_refused_syscalls"}.
+    restriction: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -128,7 +136,9 @@ class ExecInfo:
             stdout_retained_from=_int(d.get("stdout_retained_from")),
             stderr_retained_from=_int(d.get("stderr_retained_from")),
             acked=bool(d.get("acked")), error=_opt_str(d.get("error")),
-            limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")), raw=d)
+            limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")),
+            profile=str(d.get("profile") or "unrestricted"),
+            restriction=_opt_dict(d.get("restriction")), raw=d)
 
 
 @dataclass
@@ -291,6 +301,8 @@ class CodeRunResult:
     timeout_sec: int = 0
     error: Optional[str] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+    profile: str = "unrestricted"
+    restriction: Optional[Dict[str, Any]] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "CodeRunResult":
@@ -304,7 +316,8 @@ class CodeRunResult:
             _opt_str(d.get("signal")), bool(d.get("timed_out")), _opt_str(d.get("killed_by")),
             _opt_dict(d.get("limit")), _int(d.get("stdout_bytes")), _int(d.get("stderr_bytes")),
             str(d.get("runtime", "")), str(d.get("cwd", "")), _int(d.get("timeout_sec")),
-            _opt_str(d.get("error")), d)
+            _opt_str(d.get("error")), d, str(d.get("profile") or "unrestricted"),
+            _opt_dict(d.get("restriction")))
 
 
 @dataclass

@@ -18,7 +18,7 @@ export type ErrorCode =
   | "insufficient_storage" | "runtime_unavailable" | "limit_unsupported" | "port_unreachable" | "io_error"
   | "internal" | "cross_device" | "too_many_watches" | "quarantined" | "resetting"
   | "too_many_waits"
-  | "precondition_failed" | "edit_mismatch"
+  | "precondition_failed" | "edit_mismatch" | "restricted_user_unknown" | "profile_unsupported"
   | "transport_error" | "deadline_exceeded" | "protocol_error";
 
 export type ErrorDetails = Record<string, unknown>;

@@ -17,6 +17,25 @@ export interface Health {
   /** The limit mechanism in force, what it enforces, and the defaults. */
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
              defaults: Limits; run_timeout_sec: number };
+  /** The default profile, the restricted user and the calls the filter refuses. */
+  profiles?: { default: Profile;
+               restricted: { available: boolean; user: string; refused_syscalls?: string[];
+                             why?: string } };
+  /** An exec of this generation ran unrestricted as root (a reset clears it). */
+  privileged_generation?: boolean;
+}
+
+/** docs/PROTOCOL.md, "Profiles"; unset in a request: the daemon's --default-profile. */
+export type Profile = "restricted" | "unrestricted";
+
+/** What a restricted exec or run actually ran with. */
+export interface Restriction {
+  user: string;
+  uid: number;
+  gid: number;
+  no_new_privs: boolean;
+  capabilities: "none";
+  seccomp_refused_syscalls: number;
 }
 
 /** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */
@@ -88,6 +107,7 @@ export interface ExecRequest extends Limits {
   timeout_sec?: number;
   kill_grace_sec?: number;
   pty?: { rows: number; cols: number; term?: string };
+  profile?: Profile;
 }
 
 export interface ExecInfo {
@@ -110,6 +130,9 @@ export interface ExecInfo {
   /** The limits in force (only those set). */
   limits?: Limits & { timeout_sec?: number };
   limit?: LimitHit | null;
+  /** The profile it ran under; restriction: what was applied (restricted only). */
+  profile?: Profile;
+  restriction?: Restriction;
 }
 
 /** Bytes [from, next) of one stream from a poll; gap: bytes lost before them. */
@@ -215,6 +238,8 @@ export interface CodeRunResult {
   cwd: string;
   timeout_sec: number;
   error: string | null;
+  profile?: Profile;
+  restriction?: Restriction;
 }
 
 /** POST /v1/run's members beside runtime and code. */
@@ -226,6 +251,7 @@ export interface RunCodeOptions extends Limits {
   group?: string;
   stdin?: string;
   scan_changes?: boolean;
+  profile?: Profile;
 }
 
 export interface FileStat {

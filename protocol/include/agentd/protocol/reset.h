@@ -41,6 +41,9 @@ struct ResetReport {
   std::vector<ResetRemaining> remaining;
   int64_t duration_ms = 0;
   bool replayed = false;  // the recorded report of an earlier attempt
+  // An exec of the generation reset ran unrestricted as root: nothing the
+  // reset checks proves what it changed (docs/SECURITY.md).
+  bool privileged_generation = false;
 };
 json::Value EncodeResetReport(const ResetReport& r);
 Result<ResetReport> DecodeResetReport(const json::Value& doc);

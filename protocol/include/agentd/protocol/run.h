@@ -74,8 +74,8 @@ struct RunResponse {
   uint64_t stderr_bytes = 0;
   std::string runtime;
   std::string cwd;
-  int64_t timeout_sec = 0;           // the effective (clamped) wall-clock limit
-  std::optional<std::string> error;  // spawn failure
+  int64_t timeout_sec = 0;                     // the effective (clamped) wall-clock limit
+  std::optional<std::string> error;            // spawn failure
   std::string profile = kProfileUnrestricted;  // as in the exec object
   std::optional<ExecRestriction> restriction;
 };
