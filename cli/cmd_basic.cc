@@ -80,7 +80,8 @@ int CmdReset(Context& ctx) {
       {"killed processes", std::to_string(r->killed_processes)},
       {"removed", std::to_string(r->removed_entries) + " entries, " +
                       Output::HumanSize(static_cast<uint64_t>(r->removed_bytes))},
-      {"duration", std::to_string(r->duration_ms) + " ms"}};
+      {"duration", std::to_string(r->duration_ms) + " ms"},
+      {"privileged generation", r->privileged_generation ? "yes (an exec ran as root)" : "no"}};
   for (const ResetRemaining& item : r->remaining) {
     rows.push_back({"remaining " + item.kind, item.name + ": " + item.reason});
   }

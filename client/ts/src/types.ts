@@ -73,6 +73,8 @@ export interface ResetReport {
   duration_ms: number;
   /** True when this answers a retry with the recorded report. */
   replayed: boolean;
+  /** An exec of the generation reset ran unrestricted as root (docs/SECURITY.md). */
+  privileged_generation?: boolean;
 }
 
 export interface ResetOptions {
