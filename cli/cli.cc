@@ -25,7 +25,7 @@ const std::vector<FlagSpec>& GlobalFlags() {
   static const std::vector<FlagSpec> flags = {
       {"url", "URL", "daemon URL: http://HOST:PORT, unix:/path or vsock:CID:PORT (env AGENTD_URL)"},
       {"token", "TOKEN", "bearer token (env AGENTD_TOKEN)"},
-      {"token-file", "FILE", "read the bearer token from FILE"},
+      {"token-file", "FILE", "read the bearer token from FILE (env AGENTD_TOKEN_FILE)"},
       {"timeout", "SECONDS", "deadline for each request to the daemon"},
       {"json", "", "print exactly one JSON envelope on stdout"},
       {"help", "", "show help"},
@@ -207,8 +207,11 @@ int RunCli(int argc, char** argv) {
 
   const char* env_url = std::getenv("AGENTD_URL");
   globals.url = url ? *url : (env_url ? env_url : "http://127.0.0.1:7700");
+  const char* env_token_file = std::getenv("AGENTD_TOKEN_FILE");
+  if (!token_file && env_token_file && *env_token_file) token_file = env_token_file;
   if (token) {
     globals.token = *token;
+    globals.token_on_command_line = true;
   } else if (token_file) {
     Result<std::string> t = ReadTokenFile(*token_file);
     if (!t.ok()) return out.Fail(t.status(), kExitUsage);

@@ -35,6 +35,7 @@ struct GlobalOptions {
   std::string token;
   double timeout_sec = 0;  // 0: the client's defaults
   bool json = false;
+  bool token_on_command_line = false;  // --token, visible to every user in ps
 };
 
 class Context {

@@ -45,6 +45,8 @@ int CmdMv(Context& ctx);
 int CmdRm(Context& ctx);
 // cmd_cp.cc
 int CmdCp(Context& ctx);
+// cmd_mcp.cc
+int CmdMcp(Context& ctx);
 // cmd_search.cc
 int CmdGrep(Context& ctx);
 int CmdGlob(Context& ctx);

@@ -20,6 +20,11 @@ HELPERS_BY_FLAG = {"--zstd": "zstd", "--xz": "xz", "--bzip2": "bzip2", "--lzip":
 # Built by the tree, not installed.
 BUILT = {"agentd", "agentctl", "agentd-conformance"}
 
+# Installed by the script outside its package list, with where.
+INSTALLED_OTHERWISE = {
+    "node": "by command (nodejs when absent) and Node.js 20 from the npm registry when older",
+}
+
 # Called only where present, on purpose, with the reason.
 OPTIONAL = {
     "ssh-keygen": "bench/ssh_bench.py is orientation only and runs where sshd is installed",
@@ -53,7 +58,7 @@ def programs_the_tests_call():
         for flag, helper in HELPERS_BY_FLAG.items():
             if '"%s"' % flag in text:
                 found.add(helper)
-    return found - BUILT - set(OPTIONAL)
+    return found - BUILT - set(OPTIONAL) - set(INSTALLED_OTHERWISE)
 
 
 def owning_packages(program):
