@@ -50,6 +50,18 @@ client::Client& Context::client() {
   return *client_;
 }
 
+Result<std::string> ReadTokenFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::InvalidRequest("cannot read token file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  return token;
+}
+
 namespace {
 
 const Command* FindCommand(std::string_view name) {
@@ -103,18 +115,6 @@ std::string CommandHelp(const Command& c) {
     for (const FlagSpec& f : c.flags) text += FlagLine(f);
   }
   return text;
-}
-
-Result<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::InvalidRequest("cannot read token file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token = ss.str();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
-    token.pop_back();
-  }
-  return token;
 }
 
 }  // namespace

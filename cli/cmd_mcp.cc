@@ -1,9 +1,11 @@
 // agentctl mcp: an MCP server that drives one guest (docs/EMBEDDING.md,
-// "MCP"), over stdio.
+// "Any MCP-capable agent"): stdio by default; Streamable HTTP with --listen.
 #include <charconv>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "mcp_cut.h"
+#include "mcp_http.h"
 #include "mcp_stdio.h"
 
 namespace agentd::cli {
@@ -28,6 +30,20 @@ int CmdMcp(Context& ctx) {
     options.max_result_bytes = n;
   }
   client::ClientOptions client_options = ctx.client_options();
+  if (std::optional<std::string> listen = args.Get("listen")) {
+    mcp::HttpOptions http;
+    http.listen = *listen;
+    http.allowed_origins = args.All("allow-origin");
+    if (std::optional<std::string> file = args.Get("http-token-file")) {
+      Result<std::string> token = ReadTokenFile(*file);
+      if (!token.ok()) return ctx.out().Fail(token.status(), kExitUsage);
+      if (token->empty()) return ctx.out().UsageError("--http-token-file " + *file + " is empty");
+      http.token = *token;
+    }
+    return mcp::ServeHttp(client_options, options, std::move(http));
+  }
+  if (args.Has("allow-origin") || args.Has("http-token-file"))
+    return ctx.out().UsageError("--allow-origin and --http-token-file go with --listen");
   return mcp::ServeStdio(client_options, options);
 }
 

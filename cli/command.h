@@ -68,6 +68,9 @@ struct Command {
 const std::vector<Command>& Commands();
 const std::vector<FlagSpec>& GlobalFlags();
 
+// A token file's contents without the trailing newline.
+Result<std::string> ReadTokenFile(const std::string& path);
+
 // Parses and runs; returns the process exit status.
 int RunCli(int argc, char** argv);
 

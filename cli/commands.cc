@@ -139,8 +139,14 @@ const std::vector<Command>& Commands() {
        1, 2, &CmdGlob},
       {"cp", "SRC DST", "copy files or directories between host and guest (guest:/path)",
        {{"parents", "", "create missing guest directories for a file"}}, 2, 2, &CmdCp},
-      {"mcp", "", "serve MCP on stdin and stdout: tools that drive this guest for a model",
-       {{"max-result-bytes", "N", "cut every tool result to N bytes, naming the cut (default 65536)"}},
+      {"mcp", "", "serve MCP (stdio, or Streamable HTTP with --listen): tools that drive this "
+       "guest for a model",
+       {{"max-result-bytes", "N", "cut every tool result to N bytes, naming the cut (default 65536)"},
+        {"listen", "HOST:PORT", "serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+         "(PORT alone: 127.0.0.1)"},
+        {"allow-origin", "ORIGIN", "with --listen: also accept browser requests from ORIGIN", true},
+        {"http-token-file", "FILE", "with --listen: clients must send this bearer token (needed "
+         "off loopback)"}},
        0, 0, &CmdMcp},
       {"manifest", "", "list every command, flag, exit code and error code as JSON", {}, 0, 0,
        &CmdManifest},
