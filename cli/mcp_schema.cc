@@ -99,6 +99,10 @@ std::string SchemaViolation(const json::Value& schema, const json::Value& value,
     if (!found) return where + ": one of " + json::Serialize(*allowed);
   }
   if (value.is_array()) {
+    const json::Value* max_items = schema.Find("maxItems");
+    if (max_items && max_items->is_int() &&
+        value.as_array().size() > static_cast<size_t>(max_items->as_int()))
+      return where + ": at most " + json::Serialize(*max_items) + " items";
     if (const json::Value* items = schema.Find("items")) {
       const json::Array& a = value.as_array();
       for (size_t i = 0; i < a.size(); ++i) {

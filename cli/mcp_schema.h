@@ -3,7 +3,8 @@
 // Understands the subset the tool schemas use: "type" (object, string,
 // integer, boolean, array), "properties", "required",
 // "additionalProperties" (false, or a schema), "items", "minimum",
-// "maximum", "minLength", "maxLength", "enum". Anything else in a schema is description only.
+// "maximum", "minLength", "maxLength", "maxItems", "enum". Anything else
+// in a schema is description only.
 #pragma once
 
 #include <string>

@@ -2,7 +2,9 @@
 // the model's own, for retries), streams the output into a head-and-tail
 // keeper, reports progress when asked, and kills the exec when the call
 // is cancelled.
+#include <asio/experimental/awaitable_operators.hpp>
 #include <chrono>
+#include <variant>
 
 #include "agentd/client/exec.h"
 #include "agentd/protocol/run.h"
@@ -46,6 +48,12 @@ std::string ExecSummary(const ExecInfo& e, const std::string& stderr_text) {
   std::string s = RunSummary(o);
   if (e.error) s += " (" + *e.error + ")";
   return s;
+}
+
+// Completes when `signal` is cancelled (a cancelled tools/call).
+asio::awaitable<void> UntilCancelled(asio::steady_timer& signal) {
+  asio::error_code ec;
+  co_await signal.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 std::string Section(std::string_view name, const std::string& text) {
@@ -136,7 +144,16 @@ asio::awaitable<ToolOutput> RunCodeTool(ToolContext& ctx, const json::Object& ar
   req.cwd = StringArg(args, "cwd");
   req.timeout_sec = IntArg(args, "timeout");
   req.stdin_data = StringArg(args, "stdin");
-  Result<RunResponse> r = co_await ctx.client.RunCode(req);
+  // A cancelled call abandons the request: the daemon kills a run whose
+  // client goes away (docs/PROTOCOL.md, "Run code").
+  asio::steady_timer cancelled(ctx.client.executor(), asio::steady_timer::time_point::max());
+  ctx.call->cancel = [&cancelled] { cancelled.cancel(); };
+  using namespace asio::experimental::awaitable_operators;
+  std::variant<Result<RunResponse>, std::monostate> done =
+      co_await (ctx.client.RunCode(req) || UntilCancelled(cancelled));
+  ctx.call->cancel = nullptr;
+  if (done.index() == 1) co_return ErrorOutput(Status::Internal("the call was cancelled"));
+  Result<RunResponse>& r = std::get<0>(done);
   if (!r.ok()) co_return ErrorOutput(r.status());
   ToolOutput result;
   // The daemon's answer as it came, whatever fields it carries.

@@ -1,4 +1,5 @@
-// The file tools: read_file, write_file, list_dir, stat, search, glob.
+// The file tools: read_file, write_file, edit_file, list_dir, stat, search,
+// glob.
 // Reads and searches are bounded at the source (the daemon stops at the
 // budget) rather than fetched whole and cut afterwards.
 #include <algorithm>
@@ -87,6 +88,39 @@ asio::awaitable<ToolOutput> WriteFileTool(ToolContext& ctx, const json::Object& 
   if (!st.ok()) co_return ErrorOutput(st.status());
   ToolOutput out = StatOutput(*st);
   out.text = "wrote " + std::to_string(bytes) + " bytes: " + out.text;
+  co_return out;
+}
+
+asio::awaitable<ToolOutput> EditFileTool(ToolContext& ctx, const json::Object& args) {
+  EditRequest req;
+  req.path = StringArg(args, "path").value_or("");
+  req.if_match = StringArg(args, "if_match");
+  if (const json::Value* edits = args.Find("edits"); edits && edits->is_array()) {
+    for (const json::Value& e : edits->as_array()) {
+      TextEdit t;
+      t.old_text = StringArg(e.as_object(), "old").value_or("");
+      t.new_text = StringArg(e.as_object(), "new").value_or("");
+      t.count = static_cast<uint64_t>(IntArg(e.as_object(), "count").value_or(1));
+      req.edits.push_back(std::move(t));
+    }
+  }
+  if (const json::Value* lines = args.Find("line_edits"); lines && lines->is_array()) {
+    for (const json::Value& e : lines->as_array()) {
+      LineEdit l;
+      l.start_line = static_cast<uint64_t>(IntArg(e.as_object(), "start_line").value_or(1));
+      l.end_line = static_cast<uint64_t>(IntArg(e.as_object(), "end_line").value_or(0));
+      l.text = StringArg(e.as_object(), "text").value_or("");
+      req.line_edits.push_back(std::move(l));
+    }
+  }
+  if (req.edits.empty() && req.line_edits.empty())
+    co_return ErrorOutput(Status::InvalidRequest("give at least one of edits and line_edits"));
+  Result<EditResponse> r = co_await ctx.client.EditFile(std::move(req));
+  if (!r.ok()) co_return ErrorOutput(r.status());
+  ToolOutput out;
+  out.structured = std::move(EncodeEditResponse(*r).as_object());
+  out.text = "edited " + r->path + " (" + std::to_string(r->size) + " bytes, etag " + r->etag +
+             ")\n" + r->diff;
   co_return out;
 }
 

@@ -58,6 +58,31 @@ const std::vector<Tool>& Tools() {
          "parents":{"type":"boolean","description":"Create missing parent directories (default true)."}},
          "required":["path","content"],"additionalProperties":false})",
        false, true, true, &WriteFileTool},
+      {"edit_file", "Edit a file",
+       "Change a guest file in place by exact text replacement: each edit's `old` text must "
+       "occur exactly `count` times (default 1) and every occurrence becomes `new`. Copy `old` "
+       "exactly from the file, with enough surrounding text to be unique. Edits apply in "
+       "order and all land or none does; a mismatch answers edit_mismatch with how often "
+       "`old` was found and on which lines. `line_edits` replace 1-based inclusive line ranges "
+       "first. Answers a unified diff of the change and the file's new etag; pass an etag as "
+       "`if_match` to refuse the edit if the file changed since.",
+       R"({"type":"object","properties":{
+         "path":{"type":"string","minLength":1,"description":"Absolute guest path of the file."},
+         "edits":{"type":"array","maxItems":256,"items":{"type":"object","properties":{
+           "old":{"type":"string","minLength":1,"description":"Exact text to replace."},
+           "new":{"type":"string","description":"Replacement text."},
+           "count":{"type":"integer","minimum":1,"description":"How many times old must occur (default 1)."}},
+           "required":["old","new"],"additionalProperties":false},
+           "description":"Exact replacements, applied in order."},
+         "line_edits":{"type":"array","maxItems":256,"items":{"type":"object","properties":{
+           "start_line":{"type":"integer","minimum":1,"description":"First line replaced (1-based)."},
+           "end_line":{"type":"integer","minimum":0,"description":"Last line replaced, inclusive; start_line - 1 inserts before start_line."},
+           "text":{"type":"string","description":"The new lines (empty deletes them)."}},
+           "required":["start_line","end_line","text"],"additionalProperties":false},
+           "description":"Line-range replacements against the file as read, applied before edits."},
+         "if_match":{"type":"string","description":"An etag the file must still have."}},
+         "required":["path"],"additionalProperties":false})",
+       false, true, false, &EditFileTool},
       {"search", "Search file contents",
        "Search the files below a guest directory (or one file) for a regular expression "
        "(PCRE2) and answer the matching lines as path:line:text. Honours .gitignore and skips "

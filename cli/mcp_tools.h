@@ -75,6 +75,7 @@ asio::awaitable<ToolOutput> ExecTool(ToolContext& ctx, const json::Object& args)
 asio::awaitable<ToolOutput> RunCodeTool(ToolContext& ctx, const json::Object& args);
 asio::awaitable<ToolOutput> ReadFileTool(ToolContext& ctx, const json::Object& args);
 asio::awaitable<ToolOutput> WriteFileTool(ToolContext& ctx, const json::Object& args);
+asio::awaitable<ToolOutput> EditFileTool(ToolContext& ctx, const json::Object& args);
 asio::awaitable<ToolOutput> ListDirTool(ToolContext& ctx, const json::Object& args);
 asio::awaitable<ToolOutput> StatTool(ToolContext& ctx, const json::Object& args);
 asio::awaitable<ToolOutput> SearchTool(ToolContext& ctx, const json::Object& args);

@@ -1,7 +1,7 @@
 """agentctl mcp over stdio against a live daemon, driven by the official MCP
 TypeScript SDK client (tests/mcp/client.mjs): the tools and their schemas,
 each tool's answer checked against the daemon's state, retry-safe exec ids,
-progress, cancellation killing the exec, the result bound, and protocol
+progress, cancellation killing the exec or the run, the result bound, and protocol
 errors answering the JSON-RPC codes."""
 
 import json
@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 from test_agentctl_exec import AGENTCTL, AgentctlTestCase
@@ -17,7 +18,9 @@ MCP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp")
 NODE = shutil.which("node") or "/usr/local/lib/agentd-deps/node/bin/node"
 SDK = os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")
 
-TOOLS = ["exec", "run_code", "read_file", "write_file", "search", "glob", "list_dir", "stat"]
+TOOLS = [
+    "exec", "run_code", "read_file", "write_file", "edit_file", "search", "glob", "list_dir", "stat",
+]
 
 
 def text_of(result):
@@ -71,7 +74,7 @@ class McpToolsTest(McpTestCase):
 
         path = os.path.join(self.work, "a.txt")
         with open(path) as f:
-            self.assertEqual(f.read(), "one\ntwo\nthree\n")
+            self.assertEqual(f.read(), "one\nTWO\nthree\n")  # written, then edited
         self.assertFalse(out["write"]["isError"])
         self.assertEqual(out["write"]["structuredContent"]["size"], 14)
 
@@ -94,6 +97,14 @@ class McpToolsTest(McpTestCase):
         matches = out["search"]["structuredContent"]["matches"]
         self.assertEqual([(m["path"], m["line"], m["text"]) for m in matches],
                          [(path, 2, "two")])
+
+        self.assertFalse(out["edit"]["isError"], out["edit"])
+        self.assertIn("-two\n+TWO\n", text_of(out["edit"]))
+        self.assertEqual(out["edit"]["structuredContent"]["size"], 14)
+        mismatch = out["mismatch"]["structuredContent"]["error"]
+        self.assertTrue(out["mismatch"]["isError"])
+        self.assertEqual((mismatch["code"], mismatch["found"], mismatch["count"]),
+                         ("edit_mismatch", 1, 2))
 
         ex = out["exec"]["structuredContent"]
         self.assertEqual((ex["exit_code"], ex["stdout"], ex["stderr"]), (3, "hi\n", "err\n"))
@@ -125,6 +136,17 @@ class McpToolsTest(McpTestCase):
         # Bounded by the exec's end (the kill), not by a clock of ours.
         record = self.exec_record(exec_id, wait_ms=30000)
         self.assertEqual((record["state"], record["signal"]), ("exited", "KILL"), record)
+
+    def test_cancelling_a_code_run_ends_its_process(self):
+        out = self.sdk("cancelRun")
+        self.assertTrue(out["outcome"].startswith("aborted"), out)
+        self.assertEqual(out["after"]["structuredContent"]["stdout"], "still here\n")
+        with open(os.path.join(self.work, "run-started")) as f:
+            pid = int(f.read())
+        # The daemon kills a run whose client went away (it looks every
+        # second): bounded by that kill, not by a clock of ours.
+        while os.path.exists("/proc/%d" % pid):
+            time.sleep(0.05)
 
     def test_every_result_is_cut_to_the_bound_and_says_so(self):
         with open(os.path.join(self.work, "big.txt"), "w") as f:

@@ -58,7 +58,7 @@ class McpHttpToolsTest(McpHttpTestCase):
         self.assertEqual(sorted(t["name"] for t in out["tools"]), sorted(TOOLS))
         self.assertTrue(all(t["schemaOk"] is True for t in out["tools"]), out["tools"])
         with open(os.path.join(self.work, "a.txt")) as f:
-            self.assertEqual(f.read(), "one\ntwo\nthree\n")
+            self.assertEqual(f.read(), "one\nTWO\nthree\n")
         self.assertEqual(text_of(out["read"]), "two\nthree\n")
         self.assertEqual(out["exec"]["structuredContent"]["exit_code"], 3)
         self.assertEqual(out["missing"]["structuredContent"]["error"]["code"], "not_found")

@@ -21,5 +21,6 @@ asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request
 asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request);
 asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive);
 asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path);
+asio::awaitable<Result<EditResponse>> EditFileCall(Transport& t, EditRequest request);
 
 }  // namespace agentd::client

@@ -66,6 +66,14 @@ async function tools(client) {
   out.list = await call(client, "list_dir", { path: work });
   out.glob = await call(client, "glob", { pattern: "*.txt", path: work });
   out.search = await call(client, "search", { pattern: "tw", path: work });
+  out.edit = await call(client, "edit_file", {
+    path: `${work}/a.txt`,
+    edits: [{ old: "two", new: "TWO" }],
+  });
+  out.mismatch = await call(client, "edit_file", {
+    path: `${work}/a.txt`,
+    edits: [{ old: "three", new: "3", count: 2 }],
+  });
   out.exec = await call(client, "exec", { command: "echo hi; echo err >&2; exit 3", cwd: work });
   const retry = { command: `echo run >> ${work}/runs; echo ran`, id: "mcp-retry-" + process.pid };
   out.retry1 = await call(client, "exec", retry);
@@ -105,6 +113,27 @@ async function cancel(client) {
   return { outcome, after };
 }
 
+async function cancelRun(client) {
+  const controller = new AbortController();
+  const pending = call(
+    client,
+    "run_code",
+    { code: `echo $$ > ${work}/run-started; exec sleep 300`, cwd: work },
+    { signal: controller.signal },
+  );
+  await untilExists(`${work}/run-started`);
+  controller.abort("test cancels");
+  let outcome;
+  try {
+    await pending;
+    outcome = "answered";
+  } catch (e) {
+    outcome = "aborted: " + String(e);
+  }
+  const after = await call(client, "exec", { command: "echo still here" });
+  return { outcome, after };
+}
+
 async function cut(client) {
   return {
     exec: await call(client, "exec", { command: "seq 1 100000" }),
@@ -113,7 +142,7 @@ async function cut(client) {
   };
 }
 
-const scenarios = { tools, cancel, cut };
+const scenarios = { tools, cancel, cancelRun, cut };
 const client = await connect();
 const result = await scenarios[scenario](client);
 await client.close();

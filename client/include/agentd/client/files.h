@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "agentd/protocol/edit.h"
 #include "agentd/protocol/fs.h"
 
 namespace agentd::client {
