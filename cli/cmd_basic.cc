@@ -2,6 +2,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "exit_codes.h"
@@ -13,7 +14,7 @@ int CmdHealth(Context& ctx) {
   if (!h.ok()) return ctx.out().Fail(h.status());
   std::string runtimes;
   for (const std::string& r : h->runtimes) runtimes += (runtimes.empty() ? "" : ", ") + r;
-  std::string human = Output::Table({
+  std::vector<std::vector<std::string>> rows = {
       {"status", h->status},
       {"version", h->version},
       {"bootstrapped", h->bootstrapped ? "yes" : "no"},
@@ -21,7 +22,12 @@ int CmdHealth(Context& ctx) {
       {"execs", std::to_string(h->execs)},
       {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
       {"runtimes", runtimes.empty() ? "-" : runtimes},
-  });
+  };
+  // Each runtime that cannot run, with why: what a person fixes first.
+  for (const RuntimeUnavailable& u : h->runtimes_unavailable) {
+    rows.push_back({"unavailable", u.runtime + ": " + u.code + ": " + u.reason});
+  }
+  std::string human = Output::Table(rows);
   return ctx.out().Succeed(EncodeHealthResponse(*h), human);
 }
 

@@ -78,18 +78,50 @@ void EachAdvertisedRuntimeRuns(CheckContext& ctx) {
 }
 
 void AbsentRuntimeIsRefused(CheckContext& ctx) {
-  std::vector<std::string> runtimes = Runtimes(ctx);
+  HealthResponse h = ExpectOk(ctx.client().Health(), "health");
   for (Runtime r : kAllRuntimes) {
     std::string name(RuntimeName(r));
-    if (std::find(runtimes.begin(), runtimes.end(), name) != runtimes.end()) continue;
+    if (std::find(h.runtimes.begin(), h.runtimes.end(), name) != h.runtimes.end()) continue;
     RunRequest req;
     req.runtime = r;
     req.code = "1";
-    ExpectError(ctx.client().RunCode(req), ErrorCode::kRuntimeUnavailable,
-                "running the unadvertised " + name + " runtime");
+    Status refused = ExpectErrorStatus(ctx.client().RunCode(req), ErrorCode::kRuntimeUnavailable,
+                                       "running the unadvertised " + name + " runtime");
+    // The refusal repeats health's code and reason for that runtime.
+    const json::Object& details = refused.details();
+    const json::Value* code = details.Find("reason_code");
+    const json::Value* reason = details.Find("reason");
+    for (const RuntimeUnavailable& u : h.runtimes_unavailable) {
+      if (u.runtime != name) continue;
+      Expect(code && code->is_string() && code->as_string() == u.code && reason &&
+                 reason->is_string() && reason->as_string() == u.reason,
+             "the refusal of " + name + " does not repeat health's \"" + u.code + ": " +
+                 u.reason + "\"");
+    }
     return;
   }
   throw CheckSkipped{"the guest offers every runtime"};
+}
+
+void EveryRuntimeIsAdvertisedOrExplained(CheckContext& ctx) {
+  HealthResponse h = ExpectOk(ctx.client().Health(), "health");
+  for (Runtime r : kAllRuntimes) {
+    std::string name(RuntimeName(r));
+    bool runs = std::find(h.runtimes.begin(), h.runtimes.end(), name) != h.runtimes.end();
+    int explained = 0;
+    for (const RuntimeUnavailable& u : h.runtimes_unavailable) {
+      if (u.runtime != name) continue;
+      ++explained;
+      Expect(u.code == "interpreter_not_found" || u.code == "not_executable" ||
+                 u.code == "disabled_by_flag",
+             name + " is unavailable with the unknown code \"" + u.code + "\"");
+      Expect(!u.reason.empty(), name + " is unavailable with no reason");
+    }
+    Expect(runs ? explained == 0 : explained == 1,
+           name + (runs ? " is both advertised and listed unavailable"
+                        : " is neither advertised nor listed unavailable (" +
+                              std::to_string(explained) + " entries)"));
+  }
 }
 
 void FailureSummaryEndsWithLastErrorLine(CheckContext& ctx) {
@@ -227,6 +259,8 @@ void AddRunChecks(std::vector<Check>& checks) {
       {"run", "each advertised runtime runs its code with one argv", EachAdvertisedRuntimeRuns});
   checks.push_back(
       {"run", "a runtime the guest lacks is runtime_unavailable", AbsentRuntimeIsRefused});
+  checks.push_back({"run", "every runtime is advertised or listed unavailable with a reason",
+                    EveryRuntimeIsAdvertisedOrExplained});
   checks.push_back({"run", "a failure's summary ends with the last line of stderr",
                     FailureSummaryEndsWithLastErrorLine});
   checks.push_back({"run", "a timeout names its limit and timeouts are clamped to 300 s",

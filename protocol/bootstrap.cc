@@ -89,6 +89,12 @@ json::Value EncodeHealthResponse(const HealthResponse& h) {
   json::Array runtimes;
   for (const std::string& r : h.runtimes) runtimes.emplace_back(r);
   o.Set("runtimes", std::move(runtimes));
+  json::Array unavailable;
+  for (const RuntimeUnavailable& u : h.runtimes_unavailable) {
+    unavailable.emplace_back(
+        json::Object().Set("runtime", u.runtime).Set("code", u.code).Set("reason", u.reason));
+  }
+  o.Set("runtimes_unavailable", std::move(unavailable));
   for (const json::Member& m : h.extra.members()) o.Set(m.key, m.value);
   return o;
 }
@@ -115,6 +121,18 @@ Result<HealthResponse> DecodeHealthResponse(const json::Value& doc) {
     } else if (m.key == "runtimes" && v.is_array()) {
       for (const json::Value& r : v.as_array()) {
         if (r.is_string()) h.runtimes.push_back(r.as_string());
+      }
+    } else if (m.key == "runtimes_unavailable" && v.is_array()) {
+      for (const json::Value& r : v.as_array()) {
+        if (!r.is_object()) continue;
+        RuntimeUnavailable u;
+        for (const json::Member& f : r.as_object().members()) {
+          if (!f.value.is_string()) continue;
+          if (f.key == "runtime") u.runtime = f.value.as_string();
+          if (f.key == "code") u.code = f.value.as_string();
+          if (f.key == "reason") u.reason = f.value.as_string();
+        }
+        h.runtimes_unavailable.push_back(std::move(u));
       }
     } else {
       h.extra.Set(m.key, v);

@@ -31,11 +31,13 @@ TEST_CASE("health response round-trips, keeping fields it does not know", "[heal
   h.execs = 3;
   h.uptime_ms = 99;
   h.runtimes = {"shell", "python"};
+  h.runtimes_unavailable = {{"ts", "interpreter_not_found", "bun is not on PATH (/bin)"}};
   h.extra.Set("limits", "cgroup2");
   auto back = DecodeHealthResponse(EncodeHealthResponse(h));
   REQUIRE(back.ok());
   CHECK(back->busy);
   CHECK(back->execs == 3);
   CHECK(back->runtimes == h.runtimes);
+  CHECK(back->runtimes_unavailable == h.runtimes_unavailable);
   CHECK(back->extra.Find("limits")->as_string() == "cgroup2");
 }

@@ -210,6 +210,65 @@ class RuntimeAbsentTest(unittest.TestCase):
             shutil.rmtree(bindir)
 
 
+class RuntimeUnavailableReasonTest(unittest.TestCase):
+    def unavailable(self, d):
+        _, health = d.json("GET", "/v1/health", auth=False)
+        return {u["runtime"]: u for u in health["runtimes_unavailable"]}, health
+
+    def assert_refused_with(self, d, runtime, entry):
+        status, obj = d.json("POST", "/v1/run", {"runtime": runtime, "code": "1"})
+        self.assertEqual((status, error_code(obj)), (400, "runtime_unavailable"))
+        self.assertEqual((obj["error"]["runtime"], obj["error"]["reason_code"],
+                          obj["error"]["reason"]),
+                         (runtime, entry["code"], entry["reason"]))
+
+    def test_health_names_why_each_runtime_cannot_run_and_a_run_repeats_it(self):
+        bindir = tempfile.mkdtemp(prefix="agentd-path-")
+        os.symlink("/bin/sh", os.path.join(bindir, "sh"))
+        with open(os.path.join(bindir, "bun"), "w") as f:
+            f.write("#!/bin/sh\n")
+        os.chmod(os.path.join(bindir, "bun"), 0o644)
+        try:
+            with Daemon(env={"PATH": bindir}) as d:
+                unavailable, health = self.unavailable(d)
+                self.assertEqual(health["runtimes"], ["shell"])
+                self.assertEqual(sorted(unavailable), ["python", "ts"])
+                self.assertEqual(unavailable["python"]["code"], "interpreter_not_found")
+                self.assertEqual(unavailable["python"]["reason"],
+                                 "python3 is not on PATH (%s)" % bindir)
+                self.assertEqual(unavailable["ts"]["code"], "not_executable")
+                self.assertIn("%s/bun is not executable (mode 0644)" % bindir,
+                              unavailable["ts"]["reason"])
+                self.assert_refused_with(d, "python", unavailable["python"])
+                self.assert_refused_with(d, "ts", unavailable["ts"])
+                # Made executable: no longer listed as unavailable.
+                os.chmod(os.path.join(bindir, "bun"), 0o755)
+                unavailable, health = self.unavailable(d)
+                self.assertEqual(sorted(unavailable), ["python"])
+                self.assertIn("ts", health["runtimes"])
+        finally:
+            shutil.rmtree(bindir)
+
+    def test_a_runtime_disabled_by_flag_is_unavailable_whatever_the_path_holds(self):
+        with Daemon("--disable-runtime", "python") as d:
+            unavailable, health = self.unavailable(d)
+            self.assertNotIn("python", health["runtimes"])
+            self.assertIn("shell", health["runtimes"])
+            self.assertEqual(unavailable["python"]["code"], "disabled_by_flag")
+            self.assertIn("--disable-runtime", unavailable["python"]["reason"])
+            self.assert_refused_with(d, "python", unavailable["python"])
+            r = run(d, {"runtime": "shell", "code": "echo ok"})
+            self.assertEqual(r["stdout"], "ok\n")
+
+    def test_a_guest_with_every_runtime_lists_none_unavailable(self):
+        with Daemon() as d:
+            unavailable, health = self.unavailable(d)
+            for name in health["runtimes"]:
+                self.assertNotIn(name, unavailable)
+            self.assertEqual(set(health["runtimes"]) | set(unavailable),
+                             {"shell", "python", "ts"})
+
+
 class ScanBoundTest(unittest.TestCase):
     def test_a_scan_bound_is_reported(self):
         work = tempfile.mkdtemp(prefix="agentd-run-")

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agentd/protocol/bootstrap.h"
 #include "agentd/protocol/json.h"
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
@@ -31,6 +32,9 @@ struct ApiContext {
   // Providers for health, set by the components that own the facts.
   std::function<ExecCounts()> exec_counts = [] { return ExecCounts{}; };
   std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
+  std::function<std::vector<RuntimeUnavailable>()> runtimes_unavailable = [] {
+    return std::vector<RuntimeUnavailable>{};
+  };
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
   // Health's "profiles" member (docs/SECURITY.md) and whether an exec of

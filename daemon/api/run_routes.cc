@@ -40,6 +40,13 @@ asio::awaitable<void> RunCode(CodeRun& runner, Request& req, Response& res) {
 
 void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
   ctx.runtimes = [&engine] { return engine.Runtimes(); };
+  ctx.runtimes_unavailable = [&engine] {
+    std::vector<RuntimeUnavailable> out;
+    for (const RuntimeCheck& c : engine.RuntimeChecks()) {
+      if (!c.ok()) out.push_back({std::string(RuntimeName(c.runtime)), c.code, c.reason});
+    }
+    return out;
+  };
   ctx.limits = [&engine, &ctx] {
     const Limiter& l = engine.limiter();
     json::Array supported;

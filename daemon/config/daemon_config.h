@@ -58,6 +58,7 @@ struct DaemonConfig {
   uint64_t scan_max_entries = 250'000;  // per changed-files scan
   int64_t scan_max_ms = 2000;           // per changed-files scan
   uint64_t changed_files_max = 1000;    // entries in one answer
+  std::vector<Runtime> disabled_runtimes;  // --disable-runtime
 
   // Tar uploads.
   uint64_t tar_max_entries = 65536;
@@ -91,7 +92,8 @@ inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
                            .default_timeout_sec = c.default_timeout_sec,
                            .child_oom_score_adj = c.child_oom_score_adj,
                            .default_profile = c.default_profile,
-                           .restricted_user = c.restricted_user};
+                           .restricted_user = c.restricted_user,
+                           .disabled_runtimes = c.disabled_runtimes};
 }
 
 struct ParsedFlags {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "agentd/protocol/exec.h"
+#include "agentd/protocol/runtime.h"
 #include "config/daemon_config.h"
 
 namespace agentd {
@@ -124,6 +125,15 @@ const std::vector<Flag>& Flags() {
       {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
       {"workdir", "DIR", "Working directory of /v1/run when a run names none.",
        Text(&DaemonConfig::workdir)},
+      {"disable-runtime", "NAME",
+       "Refuse /v1/run and exec runtime NAME (shell, python or ts) even where its interpreter "
+       "is installed; health lists it as disabled_by_flag. Repeatable.",
+       [](DaemonConfig& c, std::string_view v) {
+         std::optional<Runtime> r = ParseRuntime(v);
+         if (!r) return BadValue("disable-runtime", v, "one of shell, python, ts");
+         c.disabled_runtimes.push_back(*r);
+         return Status::Ok();
+       }},
       {"reset-path", "DIR",
        "A tree POST /v1/reset returns to its golden copy (its contents at the first start, "
        "kept in the state dir). Repeatable. Default: the --workdir, if set.",

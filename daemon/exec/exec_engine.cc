@@ -180,15 +180,30 @@ Result<std::optional<Credentials>> ExecEngine::ResolveIdentity(const ExecStartRe
 
 namespace {
 
-Status CheckRuntime(Runtime runtime, const std::vector<std::string>& env) {
-  if (RuntimePresent(runtime, env)) return Status::Ok();
+bool Disabled(const ExecEngineOptions& options, Runtime r) {
+  const std::vector<Runtime>& off = options.disabled_runtimes;
+  return std::find(off.begin(), off.end(), r) != off.end();
+}
+
+RuntimeCheck DisabledCheck(Runtime r) {
+  return RuntimeCheck{r, "disabled_by_flag",
+                      "runtime \"" + std::string(RuntimeName(r)) +
+                          "\" is disabled by the daemon's --disable-runtime flag"};
+}
+
+// The same code and reason as health's runtimes_unavailable entry.
+Status CheckRuntime(const ExecEngineOptions& options, Runtime runtime,
+                    const std::vector<std::string>& env) {
+  RuntimeCheck check = Disabled(options, runtime) ? DisabledCheck(runtime)
+                                                  : CheckRuntimeForEnv(runtime, env);
+  if (check.ok()) return Status::Ok();
   std::string name(RuntimeName(runtime));
-  std::string program(RuntimeProgram(runtime));
-  return Status::Error(ErrorCode::kRuntimeUnavailable, "runtime \"" + name +
-                                                           "\" is not available in this guest (" +
-                                                           program + " is not in the PATH)")
+  return Status::Error(ErrorCode::kRuntimeUnavailable,
+                       "runtime \"" + name + "\" is not available in this guest: " + check.reason)
       .With("runtime", name)
-      .With("program", program);
+      .With("program", std::string(RuntimeProgram(runtime)))
+      .With("reason_code", check.code)
+      .With("reason", check.reason);
 }
 
 }  // namespace
@@ -203,7 +218,7 @@ Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   const Credentials* creds = *identity ? &**identity : nullptr;
   p.env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
   if (request.runtime) {
-    AGENTD_RETURN_IF_ERROR(CheckRuntime(*request.runtime, p.env));
+    AGENTD_RETURN_IF_ERROR(CheckRuntime(options_, *request.runtime, p.env));
     if (!request.cwd) request.cwd = DefaultRunCwd(options_.workdir);
   }
   p.request = std::move(request);
@@ -211,10 +226,19 @@ Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   return p;
 }
 
+std::vector<RuntimeCheck> ExecEngine::RuntimeChecks() const {
+  std::vector<RuntimeCheck> out =
+      runtime_probe_.Check(ChildPath(environ, bootstrap_.launch_env()));
+  for (RuntimeCheck& c : out) {
+    if (Disabled(options_, c.runtime)) c = DisabledCheck(c.runtime);
+  }
+  return out;
+}
+
 std::vector<std::string> ExecEngine::Runtimes() const {
   std::vector<std::string> out;
-  for (Runtime r : runtime_probe_.Present(ChildPath(environ, bootstrap_.launch_env()))) {
-    out.emplace_back(RuntimeName(r));
+  for (const RuntimeCheck& c : RuntimeChecks()) {
+    if (c.ok()) out.emplace_back(RuntimeName(c.runtime));
   }
   return out;
 }

@@ -96,6 +96,8 @@ class ExecEngine {
   Result<Started> StartRun(Prepared prepared);
   // The runtimes present for an exec with no request env (health).
   std::vector<std::string> Runtimes() const;
+  // Every runtime with why it cannot run (health's runtimes_unavailable).
+  std::vector<RuntimeCheck> RuntimeChecks() const;
   // Removes a finished internal record and its files (no tombstone).
   void Discard(const std::shared_ptr<ExecRecord>& rec);
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agentd/protocol/limits.h"
+#include "agentd/protocol/runtime.h"
 
 namespace agentd {
 
@@ -27,6 +29,9 @@ struct ExecEngineOptions {
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";  // for execs and runs that name none
   std::string restricted_user = "nobody";        // who a restricted exec runs as
+  // --disable-runtime: runtimes refused (runtime_unavailable,
+  // disabled_by_flag) whatever the PATH holds.
+  std::vector<Runtime> disabled_runtimes;
 };
 
 }  // namespace agentd

@@ -61,16 +61,24 @@ bool RuntimeProbe::Changed() {
 }
 
 std::vector<Runtime> RuntimeProbe::Present(const std::string& path_list) {
+  std::vector<Runtime> out;
+  for (const RuntimeCheck& c : Check(path_list)) {
+    if (c.ok()) out.push_back(c.runtime);
+  }
+  return out;
+}
+
+std::vector<RuntimeCheck> RuntimeProbe::Check(const std::string& path_list) {
   std::lock_guard lock(mu_);
-  if (cached_ && path_list == path_list_ && !Changed()) return present_;
+  if (cached_ && path_list == path_list_ && !Changed()) return checks_;
   // Watch anew (a directory created or replaced since needs its own
   // watch), then probe: a change between the two is seen next call.
   cached_ = WatchAll(path_list);
   if (!cached_) inotify_.reset();
   path_list_ = path_list;
-  present_ = PresentRuntimes(path_list);
+  checks_ = CheckRuntimes(path_list);
   ++probes_;
-  return present_;
+  return checks_;
 }
 
 unsigned long long RuntimeProbe::probes() const {

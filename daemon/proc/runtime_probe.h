@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agentd/protocol/runtime.h"
+#include "proc/runtimes.h"
 #include "sys/unique_fd.h"
 
 namespace agentd {
@@ -33,6 +34,8 @@ namespace agentd {
 class RuntimeProbe {
  public:
   std::vector<Runtime> Present(const std::string& path_list);
+  // Every runtime's check (CheckRuntimes), cached like Present().
+  std::vector<RuntimeCheck> Check(const std::string& path_list);
   // How many times the directories were probed (tests, metrics).
   unsigned long long probes() const;
 
@@ -43,7 +46,7 @@ class RuntimeProbe {
   mutable std::mutex mu_;
   UniqueFd inotify_;
   std::string path_list_;
-  std::vector<Runtime> present_;
+  std::vector<RuntimeCheck> checks_;
   bool cached_ = false;
   unsigned long long probes_ = 0;
 };

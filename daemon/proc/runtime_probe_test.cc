@@ -76,3 +76,29 @@ TEST_CASE("Runtime probe: a different PATH, or a relative entry, probes again") 
   probe.Present(relative);
   CHECK(probe.probes() == 4);
 }
+
+TEST_CASE("Runtime check: names why an interpreter cannot run, with the PATH searched") {
+  TempDir tmp;
+  tmp.Mkdir("a");
+  tmp.Mkdir("b");
+  std::string path = tmp / "a" + ":" + tmp / "b";
+  RuntimeCheck absent = CheckRuntimeInPath(Runtime::kPython, path);
+  CHECK(absent.code == "interpreter_not_found");
+  CHECK(absent.reason == "python3 is not on PATH (" + path + ")");
+  tmp.Write("b/python3", "#!/bin/sh\n");
+  REQUIRE(::chmod((tmp / "b/python3").c_str(), 0640) == 0);
+  RuntimeCheck plain = CheckRuntimeInPath(Runtime::kPython, path);
+  CHECK(plain.code == "not_executable");
+  CHECK(plain.reason.starts_with(tmp / "b/python3" + " is not executable (mode 0640)"));
+  tmp.Mkdir("a/python3");
+  CHECK(CheckRuntimeInPath(Runtime::kPython, path).reason ==
+        tmp / "a/python3" + " is not a regular file and no other PATH directory has python3 (" +
+            path + ")");
+  Install(tmp, "b/bun");
+  CHECK(CheckRuntimeInPath(Runtime::kTs, path).ok());
+  RuntimeProbe probe;
+  std::vector<RuntimeCheck> all = probe.Check(path);
+  REQUIRE(all.size() == 3);
+  CHECK(all[2].ok());
+  CHECK(all[1].code == "not_executable");
+}

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "proc/child_env.h"
 #include "proc/spawn.h"
 
@@ -32,6 +34,49 @@ std::string FindInPath(const std::string& program, const std::string& path_list)
     if (end == std::string::npos) return "";
     start = end + 1;
   }
+}
+
+RuntimeCheck CheckRuntimeInPath(Runtime r, const std::string& path_list) {
+  RuntimeCheck out;
+  out.runtime = r;
+  std::string program(RuntimeProgram(r));
+  if (!FindInPath(program, path_list).empty()) return out;
+  // Absent as an executable: name the first entry that is there but unusable.
+  size_t start = 0;
+  for (;;) {
+    size_t end = path_list.find(':', start);
+    std::string dir = path_list.substr(start, end == std::string::npos ? end : end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + program;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0) {
+      out.code = "not_executable";
+      if (!S_ISREG(st.st_mode)) {
+        out.reason = candidate + " is not a regular file";
+      } else {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        out.reason = candidate + " is not executable (mode " + mode + ")";
+      }
+      out.reason += " and no other PATH directory has " + program + " (" + path_list + ")";
+      return out;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  out.code = "interpreter_not_found";
+  out.reason = program + " is not on PATH (" + path_list + ")";
+  return out;
+}
+
+std::vector<RuntimeCheck> CheckRuntimes(const std::string& path_list) {
+  std::vector<RuntimeCheck> out;
+  for (Runtime r : kAllRuntimes) out.push_back(CheckRuntimeInPath(r, path_list));
+  return out;
+}
+
+RuntimeCheck CheckRuntimeForEnv(Runtime r, const std::vector<std::string>& env) {
+  return CheckRuntimeInPath(r, PathOf(env));
 }
 
 bool RuntimePresent(Runtime r, const std::vector<std::string>& env) {

@@ -13,6 +13,26 @@
 
 namespace agentd {
 
+// Whether a runtime can run here, and why not (docs/PROTOCOL.md, "Health":
+// runtimes_unavailable). `code` is "" when it can; else
+// "interpreter_not_found" (no PATH directory has the program) or
+// "not_executable" (one has it, but not as an executable regular file);
+// `reason` names the program, what was found and the PATH.
+struct RuntimeCheck {
+  Runtime runtime = Runtime::kShell;
+  std::string code;
+  std::string reason;
+  bool ok() const { return code.empty(); }
+  bool operator==(const RuntimeCheck&) const = default;
+};
+
+RuntimeCheck CheckRuntimeInPath(Runtime r, const std::string& path_list);
+// CheckRuntimeInPath for every runtime, in kAllRuntimes order.
+std::vector<RuntimeCheck> CheckRuntimes(const std::string& path_list);
+// The check of r in the PATH of `env` ("NAME=value" strings; PATH
+// defaults as in spawn.h when `env` has none).
+RuntimeCheck CheckRuntimeForEnv(Runtime r, const std::vector<std::string>& env);
+
 // The interpreter's path in `path_list` (a PATH value), or "" when absent.
 std::string FindInPath(const std::string& program, const std::string& path_list);
 // The runtimes whose interpreter `path_list` (a PATH value) holds.

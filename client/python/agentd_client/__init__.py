@@ -14,7 +14,7 @@ from .errors import AgentdError, ERROR_CLASSES, error_for
 from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, EditResult, ExecInfo,
                     ExitEvent, FileContent, FileStat, GapEvent, GlobResult, Health, OutputChunk,
                     OutputEvent, OutputMatch, PollResult, ResetReport, RunResult, SearchMatch,
-                    SearchResult, SearchSummary, StreamEvent, TreeStats)
+                    SearchResult, SearchSummary, StreamEvent, TreeStats, UnavailableRuntime)
 
 __version__ = "0.1.0"
 
@@ -24,5 +24,6 @@ __all__ = [
     "FileContent", "FileStat", "GapEvent", "GlobResult", "Health", "OutputChunk", "OutputEvent",
     "OutputMatch",
     "PollResult", "ResetReport", "RunResult",
-    "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats", "__version__",
+    "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats",
+    "UnavailableRuntime", "__version__",
 ] + [cls.__name__ for cls in ERROR_CLASSES.values()]

@@ -10,6 +10,8 @@ export interface Health {
   execs: number;
   uptime_ms: number;
   runtimes: string[];
+  /** Every known runtime this guest cannot run, and why (absent from older daemons). */
+  runtimes_unavailable?: RuntimeUnavailable[];
   /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
   ack_ttl_sec: number;
   /** The retention caps in force; unread output beyond them becomes gaps. */
@@ -36,6 +38,13 @@ export interface Restriction {
   no_new_privs: boolean;
   capabilities: "none";
   seccomp_refused_syscalls: number;
+}
+
+/** A runtime this guest cannot run, with a stable code and a one-line reason. */
+export interface RuntimeUnavailable {
+  runtime: string;
+  code: "interpreter_not_found" | "not_executable" | "disabled_by_flag";
+  reason: string;
 }
 
 /** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */

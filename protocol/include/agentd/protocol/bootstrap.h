@@ -36,6 +36,16 @@ struct BootstrapResponse {
 json::Value EncodeBootstrapResponse(const BootstrapResponse& r);
 Result<BootstrapResponse> DecodeBootstrapResponse(const json::Value& doc);
 
+// A runtime this guest knows and cannot run (docs/PROTOCOL.md, "Health"):
+// `code` is interpreter_not_found, not_executable or disabled_by_flag;
+// `reason` names the program and the PATH it was looked for in.
+struct RuntimeUnavailable {
+  std::string runtime;
+  std::string code;
+  std::string reason;
+  bool operator==(const RuntimeUnavailable&) const = default;
+};
+
 struct HealthResponse {
   std::string status = "ok";
   std::string version;
@@ -45,6 +55,7 @@ struct HealthResponse {
   int64_t execs = 0;
   int64_t uptime_ms = 0;
   std::vector<std::string> runtimes;
+  std::vector<RuntimeUnavailable> runtimes_unavailable;
   json::Object extra;  // fields added after v1 (limits mechanism, ...)
 };
 json::Value EncodeHealthResponse(const HealthResponse& h);
