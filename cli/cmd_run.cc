@@ -1,6 +1,7 @@
 // agentctl run: one code action through POST /v1/run (docs/PROTOCOL.md,
 // "Run code"). Human mode prints the code's stdout and stderr as they came
-// back, then the summary and the changed files on stderr, and exits with
+// back, then the summary, the exception (a trimmed traceback) and the
+// changed files on stderr, and exits with
 // the remote exit code (124 for a timeout, 128+n for a signal).
 #include <unistd.h>
 
@@ -21,6 +22,36 @@ bool Int(const ParsedArgs& args, std::string_view flag, std::optional<int64_t>* 
   if (ec != std::errc() || end != text->data() + text->size()) return false;
   *out = n;
   return true;
+}
+
+// The exception as a trimmed traceback: only the caller's frames, with
+// their source lines, then what was left out and a KeyError's keys.
+std::string ExceptionBlock(const RunException& e) {
+  std::string out = "agentctl: exception " + e.type + (e.message.empty() ? "" : ": " + e.message);
+  out += "\n";
+  for (const ExceptionFrame& f : e.frames) {
+    out += "  " + f.file + " line " + std::to_string(f.line) + ", in " + f.function + "\n";
+    if (f.source_line && !f.source_line->empty()) out += "    " + *f.source_line + "\n";
+  }
+  if (e.frames.empty() && e.line) {
+    out += "  " + e.file.value_or("<string>") + " line " + std::to_string(*e.line);
+    if (e.column) out += ", column " + std::to_string(*e.column);
+    out += "\n";
+    if (e.source_line && !e.source_line->empty()) out += "    " + *e.source_line + "\n";
+  }
+  if (e.omitted_frames > 0) {
+    out += "  (" + std::to_string(e.omitted_frames) + " interpreter or library frames omitted)\n";
+  }
+  if (e.keys_present) {
+    std::string keys;
+    for (const std::string& k : *e.keys_present) keys += (keys.empty() ? "" : ", ") + k;
+    out += "  keys present: " + (keys.empty() ? "(none)" : keys);
+    if (e.keys_total && *e.keys_total > static_cast<int64_t>(e.keys_present->size())) {
+      out += " (" + std::to_string(*e.keys_total) + " in all)";
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -46,6 +77,7 @@ int CmdRun(Context& ctx) {
         "--timeout, --memory-mb, --pids, --cpu-sec and --file-size-mb take whole numbers");
   }
   if (args.Has("no-scan")) req.scan_changes = false;
+  if (std::optional<std::string> marker = args.Get("result-marker")) req.result_marker = *marker;
   Result<RunResponse> r = ctx.client().RunCode(req);
   if (!r.ok()) return ctx.out().Fail(r.status());
   if (ctx.out().json()) {
@@ -55,6 +87,9 @@ int CmdRun(Context& ctx) {
     std::string err = r->stderr_text;
     if (!err.empty() && err.back() != '\n') err += "\n";
     err += "agentctl: " + r->summary + "\n";
+    if (r->exception) err += ExceptionBlock(*r->exception);
+    if (r->result) err += "agentctl: result " + json::Serialize(*r->result) + "\n";
+    if (r->result_error) err += "agentctl: result_error " + *r->result_error + "\n";
     for (const ChangedFile& f : r->changed_files) err += "  " + f.change + " " + f.path + "\n";
     if (r->changed_files_truncated) err += "  (changed files incomplete)\n";
     WriteAllTo(STDERR_FILENO, err);

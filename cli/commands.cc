@@ -94,7 +94,9 @@ const std::vector<Command>& Commands() {
         {"cpu-sec", "N", "CPU time limit, seconds"},
         {"file-size-mb", "N", "file size limit, MiB"},
         {"profile", "P", "restricted or unrestricted (default: the daemon's --default-profile)"},
-        {"no-scan", "", "do not report changed files"}},
+        {"no-scan", "", "do not report changed files"},
+        {"result-marker", "TEXT", "stdout lines starting with TEXT carry the result (default "
+                                  "__AGENTD_RESULT__; empty: off)"}},
        1, 1, &CmdRun},
       {"cat", "PATH", "print a guest file, or some of its lines or bytes",
        {{"lines", "A:B", "lines A to B, 1-based and inclusive (either may be empty)"},

@@ -95,8 +95,8 @@ void AbsentRuntimeIsRefused(CheckContext& ctx) {
       if (u.runtime != name) continue;
       Expect(code && code->is_string() && code->as_string() == u.code && reason &&
                  reason->is_string() && reason->as_string() == u.reason,
-             "the refusal of " + name + " does not repeat health's \"" + u.code + ": " +
-                 u.reason + "\"");
+             "the refusal of " + name + " does not repeat health's \"" + u.code + ": " + u.reason +
+                 "\"");
     }
     return;
   }
@@ -122,6 +122,46 @@ void EveryRuntimeIsAdvertisedOrExplained(CheckContext& ctx) {
                         : " is neither advertised nor listed unavailable (" +
                               std::to_string(explained) + " entries)"));
   }
+}
+
+void PythonExceptionIsStructured(CheckContext& ctx) {
+  NeedRuntime(ctx, "python");
+  RunRequest r;
+  r.runtime = Runtime::kPython;
+  r.code = "row = {'tenant': 1}\nprint('ok')\nx = row['amount']\n";
+  r.timeout_sec = 60;
+  r.scan_changes = false;
+  RunResponse a = Run(ctx, r, "a python run that raises");
+  Expect(a.exit_code == 1 && a.stdout_text == "ok\n", "answered " + a.summary);
+  Expect(a.exception.has_value(), "no exception in the answer (summary \"" + a.summary + "\")");
+  const RunException& e = *a.exception;
+  Expect(
+      e.type == "KeyError" && e.message == "'amount'" && e.line == 3 &&
+          e.source_line == "x = row['amount']",
+      "exception " + e.type + ": " + e.message + " at line " + std::to_string(e.line.value_or(-1)));
+  Expect(e.keys_present == std::vector<std::string>{"tenant"}, "keys_present is not [\"tenant\"]");
+  Expect(EndsWith(a.summary, ": KeyError: 'amount' at line 3: x = row['amount']"),
+         "summary \"" + a.summary + "\"");
+  Expect(a.stderr_text.find("KeyError: 'amount'") != std::string::npos,
+         "stderr lacks the traceback: \"" + a.stderr_text + "\"");
+  r.code = "x = (1,\n";
+  a = Run(ctx, r, "a python run with a syntax error");
+  Expect(a.exception && a.exception->type == "SyntaxError" && a.exception->line == 1 &&
+             a.exception->column.has_value(),
+         "syntax error answered " + a.summary);
+}
+
+void ResultLineIsTakenOutOfStdout(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  RunRequest r = Shell(
+      "echo before; printf '__AGENTD_RESULT__ {\"n\": '; sleep 0.1; "
+      "echo '42}'; echo after");
+  r.scan_changes = false;
+  RunResponse a = Run(ctx, r, "a run printing a result line in two writes");
+  Expect(a.stdout_text == "before\nafter\n", "stdout \"" + a.stdout_text + "\"");
+  Expect(a.result && json::Serialize(*a.result) == "{\"n\":42}" && !a.result_error,
+         "result " + (a.result ? json::Serialize(*a.result) : std::string("absent")) +
+             ", result_error " + a.result_error.value_or("null"));
 }
 
 void FailureSummaryEndsWithLastErrorLine(CheckContext& ctx) {
@@ -261,6 +301,10 @@ void AddRunChecks(std::vector<Check>& checks) {
       {"run", "a runtime the guest lacks is runtime_unavailable", AbsentRuntimeIsRefused});
   checks.push_back({"run", "every runtime is advertised or listed unavailable with a reason",
                     EveryRuntimeIsAdvertisedOrExplained});
+  checks.push_back({"run", "a python exception is answered with type, line and keys present",
+                    PythonExceptionIsStructured});
+  checks.push_back({"run", "a result line split across writes is the result, not stdout",
+                    ResultLineIsTakenOutOfStdout});
   checks.push_back({"run", "a failure's summary ends with the last line of stderr",
                     FailureSummaryEndsWithLastErrorLine});
   checks.push_back({"run", "a timeout names its limit and timeouts are clamped to 300 s",

@@ -42,7 +42,18 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   req.stdin_data = r.String("stdin");
   req.profile = r.String("profile");
   req.scan_changes = r.Bool("scan_changes").value_or(true);
+  std::optional<std::string> marker = r.String("result_marker");
   req.limits = ReadExecLimits(r);
+  if (marker) {
+    if (marker->size() > kMaxResultMarkerBytes ||
+        marker->find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
+      r.Fail("result_marker", "field \"result_marker\" must be at most " +
+                                  std::to_string(kMaxResultMarkerBytes) +
+                                  " bytes without a line break or NUL (\"\" turns it off)");
+    } else {
+      req.result_marker = *marker;
+    }
+  }
   r.Require("runtime", runtime.has_value());
   r.Require("code", code.has_value());
   if (runtime) {
@@ -93,6 +104,7 @@ json::Value EncodeRunRequest(const RunRequest& req) {
   if (req.stdin_data) o.Set("stdin", *req.stdin_data);
   if (req.profile) o.Set("profile", *req.profile);
   if (!req.scan_changes) o.Set("scan_changes", false);
+  if (req.result_marker != kDefaultResultMarker) o.Set("result_marker", req.result_marker);
   WriteExecLimits(o, req.limits);
   return o;
 }
@@ -146,6 +158,9 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("error", OptString(r.error));
   o.Set("profile", r.profile);
   if (r.restriction) o.Set("restriction", EncodeExecRestriction(*r.restriction));
+  o.Set("exception", r.exception ? EncodeRunException(*r.exception) : json::Value());
+  if (r.result) o.Set("result", *r.result);
+  o.Set("result_error", OptString(r.result_error));
   return o;
 }
 
@@ -193,6 +208,12 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   r.error = GetString(doc, "error");
   r.profile = GetString(doc, "profile").value_or(kProfileUnrestricted);
   r.restriction = DecodeExecRestriction(doc.Find("restriction"));
+  if (const json::Value* v = doc.Find("exception"); v && v->is_object()) {
+    Result<RunException> e = DecodeRunException(*v);
+    if (e.ok()) r.exception = std::move(*e);
+  }
+  if (const json::Value* v = doc.Find("result")) r.result = *v;
+  r.result_error = GetString(doc, "result_error");
   return r;
 }
 
@@ -260,7 +281,8 @@ std::string RunSummary(const RunOutcome& o) {
     head = "exit " + std::to_string(*o.exit_code) + time;
   }
   if (o.exit_code == 0) return head + files;
-  std::string line = LastErrorLine(o.stderr_tail);
+  std::string line =
+      o.exception ? ExceptionSummaryLine(*o.exception) : LastErrorLine(o.stderr_tail);
   return head + files + (line.empty() ? "" : ": " + line);
 }
 

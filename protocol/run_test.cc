@@ -90,3 +90,55 @@ TEST_CASE("run answers round-trip", "[run]") {
   CHECK(back->changed_files[0].path == "out.txt");
   CHECK(back->changed_files[0].change == "added");
 }
+
+TEST_CASE("run exception round-trips and the summary names it instead of stderr", "[run]") {
+  RunException e;
+  e.type = "KeyError";
+  e.message = "'amount'";
+  e.file = "<string>";
+  e.line = 4;
+  e.source_line = "total += row[\"amount\"]";
+  e.frames.push_back({"<string>", 4, "<module>", e.source_line});
+  e.omitted_frames = 2;
+  e.keys_present = std::vector<std::string>{"tenant", "value"};
+  e.keys_total = 2;
+  RunResponse r;
+  r.summary = "s";
+  r.exception = e;
+  auto back = DecodeRunResponse(EncodeRunResponse(r));
+  REQUIRE(back.ok());
+  REQUIRE(back->exception.has_value());
+  CHECK(*back->exception == e);
+
+  RunOutcome o;
+  o.exit_code = 1;
+  o.duration_ms = 30;
+  o.stderr_tail = "Traceback ...\nKeyError: 'amount'\n";
+  o.exception = e;
+  CHECK(RunSummary(o) == "exit 1 in 30 ms: KeyError: 'amount' at line 4: total += row[\"amount\"]");
+  e.file = "ledger.py";
+  e.line = 6;
+  e.column = 3;
+  e.message = "two\nlines";
+  e.source_line.reset();
+  o.exception = e;
+  CHECK(RunSummary(o) == "exit 1 in 30 ms: KeyError: two lines at ledger.py line 6, column 3");
+}
+
+TEST_CASE("a run exception from a driver is cut to its bounds", "[run]") {
+  json::Array frames;
+  for (int i = 0; i < 40; ++i) {
+    frames.emplace_back(json::Object().Set("file", "<string>").Set("line", i).Set("function", "f"));
+  }
+  json::Object doc;
+  doc.Set("type", "RecursionError");
+  doc.Set("message", std::string(5000, 'm'));
+  doc.Set("frames", std::move(frames));
+  doc.Set("omitted_frames", 7);
+  auto e = DecodeRunException(doc);
+  REQUIRE(e.ok());
+  CHECK(e->frames.size() == kExceptionMaxFrames);
+  CHECK(e->omitted_frames == 7 + 10);
+  CHECK(e->message.size() == kExceptionMaxMessageBytes);
+  CHECK(!DecodeRunException(json::Object().Set("message", "no type")).ok());
+}

@@ -36,6 +36,25 @@ class RunCommandTest(AgentctlTestCase):
         self.assertTrue(r.stderr.endswith(b"agentctl: killed: CPU time limit 1s exceeded\n"),
                         r.stderr)
 
+    def test_run_prints_a_python_exception_as_a_trimmed_traceback(self):
+        with open(os.path.join(self.work, "ledger.py"), "w") as f:
+            f.write("def total(rows):\n    return sum(r['amount'] for r in rows)\n")
+        r = self.ctl("run", "--runtime", "python", "--no-scan", "--cwd", self.work,
+                     "import ledger\nledger.total([{'amt': 2}])")
+        self.assertEqual(r.returncode, 1)
+        block = r.stderr.decode().split("agentctl: ", 1)[1]
+        self.assertRegex(block,
+                         r"^exit 1 in \d+ ms: KeyError: 'amount' at ledger.py line 2: "
+                         r"return sum\(r\['amount'\] for r in rows\)\n"
+                         r"agentctl: exception KeyError: 'amount'\n"
+                         r"  <string> line 2, in <module>\n"
+                         r"    ledger.total\(\[\{'amt': 2\}\]\)\n"
+                         r"  ledger.py line 2, in total\n"
+                         r"    return sum\(r\['amount'\] for r in rows\)\n"
+                         r"  ledger.py line 2, in <genexpr>\n"
+                         r"    return sum\(r\['amount'\] for r in rows\)\n"
+                         r"  keys present: amt\n$")
+
     def test_run_json_mode_prints_one_envelope_with_the_answer(self):
         r, env = self.envelope("run", "--no-scan", "--cwd", self.work, "echo x > f; echo done")
         self.assertEqual(r.returncode, 0)

@@ -61,7 +61,7 @@ class RunCodeTest(unittest.TestCase):
         self.assertFalse(r["success"])
         self.assertRegex(r["summary"],
                          r"^exit 1 in \d+ ms: ModuleNotFoundError: No module named "
-                         r"'no_such_module_x'$")
+                         r"'no_such_module_x' at line 1: import no_such_module_x$")
 
     def test_timeout_is_clamped_to_300_and_names_its_value(self):
         r = run(self.daemon, {"runtime": "shell", "code": "exit 0", "timeout_sec": 100000})

@@ -54,10 +54,10 @@ struct DaemonConfig {
   bool reset_requires_restricted = false;  // a privileged generation quarantines
 
   // Code runs (docs/PROTOCOL.md, "Run code").
-  int64_t run_timeout_sec = 60;         // when a run gives none (clamped to 300)
-  uint64_t scan_max_entries = 250'000;  // per changed-files scan
-  int64_t scan_max_ms = 2000;           // per changed-files scan
-  uint64_t changed_files_max = 1000;    // entries in one answer
+  int64_t run_timeout_sec = 60;            // when a run gives none (clamped to 300)
+  uint64_t scan_max_entries = 250'000;     // per changed-files scan
+  int64_t scan_max_ms = 2000;              // per changed-files scan
+  uint64_t changed_files_max = 1000;       // entries in one answer
   std::vector<Runtime> disabled_runtimes;  // --disable-runtime
 
   // Tar uploads.

@@ -194,8 +194,8 @@ RuntimeCheck DisabledCheck(Runtime r) {
 // The same code and reason as health's runtimes_unavailable entry.
 Status CheckRuntime(const ExecEngineOptions& options, Runtime runtime,
                     const std::vector<std::string>& env) {
-  RuntimeCheck check = Disabled(options, runtime) ? DisabledCheck(runtime)
-                                                  : CheckRuntimeForEnv(runtime, env);
+  RuntimeCheck check =
+      Disabled(options, runtime) ? DisabledCheck(runtime) : CheckRuntimeForEnv(runtime, env);
   if (check.ok()) return Status::Ok();
   std::string name(RuntimeName(runtime));
   return Status::Error(ErrorCode::kRuntimeUnavailable,
@@ -227,8 +227,7 @@ Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
 }
 
 std::vector<RuntimeCheck> ExecEngine::RuntimeChecks() const {
-  std::vector<RuntimeCheck> out =
-      runtime_probe_.Check(ChildPath(environ, bootstrap_.launch_env()));
+  std::vector<RuntimeCheck> out = runtime_probe_.Check(ChildPath(environ, bootstrap_.launch_env()));
   for (RuntimeCheck& c : out) {
     if (Disabled(options_, c.runtime)) c = DisabledCheck(c.runtime);
   }

@@ -78,6 +78,11 @@ class ExecEngine {
     std::optional<Credentials> identity;
     std::vector<std::string> env;
     bool restricted = false;  // the restricted profile (docs/SECURITY.md)
+    // A run's driver (run/code_drivers.h): the argv spawned instead of the
+    // request's, and the descriptor given to it as fd 3 (owned by the
+    // caller, open until the run ends; -1: none).
+    std::optional<std::vector<std::string>> argv;
+    int fd3 = -1;
   };
   Result<Prepared> Prepare(ExecStartRequest request);
   // Looks the id up (same request: the record; different: 409; released:

@@ -180,7 +180,8 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   if (!io.ok()) return FailLaunch(rec, io.status().message(), 126);
 
   SpawnSpec spec;
-  spec.argv = request.EffectiveArgv();
+  spec.argv = prepared.argv ? *prepared.argv : request.EffectiveArgv();
+  spec.fd3 = prepared.fd3;
   spec.env = std::move(env);
   spec.cwd = request.cwd;
   spec.credentials = creds;

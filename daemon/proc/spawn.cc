@@ -95,6 +95,7 @@ struct ChildArgs {
   const gid_t* groups;
   size_t group_count;
   int fds[3];
+  int fd3;  // -1: none
   const struct rlimit* nofile;
   bool controlling_terminal;
   const int* cgroup_fds;
@@ -187,6 +188,12 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     if (::syscall(SYS_dup3, a->fds[i], i, 0) < 0 && errno != EINVAL) Fail(a, Step::kDup, errno);
     if (a->fds[i] == i) ::syscall(SYS_fcntl, i, F_SETFD, 0);  // dup3 refuses the same fd
   }
+  if (a->fd3 >= 0) {
+    // After 0-2 are in place, so a daemon descriptor numbered 3 that one of
+    // them came from is no longer needed.
+    if (::syscall(SYS_dup3, a->fd3, 3, 0) < 0 && errno != EINVAL) Fail(a, Step::kDup, errno);
+    if (a->fd3 == 3) ::syscall(SYS_fcntl, 3, F_SETFD, 0);
+  }
   if (a->controlling_terminal && ::syscall(SYS_ioctl, 0, TIOCSCTTY, 0) != 0) {
     Fail(a, Step::kTty, errno);
   }
@@ -225,10 +232,11 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   }
   if (a->cwd && ::syscall(SYS_chdir, a->cwd) != 0) Fail(a, Step::kChdir, errno, a->cwd);
   if (a->nofile) ::syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, a->nofile, nullptr);
-  if (::syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+  unsigned first_closed = a->fd3 >= 0 ? 4U : 3U;
+  if (::syscall(SYS_close_range, first_closed, ~0U, 0U) != 0) {
     // Kernels before 5.9: every daemon descriptor is close-on-exec anyway;
     // close what a plain loop can reach as a second line.
-    for (int fd = 3; fd < 65536; ++fd) ::syscall(SYS_close, fd);
+    for (int fd = static_cast<int>(first_closed); fd < 65536; ++fd) ::syscall(SYS_close, fd);
   }
   // Last: from here on the refused calls answer EPERM (execve is allowed).
   if (a->seccomp_filter &&
@@ -342,6 +350,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.fds[0] = spec.stdin_fd;
   args.fds[1] = spec.stdout_fd;
   args.fds[2] = spec.stderr_fd;
+  args.fd3 = spec.fd3;
   args.nofile = spec.nofile ? &*spec.nofile : nullptr;
   args.controlling_terminal = spec.controlling_terminal;
   args.cgroup_fds = spec.cgroup_procs_fds.data();

@@ -60,6 +60,9 @@ struct SpawnSpec {
   int stdin_fd = -1;                         // each >= 3 (see sys/pipe.h)
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // Given to the child as its descriptor 3 (>= 3; -1: none): a run's
+  // report channel (run/code_drivers.h). Every other descriptor is closed.
+  int fd3 = -1;
   std::optional<struct rlimit> nofile;  // the limit to give the child
   // stdin is a PTY slave that becomes the child's controlling terminal.
   bool controlling_terminal = false;

@@ -1,13 +1,19 @@
 #include "run/code_run.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <memory>
 #include <optional>
 
 #include "metrics/daemon_metrics.h"
 #include "proc/runtimes.h"
+#include "run/code_drivers.h"
+#include "run/result_lines.h"
 #include "run/tree_scan.h"
 #include "sys/awaitable.h"
+#include "sys/unique_fd.h"
 
 namespace agentd {
 namespace {
@@ -16,6 +22,10 @@ using SteadyClock = std::chrono::steady_clock;
 
 // Stderr bytes the summary's error line is looked for in.
 constexpr uint64_t kSummaryTailBytes = 4096;
+// The stdout bytes (the last ones) searched for result lines: read on the
+// io thread, so bounded; and the size of one read.
+constexpr uint64_t kResultScanBytes = 4 << 20;
+constexpr uint64_t kResultReadBytes = 64 << 10;
 // How often a waiting run checks that its client is still there.
 constexpr std::chrono::seconds kPeerCheckInterval{1};
 
@@ -62,8 +72,56 @@ asio::awaitable<void> WaitForRun(ExecEngine& engine, std::shared_ptr<ExecRecord>
   }
 }
 
-RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime runtime,
-                        const TreeDiff& diff) {
+// The driver's exception report: what it wrote to its descriptor 3, if
+// that is one well-formed report within kRunReportBytes; else nothing (a
+// run whose code wrote there itself loses its report, nothing more).
+std::optional<RunException> ReadReport(const UniqueFd& fd) {
+  if (!fd) return std::nullopt;
+  std::string buf(kRunReportBytes + 1, '\0');
+  size_t got = 0;
+  while (got < buf.size()) {
+    ssize_t n = ::pread(fd.get(), buf.data() + got, buf.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got == 0 || got > kRunReportBytes) return std::nullopt;
+  buf.resize(got);
+  Result<json::Value> doc = json::Parse(buf);
+  if (!doc.ok()) return std::nullopt;
+  Result<RunException> e = DecodeRunException(*doc);
+  if (!e.ok()) return std::nullopt;
+  return std::move(*e);
+}
+
+// stdout read through ResultLines: the last kResultScanBytes of the
+// retained stream, in pieces, so a result line may span any of them.
+std::string StdoutWithoutResults(const OutputLog& log, const std::string& marker, bool* cut,
+                                 RunResponse* r) {
+  uint64_t from = log.retained_from();
+  if (log.next() - from > kResultScanBytes) from = log.next() - kResultScanBytes;
+  ResultLines lines(marker, from);
+  std::string chunk;
+  for (uint64_t at = from; at < log.next();) {
+    chunk.clear();
+    if (!log.Read(at, std::min<uint64_t>(kResultReadBytes, log.next() - at), &chunk).ok() ||
+        chunk.empty()) {
+      break;
+    }
+    at += chunk.size();
+    lines.Feed(chunk);
+  }
+  lines.Finish();
+  if (lines.found()) {
+    r->result = lines.result();
+    r->result_error = lines.error();
+  }
+  return lines.Text(cut);
+}
+
+RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, const RunRequest& run,
+                        const TreeDiff& diff, std::optional<RunException> exception) {
+  Runtime runtime = run.runtime;
   ExecInfo info = rec.Info();
   RunResponse r;
   r.exit_code = info.exit_code;
@@ -75,10 +133,15 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
   r.error = info.error;
   r.profile = info.profile;
   r.restriction = info.restriction;
+  // Only a failed run has an exception (a report beside exit 0 was
+  // written by the code itself).
+  if (info.exit_code != 0) r.exception = std::move(exception);
   r.success = info.exit_code == 0 && !info.killed_by && !info.error;
   bool cut_out = false;
   bool cut_err = false;
-  r.stdout_text = RunAnswerText(*rec.logs[0], &cut_out);
+  r.stdout_text = run.result_marker.empty()
+                      ? RunAnswerText(*rec.logs[0], &cut_out)
+                      : StdoutWithoutResults(*rec.logs[0], run.result_marker, &cut_out, &r);
   r.stderr_text = RunAnswerText(*rec.logs[1], &cut_err);
   r.truncated = cut_out || cut_err;
   r.stdout_bytes = info.stdout_bytes;
@@ -99,6 +162,7 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, Runtime r
   // A directory that was not scanned (cwd "/") is not news in every summary.
   o.changed_files_truncated = diff.truncated && diff.bound && diff.bound->name != "not_scanned";
   o.stderr_tail = StderrTail(*rec.logs[1]);
+  o.exception = r.exception;
   r.summary = RunSummary(o);
   return r;
 }
@@ -134,6 +198,16 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
   // cannot start costs nothing. The checked request is what starts.
   Result<ExecEngine::Prepared> prepared = engine_.Prepare(RunToExecRequest(run, cwd, timeout));
   if (!prepared.ok()) co_return prepared.status();
+  // Python runs through its driver, which reports an uncaught exception on
+  // fd 3. Without a memfd the code runs as plain `python3 -c` (no report).
+  UniqueFd report;
+  if (run.runtime == Runtime::kPython) {
+    report.reset(::memfd_create("agentd-run-report", MFD_CLOEXEC));
+    if (report) {
+      prepared->argv = PythonDriverArgv(run.code);
+      prepared->fd3 = report.get();
+    }
+  }
 
   metrics::DaemonMetrics& m = metrics::Daemon();
   ScanOptions options;
@@ -175,7 +249,7 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
       diff.truncated = true;  // the directory went away
     }
   }
-  RunResponse answer = BuildAnswer(*rec, cwd, run.runtime, diff);
+  RunResponse answer = BuildAnswer(*rec, cwd, run, diff, ReadReport(report));
   engine_.Discard(rec);
   co_return answer;
 }

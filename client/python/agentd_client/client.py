@@ -416,16 +416,19 @@ class Client(FileCalls):
                  user: Optional[str] = None, group: Optional[str] = None,
                  stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
                  profile: Optional[str] = None,
+                 result_marker: Optional[str] = None,
                  **limits: Union[int, float, bool]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
-        `limits` and `profile` as for exec_request. Not retried once sent (running code
+        `limits` and `profile` as for exec_request. `result_marker` (daemon default
+        "__AGENTD_RESULT__"; "" turns it off): a stdout line starting with it is the
+        JSON result (`result`, `result_error`). Not retried once sent (running code
         twice is not harmless)."""
         body: Dict[str, Any] = {"runtime": runtime, "code": code}
         for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
                             ("group", group), ("stdin", stdin), ("scan_changes", scan_changes),
-                            ("profile", profile)):
+                            ("profile", profile), ("result_marker", result_marker)):
             if value is not None:
                 body[name] = value
         if env is not None:

@@ -317,6 +317,14 @@ class CodeRunResult:
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
     profile: str = "unrestricted"
     restriction: Optional[Dict[str, Any]] = None
+    #: What a python run raised: {"type", "message", "file", "line", "column",
+    #: "source_line", "frames", "omitted_frames"[, "keys_present", "keys_total"]}.
+    exception: Optional[Dict[str, Any]] = None
+    #: The last result line's JSON value (see has_result: it may be None itself),
+    #: or why the last result line was not JSON.
+    result: Any = None
+    has_result: bool = False
+    result_error: Optional[str] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "CodeRunResult":
@@ -331,7 +339,8 @@ class CodeRunResult:
             _opt_dict(d.get("limit")), _int(d.get("stdout_bytes")), _int(d.get("stderr_bytes")),
             str(d.get("runtime", "")), str(d.get("cwd", "")), _int(d.get("timeout_sec")),
             _opt_str(d.get("error")), d, str(d.get("profile") or "unrestricted"),
-            _opt_dict(d.get("restriction")))
+            _opt_dict(d.get("restriction")), _opt_dict(d.get("exception")),
+            d.get("result"), "result" in d, _opt_str(d.get("result_error")))
 
 
 @dataclass

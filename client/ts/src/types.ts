@@ -251,6 +251,39 @@ export interface CodeRunResult {
   error: string | null;
   profile?: Profile;
   restriction?: Restriction;
+  /** What a python run raised (absent from older daemons). */
+  exception?: RunException | null;
+  /** The last result line's JSON value; absent when there was none. */
+  result?: unknown;
+  /** Why the last result line was not JSON (null otherwise). */
+  result_error?: string | null;
+}
+
+/** One frame of the caller's own code in a run's exception. */
+export interface ExceptionFrame {
+  file: string;
+  line: number;
+  function: string;
+  source_line: string | null;
+}
+
+/** The structured exception of a run (docs/PROTOCOL.md, "Run code"). */
+export interface RunException {
+  type: string;
+  message: string;
+  /** "<string>" for the code itself, else a path (relative to cwd when under it). */
+  file: string | null;
+  line: number | null;
+  /** A syntax error's column. */
+  column: number | null;
+  source_line: string | null;
+  /** The caller's frames, outermost first (at most 30). */
+  frames: ExceptionFrame[];
+  /** Interpreter and library frames (and any beyond the bound), counted. */
+  omitted_frames: number;
+  /** A KeyError on a mapping: its keys (at most 50) and their count. */
+  keys_present?: string[];
+  keys_total?: number | null;
 }
 
 /** POST /v1/run's members beside runtime and code. */
@@ -263,6 +296,8 @@ export interface RunCodeOptions extends Limits {
   stdin?: string;
   scan_changes?: boolean;
   profile?: Profile;
+  /** Default "__AGENTD_RESULT__"; "" turns result lines off. */
+  result_marker?: string;
 }
 
 export interface FileStat {

@@ -12,6 +12,7 @@
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/json.h"
 #include "agentd/protocol/limits.h"
+#include "agentd/protocol/run_exception.h"
 #include "agentd/protocol/runtime.h"
 #include "agentd/protocol/status.h"
 
@@ -24,6 +25,9 @@ inline constexpr int64_t kMaxRunTimeoutSec = 300;
 // kRunHeadBytes of a longer stream, joined by one marker line.
 inline constexpr size_t kRunOutputBytes = 64 * 1024;
 inline constexpr size_t kRunHeadBytes = 16 * 1024;
+// The default result_marker (docs/PROTOCOL.md, "Run code").
+inline constexpr char kDefaultResultMarker[] = "__AGENTD_RESULT__";
+inline constexpr size_t kMaxResultMarkerBytes = 64;
 // Longest summary error line, in bytes.
 inline constexpr size_t kMaxSummaryLineBytes = 240;
 
@@ -39,6 +43,8 @@ struct RunRequest {
   std::optional<std::string> profile;     // as in the start request
   bool scan_changes = true;               // false: no changed_files scan
   ExecLimits limits;
+  // A stdout line starting with it carries the result; "" turns it off.
+  std::string result_marker = kDefaultResultMarker;
 };
 
 Result<RunRequest> DecodeRunRequest(const json::Value& doc);
@@ -78,6 +84,13 @@ struct RunResponse {
   std::optional<std::string> error;            // spawn failure
   std::string profile = kProfileUnrestricted;  // as in the exec object
   std::optional<ExecRestriction> restriction;
+  // What a python run raised (its driver's report); null when it raised
+  // nothing, or for shell.
+  std::optional<RunException> exception;
+  // The last result line's JSON value (absent on the wire when there was
+  // none), or why the last result line is not one.
+  std::optional<json::Value> result;
+  std::optional<std::string> result_error;
 };
 
 json::Value EncodeRunResponse(const RunResponse& r);
@@ -93,6 +106,9 @@ struct RunOutcome {
   size_t changed_files = 0;
   bool changed_files_truncated = false;
   std::string stderr_tail;  // the last bytes of stderr
+  // The run's exception, when it raised one: named instead of the last
+  // stderr line.
+  std::optional<RunException> exception;
 };
 
 // One line: "exit 0 in 120 ms; 2 files changed",
