@@ -25,7 +25,7 @@ def _opt_dict(v: Any) -> Optional[Dict[str, Any]]:
 
 
 @dataclass
-class RuntimeUnavailable:
+class UnavailableRuntime:
     """A runtime this guest knows and cannot run: `code` is interpreter_not_found,
     not_executable or disabled_by_flag; `reason` names the program and PATH."""
     runtime: str
@@ -51,7 +51,7 @@ class Health:
     limits: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
     #: Every known runtime this guest cannot run, and why.
-    runtimes_unavailable: List[RuntimeUnavailable] = field(default_factory=list)
+    runtimes_unavailable: List[UnavailableRuntime] = field(default_factory=list)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -63,7 +63,7 @@ class Health:
                       [r for r in d.get("runtimes") or [] if isinstance(r, str)],
                       _int(d.get("ack_ttl_sec")),
                       {k: _int(v) for k, v in retention.items()}, _dict(d.get("limits")), d,
-                      [RuntimeUnavailable(str(u.get("runtime", "")), str(u.get("code", "")),
+                      [UnavailableRuntime(str(u.get("runtime", "")), str(u.get("code", "")),
                                           str(u.get("reason", "")))
                        for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)])
 

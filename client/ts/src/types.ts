@@ -11,7 +11,7 @@ export interface Health {
   uptime_ms: number;
   runtimes: string[];
   /** Every known runtime this guest cannot run, and why (absent from older daemons). */
-  runtimes_unavailable?: RuntimeUnavailable[];
+  runtimes_unavailable?: UnavailableRuntime[];
   /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
   ack_ttl_sec: number;
   /** The retention caps in force; unread output beyond them becomes gaps. */
@@ -41,7 +41,7 @@ export interface Restriction {
 }
 
 /** A runtime this guest cannot run, with a stable code and a one-line reason. */
-export interface RuntimeUnavailable {
+export interface UnavailableRuntime {
   runtime: string;
   code: "interpreter_not_found" | "not_executable" | "disabled_by_flag";
   reason: string;
