@@ -1,4 +1,4 @@
-// File commands: cat, put, stat, ls, mkdir, mv, rm.
+// File commands: cat, put, edit, stat, ls, mkdir, mv, rm.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -53,7 +53,60 @@ std::string DescribeStat(const FileStat& st) {
       {"mtime", FormatRfc3339(st.mtime)},
   };
   if (st.target) rows.push_back({"target", *st.target});
+  if (st.etag) rows.push_back({"etag", *st.etag});
   return Output::Table(rows);
+}
+
+// --if-match TAG / --if-none-match (docs/PROTOCOL.md, "ETags and
+// preconditions").
+client::Preconditions GuardFrom(const ParsedArgs& args) {
+  return client::Preconditions{args.Get("if-match"), args.Has("if-none-match")};
+}
+
+// The --old/--new pairs (with --count, if given, one per pair) and the
+// --lines/--text pairs of `agentctl edit`, or a usage message.
+Result<EditRequest> EditFrom(const ParsedArgs& args) {
+  EditRequest req;
+  req.path = args.positional[0];
+  std::vector<std::string> olds = args.All("old");
+  std::vector<std::string> news = args.All("new");
+  std::vector<std::string> counts = args.All("count");
+  if (olds.size() != news.size()) {
+    return Status::InvalidRequest("each --old needs its --new (" + std::to_string(olds.size()) +
+                                  " --old, " + std::to_string(news.size()) + " --new)");
+  }
+  if (!counts.empty() && counts.size() != olds.size()) {
+    return Status::InvalidRequest("--count is given once per --old, or not at all");
+  }
+  for (size_t i = 0; i < olds.size(); ++i) {
+    TextEdit e{olds[i], news[i], 1};
+    if (!counts.empty()) {
+      auto [end, ec] =
+          std::from_chars(counts[i].data(), counts[i].data() + counts[i].size(), e.count);
+      if (ec != std::errc() || end != counts[i].data() + counts[i].size() || e.count == 0) {
+        return Status::InvalidRequest("--count takes a positive number, got '" + counts[i] + "'");
+      }
+    }
+    req.edits.push_back(std::move(e));
+  }
+  std::vector<std::string> spans = args.All("lines");
+  std::vector<std::string> texts = args.All("text");
+  if (spans.size() != texts.size()) {
+    return Status::InvalidRequest("each --lines needs its --text (" + std::to_string(spans.size()) +
+                                  " --lines, " + std::to_string(texts.size()) + " --text)");
+  }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    std::optional<uint64_t> a, b;
+    if (!ParseSpan(spans[i], &a, &b) || !a || !b) {
+      return Status::InvalidRequest("--lines takes A:B (1-based, inclusive; B = A-1 inserts)");
+    }
+    req.line_edits.push_back(LineEdit{*a, *b, texts[i]});
+  }
+  if (req.edits.empty() && req.line_edits.empty()) {
+    return Status::InvalidRequest("give at least one --old/--new or --lines/--text");
+  }
+  req.if_match = args.Get("if-match");
+  return req;
 }
 
 }  // namespace
@@ -72,12 +125,13 @@ int CmdCat(Context& ctx) {
   }
   const std::string& path = ctx.args().positional[0];
   if (ctx.out().json()) {
-    Result<std::string> data = ctx.client().ReadFile(path, o);
+    Result<client::TaggedContent> data = ctx.client().ReadFileWithEtag(path, o);
     if (!data.ok()) return ctx.out().Fail(data.status());
     json::Object result;
     result.Set("path", path);
-    result.Set("size", data->size());
-    result.Set("content", *data);
+    result.Set("size", data->data.size());
+    if (data->etag) result.Set("etag", *data->etag);
+    result.Set("content", data->data);
     return ctx.out().Succeed(result, "");
   }
   Result<uint64_t> n = ctx.client().ReadFileTo(path, o, [](std::string_view b) {
@@ -100,6 +154,7 @@ int CmdPut(Context& ctx) {
   w.parents = ctx.args().Has("parents");
   w.user = ctx.args().Get("user");
   w.group = ctx.args().Get("group");
+  w.guard = GuardFrom(ctx.args());
   int fd = source == "-" ? STDIN_FILENO : ::open(source.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ctx.out().UsageError("cannot read " + source);
   std::vector<char> buf(256 * 1024);
@@ -113,6 +168,14 @@ int CmdPut(Context& ctx) {
   if (!st.ok()) return ctx.out().Fail(st.status());
   return ctx.out().Succeed(EncodeFileStat(*st),
                            "wrote " + Output::HumanSize(st->size) + " to " + remote);
+}
+
+int CmdEdit(Context& ctx) {
+  Result<EditRequest> req = EditFrom(ctx.args());
+  if (!req.ok()) return ctx.out().UsageError(req.status().message());
+  Result<EditResponse> r = ctx.client().Edit(*req);
+  if (!r.ok()) return ctx.out().Fail(r.status());
+  return ctx.out().Succeed(EncodeEditResponse(*r), r->diff + "etag " + r->etag);
 }
 
 int CmdStat(Context& ctx) {
@@ -157,14 +220,14 @@ int CmdMv(Context& ctx) {
   req.from = ctx.args().positional[0];
   req.to = ctx.args().positional[1];
   req.overwrite = !ctx.args().Has("no-clobber");
-  Result<FileStat> st = ctx.client().Rename(req);
+  Result<FileStat> st = ctx.client().Rename(req, GuardFrom(ctx.args()));
   if (!st.ok()) return ctx.out().Fail(st.status());
   return ctx.out().Succeed(EncodeFileStat(*st), req.from + " -> " + req.to);
 }
 
 int CmdRm(Context& ctx) {
-  Result<DeleteResponse> r =
-      ctx.client().Remove(ctx.args().positional[0], ctx.args().Has("recursive"));
+  Result<DeleteResponse> r = ctx.client().Remove(
+      ctx.args().positional[0], ctx.args().Has("recursive"), ctx.args().Get("if-match"));
   if (!r.ok()) return ctx.out().Fail(r.status());
   return ctx.out().Succeed(EncodeDeleteResponse(*r), "removed " + std::to_string(r->removed) +
                                                          (r->removed == 1 ? " entry" : " entries"));

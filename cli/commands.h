@@ -41,6 +41,7 @@ int CmdPut(Context& ctx);
 int CmdStat(Context& ctx);
 int CmdLs(Context& ctx);
 int CmdMkdir(Context& ctx);
+int CmdEdit(Context& ctx);
 int CmdMv(Context& ctx);
 int CmdRm(Context& ctx);
 // cmd_cp.cc

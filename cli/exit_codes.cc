@@ -12,7 +12,7 @@ const std::vector<ExitCodeInfo>& ExitCodeTable() {
       {kExitNotFound, "not_found", "no such exec, file, directory or route"},
       {kExitUnreachable, "unreachable", "no answer from the daemon (connection refused or lost)"},
       {kExitDaemonError, "daemon_error", "the daemon failed (HTTP 5xx)"},
-      {kExitConflict, "conflict", "conflict with the daemon's state (HTTP 409, 410)"},
+      {kExitConflict, "conflict", "conflict with the daemon's state (HTTP 409, 410, 412)"},
       {kExitStorage, "storage", "insufficient storage or an I/O error in the guest"},
       {kExitTimeout, "timeout", "agentctl's --timeout passed before the daemon answered"},
       {kExitProtocol, "protocol", "the answer was not the agentd protocol"},
@@ -45,7 +45,7 @@ int ExitCodeFor(const Status& status) {
       break;
   }
   int http = status.http_status();
-  if (http == 409 || http == 410) return kExitConflict;
+  if (http == 409 || http == 410 || http == 412) return kExitConflict;
   if (http >= 500) return kExitDaemonError;
   if (http >= 400) return kExitInvalidRequest;
   return kExitFailure;

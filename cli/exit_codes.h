@@ -25,11 +25,11 @@ inline constexpr int kExitInvalidRequest = 65;  // the daemon refused the reques
 inline constexpr int kExitNotFound = 66;        // no such exec, file or route
 inline constexpr int kExitUnreachable = 69;     // no answer from the daemon
 inline constexpr int kExitDaemonError = 70;     // the daemon failed (5xx)
-inline constexpr int kExitConflict = 73;        // conflict or released (409, 410)
-inline constexpr int kExitStorage = 74;         // insufficient storage or I/O error
-inline constexpr int kExitTimeout = 75;         // agentctl's own deadline passed
-inline constexpr int kExitProtocol = 76;        // the answer was not the agentd protocol
-inline constexpr int kExitAuth = 77;            // not bootstrapped, or a wrong token
+inline constexpr int kExitConflict = 73;  // conflict, released or precondition (409, 410, 412)
+inline constexpr int kExitStorage = 74;   // insufficient storage or I/O error
+inline constexpr int kExitTimeout = 75;   // agentctl's own deadline passed
+inline constexpr int kExitProtocol = 76;  // the answer was not the agentd protocol
+inline constexpr int kExitAuth = 77;      // not bootstrapped, or a wrong token
 
 const std::vector<ExitCodeInfo>& ExitCodeTable();
 // The exit code for a failed call.

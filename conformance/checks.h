@@ -13,6 +13,7 @@ void AddExecChecks(std::vector<Check>& checks);
 void AddStreamChecks(std::vector<Check>& checks);
 void AddRunChecks(std::vector<Check>& checks);
 void AddFileChecks(std::vector<Check>& checks);
+void AddEditChecks(std::vector<Check>& checks);
 void AddTreeChecks(std::vector<Check>& checks);
 void AddSearchChecks(std::vector<Check>& checks);
 void AddWaitChecks(std::vector<Check>& checks);

@@ -10,6 +10,7 @@ const std::vector<Check>& AllChecks() {
     AddStreamChecks(all);
     AddRunChecks(all);
     AddFileChecks(all);
+    AddEditChecks(all);
     AddTreeChecks(all);
     AddSearchChecks(all);
     AddWaitChecks(all);

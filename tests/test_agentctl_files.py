@@ -52,6 +52,42 @@ class FileCommandsTest(AgentctlTestCase):
         self.assertEqual(env["result"]["removed"], 5)
         self.assertFalse(os.path.exists(base))
 
+    def test_edit_prints_the_diff_and_a_stale_if_match_changes_nothing(self):
+        path = os.path.join(self.dir, "app.py")
+        with open(path, "w") as f:
+            f.write("def f():\n    return 1\n\nprint(f())\nx\nx\n")
+        r, env = self.envelope("cat", path)
+        tag = env["result"]["etag"]
+        r = self.ctl("edit", path, "--old", "return 1", "--new", "return 2",
+                     "--lines", "4:4", "--text", "print(f() + 1)", "--if-match", tag)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(b"-    return 1\n+    return 2\n", r.stdout)
+        with open(path) as f:
+            self.assertEqual(f.read(), "def f():\n    return 2\n\nprint(f() + 1)\nx\nx\n")
+        r, env = self.envelope("stat", path)
+        current = env["result"]["etag"]
+        self.assertNotEqual(current, tag)
+        # The same tag again is stale: 412 precondition_failed, exit 73 (conflict).
+        r, env = self.envelope("edit", path, "--old", "return 2", "--new", "return 3",
+                               "--if-match", tag)
+        self.assertEqual((r.returncode, env["error"]["code"]), (73, "precondition_failed"))
+        r, env = self.envelope("put", "--if-match", tag, path, "-", input=b"lost")
+        self.assertEqual((r.returncode, env["error"]["code"]), (73, "precondition_failed"))
+        r, env = self.envelope("rm", "--if-match", tag, path)
+        self.assertEqual((r.returncode, env["error"]["code"]), (73, "precondition_failed"))
+        # An ambiguous edit names the count found; --count makes it exact.
+        r, env = self.envelope("edit", path, "--old", "x", "--new", "y")
+        self.assertEqual((r.returncode, env["error"]["code"], env["error"]["found"]),
+                         (73, "edit_mismatch", 2))
+        r, env = self.envelope("edit", path, "--old", "x", "--new", "y", "--count", "2")
+        self.assertEqual(env["result"]["etag"], self.envelope("stat", path)[1]["result"]["etag"])
+        r = self.ctl("edit", path, "--old", "x")
+        self.assertEqual(r.returncode, 2, r.stderr)  # usage: --old without --new
+        r = self.ctl("put", "--if-none-match", path, "-", input=b"lost")
+        self.assertEqual(r.returncode, 73, r.stderr)
+        with open(path) as f:
+            self.assertEqual(f.read(), "def f():\n    return 2\n\nprint(f() + 1)\ny\ny\n")
+
     def test_cp_file_both_ways_keeps_mode(self):
         local = os.path.join(self.dir, "run.sh")
         with open(local, "wb") as f:

@@ -120,7 +120,15 @@ asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, Read
 }
 
 asio::awaitable<Result<std::string>> AsyncClient::ReadFile(std::string path, ReadOptions options) {
-  std::string out;
+  Result<TaggedContent> r = co_await ReadFileWithEtag(std::move(path), options);
+  if (!r.ok()) co_return r.status();
+  co_return std::move(r->data);
+}
+
+asio::awaitable<Result<TaggedContent>> AsyncClient::ReadFileWithEtag(std::string path,
+                                                                     ReadOptions options) {
+  TaggedContent content;
+  std::string& out = content.data;
   size_t limit = options.max_bytes;
   ByteSink sink = [&out, limit](std::string_view bytes) {
     if (out.size() + bytes.size() > limit) {
@@ -133,9 +141,9 @@ asio::awaitable<Result<std::string>> AsyncClient::ReadFile(std::string path, Rea
     return Status::Ok();
   };
   Result<uint64_t> n =
-      co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink));
+      co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink), &content.etag);
   if (!n.ok()) co_return n.status();
-  co_return out;
+  co_return content;
 }
 
 asio::awaitable<Result<FileStat>> AsyncClient::WriteFile(std::string path, std::string contents,
@@ -173,12 +181,17 @@ asio::awaitable<Result<FileStat>> AsyncClient::MakeDir(MkdirRequest request) {
   co_return co_await MakeDirCall(*transport_, std::move(request));
 }
 
-asio::awaitable<Result<FileStat>> AsyncClient::Rename(RenameRequest request) {
-  co_return co_await RenameCall(*transport_, std::move(request));
+asio::awaitable<Result<FileStat>> AsyncClient::Rename(RenameRequest request, Preconditions guard) {
+  co_return co_await RenameCall(*transport_, std::move(request), std::move(guard));
 }
 
-asio::awaitable<Result<DeleteResponse>> AsyncClient::Remove(std::string path, bool recursive) {
-  co_return co_await RemoveCall(*transport_, std::move(path), recursive);
+asio::awaitable<Result<DeleteResponse>> AsyncClient::Remove(std::string path, bool recursive,
+                                                            std::optional<std::string> if_match) {
+  co_return co_await RemoveCall(*transport_, std::move(path), recursive, std::move(if_match));
+}
+
+asio::awaitable<Result<EditResponse>> AsyncClient::Edit(EditRequest request) {
+  co_return co_await EditCall(*transport_, std::move(request));
 }
 
 asio::awaitable<Result<std::string>> AsyncClient::Realpath(std::string path) {

@@ -18,10 +18,17 @@ std::string WriteTarget(const std::string& path, const WriteOptions& o) {
   return target;
 }
 
+void AddPreconditions(HttpRequest& req, const Preconditions& guard) {
+  if (guard.if_match) req.headers.emplace_back("If-Match", *guard.if_match);
+  if (guard.if_none_match) req.headers.emplace_back("If-None-Match", "*");
+}
+
+bool Guarded(const Preconditions& guard) { return guard.if_match || guard.if_none_match; }
+
 }  // namespace
 
 asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions o,
-                                               ByteSink sink) {
+                                               ByteSink sink, std::optional<std::string>* etag) {
   HttpRequest req;
   req.target = PathQuery("/v1/fs/file", path);
   if (o.start_line) req.target += "&start_line=" + std::to_string(*o.start_line);
@@ -35,6 +42,10 @@ asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, R
   // the caller sees (its sink already received part of the file).
   Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
   if (!stream.ok()) co_return stream.status();
+  if (etag != nullptr) {
+    const std::string* tag = (*stream)->head().Header("etag");
+    *etag = tag != nullptr ? std::optional<std::string>(*tag) : std::nullopt;
+  }
   uint64_t total = 0;
   for (;;) {
     Result<std::string_view> chunk =
@@ -58,8 +69,10 @@ asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
   req.target = WriteTarget(path, options);
   req.body = std::move(contents);
   req.content_type = "application/octet-stream";
-  // The same bytes to the same path leave the same file: safe to retry.
-  req.idempotent = true;
+  AddPreconditions(req, options.guard);
+  // The same bytes to the same path leave the same file: safe to retry,
+  // unless guarded (the first attempt changed what the guard checks).
+  req.idempotent = !Guarded(options.guard);
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
@@ -69,6 +82,7 @@ asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string pa
   req.method = "PUT";
   req.target = WriteTarget(path, options);
   req.content_type = "application/octet-stream";
+  AddPreconditions(req, options.guard);
   req.source = [&source]() -> asio::awaitable<Result<std::string_view>> { co_return source(); };
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
@@ -99,8 +113,10 @@ asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
-asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request) {
+asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request,
+                                             Preconditions guard) {
   HttpRequest req;
+  AddPreconditions(req, guard);
   req.method = "POST";
   req.target = "/v1/fs/rename";
   req.body = json::Serialize(EncodeRenameRequest(request));
@@ -108,11 +124,24 @@ asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);  // never retried blindly
 }
 
-asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive) {
+asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive,
+                                                   std::optional<std::string> if_match) {
   HttpRequest req;
+  AddPreconditions(req, Preconditions{std::move(if_match), false});
   req.method = "DELETE";
   req.target = PathQuery("/v1/fs", path) + (recursive ? "&recursive=1" : "");
   co_return DecodeAnswer<DeleteResponse>(co_await t.Call(req), &DecodeDeleteResponse);
+}
+
+asio::awaitable<Result<EditResponse>> EditCall(Transport& t, EditRequest request) {
+  HttpRequest req;
+  req.method = "POST";
+  req.target = "/v1/fs/edit";
+  req.body = json::Serialize(EncodeEditRequest(request));
+  req.content_type = "application/json";
+  // Never retried blindly: a retry of an applied edit would find its `old`
+  // text gone (edit_mismatch) or the tag changed (precondition_failed).
+  co_return DecodeAnswer<EditResponse>(co_await t.Call(req), &DecodeEditResponse);
 }
 
 asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path) {

@@ -9,8 +9,10 @@
 
 namespace agentd::client {
 
+// `etag`, when given, receives the answer's ETag header (if any).
 asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions options,
-                                               ByteSink sink);
+                                               ByteSink sink,
+                                               std::optional<std::string>* etag = nullptr);
 asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
                                                 std::string contents, WriteOptions options);
 asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,
@@ -18,8 +20,11 @@ asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string pa
 asio::awaitable<Result<FileStat>> StatCall(Transport& t, std::string path, bool follow);
 asio::awaitable<Result<ListResponse>> ListCall(Transport& t, std::string path);
 asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request);
-asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request);
-asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive);
+asio::awaitable<Result<FileStat>> RenameCall(Transport& t, RenameRequest request,
+                                             Preconditions guard);
+asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string path, bool recursive,
+                                                   std::optional<std::string> if_match);
+asio::awaitable<Result<EditResponse>> EditCall(Transport& t, EditRequest request);
 asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path);
 asio::awaitable<Result<EditResponse>> EditFileCall(Transport& t, EditRequest request);
 

@@ -100,3 +100,48 @@ TEST_CASE("files: metadata calls and their errors", "[client][files]") {
   REQUIRE(removed.ok());
   CHECK(removed->removed == 4);
 }
+
+TEST_CASE("files: a read's etag guards a write, a delete and an edit", "[client][files]") {
+  DaemonProcess d;
+  Client c(d.client_options());
+  std::string path = d.dir() + "/guarded.txt";
+  REQUIRE(c.WriteFile(path, "a\nx\nb\nx\n").ok());
+  auto read = c.ReadFileWithEtag(path);
+  REQUIRE(read.ok());
+  CHECK(read->data == "a\nx\nb\nx\n");
+  REQUIRE(read->etag.has_value());
+  CHECK(c.Stat(path)->etag == read->etag);
+
+  EditRequest ambiguous;
+  ambiguous.path = path;
+  ambiguous.edits = {{"x", "y", 1}};
+  auto mismatch = c.Edit(ambiguous);
+  REQUIRE_FALSE(mismatch.ok());
+  CHECK(mismatch.status().code() == ErrorCode::kEditMismatch);
+  CHECK(c.ReadFile(path).value() == "a\nx\nb\nx\n");
+
+  EditRequest both = ambiguous;
+  both.edits[0].count = 2;
+  both.if_match = read->etag;
+  auto edited = c.Edit(both);
+  REQUIRE(edited.ok());
+  CHECK(c.ReadFile(path).value() == "a\ny\nb\ny\n");
+  CHECK(edited->etag == c.Stat(path)->etag);
+  CHECK(edited->diff.find("-x\n+y\n") != std::string::npos);
+
+  WriteOptions stale;
+  stale.guard.if_match = read->etag;
+  auto refused = c.WriteFile(path, "lost", stale);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::kPreconditionFailed);
+  auto kept = c.Remove(path, false, read->etag);
+  REQUIRE_FALSE(kept.ok());
+  CHECK(kept.status().code() == ErrorCode::kPreconditionFailed);
+  CHECK(c.ReadFile(path).value() == "a\ny\nb\ny\n");
+
+  RenameRequest mv;
+  mv.from = path;
+  mv.to = d.dir() + "/moved.txt";
+  REQUIRE(c.Rename(mv, Preconditions{edited->etag, true}).ok());
+  CHECK(c.Remove(mv.to, false, edited->etag).ok());
+}

@@ -21,11 +21,11 @@ export class Base {
   }
 
   protected async json<T>(method: string, path: string, body: unknown, idempotent: boolean,
-                        extraWaitMs = 0): Promise<T> {
-    const req: Request = { method, path, idempotent, extraWaitMs };
+                        extraWaitMs = 0, headers: Record<string, string> = {}): Promise<T> {
+    const req: Request = { method, path, idempotent, extraWaitMs, headers: { ...headers } };
     if (body !== undefined) {
       req.body = Buffer.from(JSON.stringify(body));
-      req.headers = { "Content-Type": "application/json" };
+      req.headers!["Content-Type"] = "application/json";
     }
     const a = await this.t.call(req);
     try {

@@ -19,7 +19,9 @@ import type {
   StreamEvent, WaitForOutputOptions,
 } from "./types.js";
 
-export type { Compression, ReadOptions, WriteOptions } from "./files.js";
+export type {
+  Compression, EditOptions, EditResult, LineEdit, Preconditions, ReadOptions, TextEdit, WriteOptions,
+} from "./files.js";
 
 const EXEC_ID = /^[A-Za-z0-9._-]{1,128}$/;
 /** The daemon sends a keepalive at least every 15 s; longer silence means a dead stream. */

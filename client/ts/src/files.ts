@@ -27,12 +27,61 @@ export interface ReadOptions {
   maxBytes?: number;
 }
 
-export interface WriteOptions {
+/**
+ * Preconditions of a write, edit, rename or delete (docs/PROTOCOL.md,
+ * "ETags and preconditions"); one that does not hold throws
+ * `precondition_failed` (412) and nothing changes.
+ */
+export interface Preconditions {
+  /** The target must be a regular file with this ETag (from stat or readFileWithEtag), or exist for "*". */
+  ifMatch?: string;
+  /** The target must not exist (create only); for rename, the destination. */
+  ifNoneMatch?: boolean;
+}
+
+export interface WriteOptions extends Preconditions {
   /** Exactly this mode: 0o755 or "0755". */
   mode?: number | string;
   parents?: boolean;
   user?: string;
   group?: string;
+}
+
+/** One exact replacement: `old` must occur exactly `count` times (default 1). */
+export interface TextEdit {
+  old: string;
+  new: string;
+  count?: number;
+}
+
+/** Lines [startLine, endLine] (1-based, inclusive) replaced by `text`; endLine = startLine - 1 inserts. */
+export interface LineEdit {
+  startLine: number;
+  endLine: number;
+  text: string;
+}
+
+export interface EditOptions {
+  lineEdits?: LineEdit[];
+  /** Edit only this version of the file. */
+  ifMatch?: string;
+}
+
+/** The answer of POST /v1/fs/edit. */
+export interface EditResult {
+  path: string;
+  /** The new content's ETag. */
+  etag: string;
+  size: number;
+  /** A unified diff of the change. */
+  diff: string;
+}
+
+function preconditionHeaders(o: Preconditions): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (o.ifMatch !== undefined) h["If-Match"] = o.ifMatch;
+  if (o.ifNoneMatch) h["If-None-Match"] = "*";
+  return h;
 }
 
 export class FileCalls extends Base {
@@ -52,6 +101,13 @@ export class FileCalls extends Base {
     return (await this.t.call(this.readRequest(path, o), o.maxBytes ?? 256 << 20)).body;
   }
 
+  /** The bytes with the ETag of exactly those bytes (null where the daemon has none). */
+  async readFileWithEtag(path: string, o: ReadOptions = {}): Promise<{ data: Buffer; etag: string | null }> {
+    const a = await this.t.call(this.readRequest(path, o), o.maxBytes ?? 256 << 20);
+    const tag = a.headers.etag;
+    return { data: a.body, etag: typeof tag === "string" ? tag : null };
+  }
+
   /** The file as a stream of chunks (retried until the body starts; a cut body throws). */
   async *readFileStream(path: string, o: ReadOptions = {}): AsyncGenerator<Buffer> {
     const res = await this.t.open(this.readRequest(path, o));
@@ -62,7 +118,10 @@ export class FileCalls extends Base {
     }
   }
 
-  /** PUT /v1/fs/file: atomically replace the file; bytes and strings are retried, streams are not. */
+  /**
+   * PUT /v1/fs/file: atomically replace the file; bytes and strings are
+   * retried, streams and guarded writes (ifMatch, ifNoneMatch) are not.
+   */
   async writeFile(path: string, data: string | Uint8Array | Readable | AsyncIterable<Uint8Array>,
                   o: WriteOptions = {}): Promise<FileStat> {
     let target = `/v1/fs/file?path=${q(path)}`;
@@ -74,8 +133,10 @@ export class FileCalls extends Base {
     const body: Body = typeof data === "string" ? Buffer.from(data)
       : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy
       : data as Body;
-    const a = await this.t.call({ method: "PUT", path: target, body, idempotent: whole,
-      headers: { "Content-Type": "application/octet-stream" } });
+    const guard = preconditionHeaders(o);
+    const a = await this.t.call({ method: "PUT", path: target, body,
+      idempotent: whole && Object.keys(guard).length === 0,
+      headers: { "Content-Type": "application/octet-stream", ...guard } });
     return JSON.parse(a.body.toString("utf8")) as FileStat;
   }
 
@@ -97,16 +158,39 @@ export class FileCalls extends Base {
     return this.json("POST", "/v1/fs/mkdir", body, !!o.parents);
   }
 
-  /** POST /v1/fs/rename (never retried once sent). */
-  rename(from: string, to: string, overwrite?: boolean): Promise<FileStat> {
-    return this.json("POST", "/v1/fs/rename", overwrite === undefined ? { from, to } : { from, to, overwrite }, false);
+  /**
+   * POST /v1/fs/rename (never retried once sent). `guard.ifMatch` applies
+   * to `from`, `guard.ifNoneMatch` to `to`.
+   */
+  rename(from: string, to: string, overwrite?: boolean, guard: Preconditions = {}): Promise<FileStat> {
+    return this.json("POST", "/v1/fs/rename", overwrite === undefined ? { from, to } : { from, to, overwrite }, false,
+      0, preconditionHeaders(guard));
   }
 
-  /** DELETE /v1/fs: answers the number of entries removed (never retried once sent). */
-  async remove(path: string, recursive = false): Promise<number> {
+  /**
+   * DELETE /v1/fs: answers the number of entries removed (never retried
+   * once sent). With `o.ifMatch` only that version of the file goes.
+   */
+  async remove(path: string, recursive = false, o: { ifMatch?: string } = {}): Promise<number> {
     const r = await this.json<{ removed: number }>("DELETE", `/v1/fs?path=${q(path)}${recursive ? "&recursive=1" : ""}`,
-      undefined, false);
+      undefined, false, 0, preconditionHeaders(o));
     return r.removed;
+  }
+
+  /**
+   * POST /v1/fs/edit (docs/PROTOCOL.md, "Edit"): exact replacements and
+   * line-range replacements applied together by one atomic replace, or
+   * none (`edit_mismatch` names the edit, the count found and its lines).
+   * Never retried: an applied edit's retry would find its text gone.
+   */
+  edit(path: string, edits: TextEdit[], o: EditOptions = {}): Promise<EditResult> {
+    const body: Record<string, unknown> = { path };
+    if (edits.length > 0) body.edits = edits.map((e) => ({ old: e.old, new: e.new, count: e.count ?? 1 }));
+    if (o.lineEdits && o.lineEdits.length > 0) {
+      body.line_edits = o.lineEdits.map((e) => ({ start_line: e.startLine, end_line: e.endLine, text: e.text }));
+    }
+    if (o.ifMatch !== undefined) body.if_match = o.ifMatch;
+    return this.json("POST", "/v1/fs/edit", body, false);
   }
 
   async realpath(path: string): Promise<string> {

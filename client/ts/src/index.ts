@@ -5,7 +5,10 @@
 //   const r = await guest.run("pytest -q", { cwd: "/workspace/repo", timeout_sec: 900 });
 //   console.log(r.exitCode, r.stdout.toString());
 export { Client, mintExecId } from "./client.js";
-export type { Compression, ReadOptions, RunOptions, StreamOptions, WriteOptions } from "./client.js";
+export type {
+  Compression, EditOptions, EditResult, LineEdit, Preconditions, ReadOptions, RunOptions, StreamOptions, TextEdit,
+  WriteOptions,
+} from "./client.js";
 export { AgentdError, isRetryable } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";
 export type { ExtractOptions } from "./extract.js";

@@ -310,6 +310,8 @@ export interface FileStat {
   gid: number;
   mtime: string;
   target: string | null;
+  /** The content's ETag (regular files; docs/PROTOCOL.md, "ETags and preconditions"). */
+  etag?: string | null;
 }
 
 export interface TreeStats {

@@ -135,7 +135,13 @@ class AsyncClient {
                                                ByteSink sink);
   // The same into a string, refused beyond options.max_bytes.
   asio::awaitable<Result<std::string>> ReadFile(std::string path, ReadOptions options = {});
-  // PUT /v1/fs/file: atomic replace with exactly options.mode. Retried safely.
+  // The same with the ETag of exactly the bytes read: pass it back as
+  // Preconditions::if_match (or EditRequest::if_match) so a write lands
+  // only on the version that was read.
+  asio::awaitable<Result<TaggedContent>> ReadFileWithEtag(std::string path,
+                                                          ReadOptions options = {});
+  // PUT /v1/fs/file: atomic replace with exactly options.mode. Retried
+  // safely unless options.guard holds a precondition.
   asio::awaitable<Result<FileStat>> WriteFile(std::string path, std::string contents,
                                               WriteOptions options = {});
   // The same from a streaming source (never retried once started).
@@ -144,8 +150,15 @@ class AsyncClient {
   asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow = false);
   asio::awaitable<Result<ListResponse>> List(std::string path);
   asio::awaitable<Result<FileStat>> MakeDir(MkdirRequest request);
-  asio::awaitable<Result<FileStat>> Rename(RenameRequest request);
-  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive = false);
+  // `guard.if_match` applies to `from`, `guard.if_none_match` to `to`.
+  asio::awaitable<Result<FileStat>> Rename(RenameRequest request, Preconditions guard = {});
+  // With `if_match` only that version of the file is removed.
+  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive = false,
+                                                 std::optional<std::string> if_match = {});
+  // POST /v1/fs/edit (docs/PROTOCOL.md, "Edit"): exact and line-range
+  // edits applied together by one atomic replace, or none (edit_mismatch
+  // names the edit, the count found and its lines). Never retried.
+  asio::awaitable<Result<EditResponse>> Edit(EditRequest request);
   asio::awaitable<Result<std::string>> Realpath(std::string path);
   // POST /v1/fs/edit: exact replacements (`old` found exactly `count`
   // times, else 409 edit_mismatch with the count found and their lines)
@@ -320,6 +333,10 @@ class AsyncClient {
   template <typename Token>
   auto AsyncMakeDir(MkdirRequest request, Token&& token) {
     return detail::Launch(executor_, MakeDir(std::move(request)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncEdit(EditRequest request, Token&& token) {
+    return detail::Launch(executor_, Edit(std::move(request)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncRename(RenameRequest request, Token&& token) {

@@ -94,6 +94,9 @@ class Client {
   Result<std::string> ReadFile(std::string path, ReadOptions options = {}) {
     return Wait(async_.ReadFile(std::move(path), options));
   }
+  Result<TaggedContent> ReadFileWithEtag(std::string path, ReadOptions options = {}) {
+    return Wait(async_.ReadFileWithEtag(std::move(path), options));
+  }
   Result<FileStat> WriteFile(std::string path, std::string contents, WriteOptions options = {}) {
     return Wait(async_.WriteFile(std::move(path), std::move(contents), std::move(options)));
   }
@@ -107,10 +110,14 @@ class Client {
   Result<FileStat> MakeDir(MkdirRequest request) {
     return Wait(async_.MakeDir(std::move(request)));
   }
-  Result<FileStat> Rename(RenameRequest request) { return Wait(async_.Rename(std::move(request))); }
-  Result<DeleteResponse> Remove(std::string path, bool recursive = false) {
-    return Wait(async_.Remove(std::move(path), recursive));
+  Result<FileStat> Rename(RenameRequest request, Preconditions guard = {}) {
+    return Wait(async_.Rename(std::move(request), std::move(guard)));
   }
+  Result<DeleteResponse> Remove(std::string path, bool recursive = false,
+                                std::optional<std::string> if_match = {}) {
+    return Wait(async_.Remove(std::move(path), recursive, std::move(if_match)));
+  }
+  Result<EditResponse> Edit(EditRequest request) { return Wait(async_.Edit(std::move(request))); }
   Result<std::string> Realpath(std::string path) { return Wait(async_.Realpath(std::move(path))); }
   Result<EditResponse> EditFile(EditRequest request) {
     return Wait(async_.EditFile(std::move(request)));

@@ -25,11 +25,32 @@ struct ReadOptions {
   size_t max_bytes = 256u << 20;
 };
 
+// Preconditions of a write, edit, rename or delete (docs/PROTOCOL.md,
+// "ETags and preconditions"). One that does not hold is precondition_failed
+// (412) and nothing changes.
+struct Preconditions {
+  // The target must be a regular file with this ETag (from Stat or
+  // ReadFileWithEtag), or exist at all for "*".
+  std::optional<std::string> if_match;
+  // The target must not exist (create only). Rename: applies to the `to`.
+  bool if_none_match = false;
+};
+
+// A file's bytes with the ETag of exactly those bytes (absent where the
+// daemon has none, e.g. on procfs).
+struct TaggedContent {
+  std::string data;
+  std::optional<std::string> etag;
+};
+
 struct WriteOptions {
   std::optional<uint32_t> mode;  // exactly this mode (e.g. 0755); absent: 0644 / kept
   bool parents = false;          // create missing directories
   std::optional<std::string> user;
   std::optional<std::string> group;
+  // A guarded write is never retried blindly: its own first attempt would
+  // have changed the tag it checks.
+  Preconditions guard;
 };
 
 // Receives a file's bytes as they arrive; a non-ok Status stops the read.
