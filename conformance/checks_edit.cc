@@ -6,7 +6,7 @@
 namespace agentd::conformance {
 namespace {
 
-std::string Read(CheckContext& ctx, const std::string& path) {
+std::string ReadWhole(CheckContext& ctx, const std::string& path) {
   return ExpectOk(ctx.client().ReadFile(path), "reading " + path);
 }
 
@@ -32,7 +32,7 @@ void StaleTagIsRefusedAndTheFileKept(CheckContext& ctx) {
   Status stale = ExpectErrorStatus(ctx.client().WriteFile(path, "three\n", guarded),
                                    ErrorCode::kPreconditionFailed, "a write with the stale tag");
   Expect(stale.http_status() == 412, "precondition_failed is HTTP 412");
-  Expect(Read(ctx, path) == "two\n", "the refused write changed nothing");
+  Expect(ReadWhole(ctx, path) == "two\n", "the refused write changed nothing");
 
   client::WriteOptions create_only;
   create_only.guard.if_none_match = true;
@@ -40,7 +40,7 @@ void StaleTagIsRefusedAndTheFileKept(CheckContext& ctx) {
               "If-None-Match: * on an existing file");
   ExpectError(ctx.client().Remove(path, false, read.etag), ErrorCode::kPreconditionFailed,
               "a delete with the stale tag");
-  Expect(Read(ctx, path) == "two\n", "the refused delete changed nothing");
+  Expect(ReadWhole(ctx, path) == "two\n", "the refused delete changed nothing");
   ExpectOk(ctx.client().Remove(path, false, written.etag), "a delete with the current tag");
 }
 
@@ -57,7 +57,7 @@ void EditLandsWholeOrNotAtAll(CheckContext& ctx) {
   Expect(mismatch.http_status() == 409, "edit_mismatch is HTTP 409");
   Expect(DetailInt(mismatch, "edit") == 1 && DetailInt(mismatch, "found") == 2,
          "the mismatch names the edit (1) and the count found (2): " + mismatch.ToString());
-  Expect(Read(ctx, path) == original, "a refused edit leaves the file as it was, first edit too");
+  Expect(ReadWhole(ctx, path) == original, "a refused edit leaves the file as it was, first edit too");
 
   EditRequest good;
   good.path = path;
@@ -66,7 +66,7 @@ void EditLandsWholeOrNotAtAll(CheckContext& ctx) {
   good.if_match = ExpectOk(ctx.client().Stat(path), "stat").etag;
   EditResponse r = ExpectOk(ctx.client().Edit(good), "an edit with its precondition");
   std::string want = "def f():\n    return 2\n\nprint(f() + 1)\nx = 2\nx = 2\n";
-  Expect(Read(ctx, path) == want, "every edit landed");
+  Expect(ReadWhole(ctx, path) == want, "every edit landed");
   Expect(r.size == want.size(), "the answer's size is the new content's");
   Expect(ExpectOk(ctx.client().Stat(path), "stat").etag == r.etag,
          "the answer's tag is the new content's");
