@@ -115,7 +115,7 @@ asio::awaitable<ToolOutput> EditFileTool(ToolContext& ctx, const json::Object& a
   }
   if (req.edits.empty() && req.line_edits.empty())
     co_return ErrorOutput(Status::InvalidRequest("give at least one of edits and line_edits"));
-  Result<EditResponse> r = co_await ctx.client.EditFile(std::move(req));
+  Result<EditResponse> r = co_await ctx.client.Edit(std::move(req));
   if (!r.ok()) co_return ErrorOutput(r.status());
   ToolOutput out;
   out.structured = std::move(EncodeEditResponse(*r).as_object());

@@ -198,10 +198,6 @@ asio::awaitable<Result<std::string>> AsyncClient::Realpath(std::string path) {
   co_return co_await RealpathCall(*transport_, std::move(path));
 }
 
-asio::awaitable<Result<EditResponse>> AsyncClient::EditFile(EditRequest request) {
-  co_return co_await EditFileCall(*transport_, std::move(request));
-}
-
 asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std::string remote,
                                                           TarCompression compression) {
   co_return co_await UploadTree(*transport_, std::move(local), std::move(remote), compression);

@@ -154,16 +154,4 @@ asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path
   co_return std::move(r->path);
 }
 
-asio::awaitable<Result<EditResponse>> EditFileCall(Transport& t, EditRequest request) {
-  HttpRequest req;
-  req.method = "POST";
-  req.target = "/v1/fs/edit";
-  req.body = json::Serialize(EncodeEditRequest(request));
-  req.content_type = "application/json";
-  // Not retried: a repeat after the first one landed finds the old text
-  // gone and answers edit_mismatch, hiding the success.
-  req.idempotent = false;
-  co_return DecodeAnswer<EditResponse>(co_await t.Call(req), &DecodeEditResponse);
-}
-
 }  // namespace agentd::client

@@ -26,6 +26,5 @@ asio::awaitable<Result<DeleteResponse>> RemoveCall(Transport& t, std::string pat
                                                    std::optional<std::string> if_match);
 asio::awaitable<Result<EditResponse>> EditCall(Transport& t, EditRequest request);
 asio::awaitable<Result<std::string>> RealpathCall(Transport& t, std::string path);
-asio::awaitable<Result<EditResponse>> EditFileCall(Transport& t, EditRequest request);
 
 }  // namespace agentd::client

@@ -160,13 +160,6 @@ class AsyncClient {
   // names the edit, the count found and its lines). Never retried.
   asio::awaitable<Result<EditResponse>> Edit(EditRequest request);
   asio::awaitable<Result<std::string>> Realpath(std::string path);
-  // POST /v1/fs/edit: exact replacements (`old` found exactly `count`
-  // times, else 409 edit_mismatch with the count found and their lines)
-  // and line-range replacements, all applied by one atomic replace or none;
-  // if_match guards it with an ETag. Answers the new ETag, size and a
-  // unified diff. Not retried (a repeat would see its own edit as a
-  // mismatch).
-  asio::awaitable<Result<EditResponse>> EditFile(EditRequest request);
   // GET /v1/fs/search: the lines matching `pattern` below `path` (or in the
   // file `path`), then the summary naming the bound that cut it, if any.
   // Retried until the stream starts; a stream that ends without its

@@ -119,9 +119,6 @@ class Client {
   }
   Result<EditResponse> Edit(EditRequest request) { return Wait(async_.Edit(std::move(request))); }
   Result<std::string> Realpath(std::string path) { return Wait(async_.Realpath(std::move(path))); }
-  Result<EditResponse> EditFile(EditRequest request) {
-    return Wait(async_.EditFile(std::move(request)));
-  }
   Result<SearchResult> Search(std::string path, std::string pattern, SearchOptions options = {}) {
     return Wait(async_.Search(std::move(path), std::move(pattern), std::move(options)));
   }
