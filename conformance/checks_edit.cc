@@ -57,7 +57,8 @@ void EditLandsWholeOrNotAtAll(CheckContext& ctx) {
   Expect(mismatch.http_status() == 409, "edit_mismatch is HTTP 409");
   Expect(DetailInt(mismatch, "edit") == 1 && DetailInt(mismatch, "found") == 2,
          "the mismatch names the edit (1) and the count found (2): " + mismatch.ToString());
-  Expect(ReadWhole(ctx, path) == original, "a refused edit leaves the file as it was, first edit too");
+  Expect(ReadWhole(ctx, path) == original,
+         "a refused edit leaves the file as it was, first edit too");
 
   EditRequest good;
   good.path = path;
