@@ -1,44 +1,16 @@
 """POST /v1/fs/edit: exact and line edits applied together or not at all,
 edit_mismatch naming the edit, preconditions, and an edit racing a write."""
 
-import hashlib
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
-from lib.agentd_test import DaemonTestCase, error_code
+from lib.agentd_test import error_code
 from lib.fs_helpers import url
+from lib.scratch_case import ScratchDirTestCase, tag_of
 
 
-def tag_of(data):
-    return '"sha256:' + hashlib.sha256(data).hexdigest() + '"'
-
-
-class EditTestCase(DaemonTestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="agentd-edit-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, rel):
-        return os.path.join(self.dir, rel)
-
-    def put_file(self, rel, data, mode=0o644):
-        with open(self.path(rel), "wb") as f:
-            f.write(data)
-        os.chmod(self.path(rel), mode)
-        return self.path(rel)
-
-    def read(self, rel):
-        with open(self.path(rel), "rb") as f:
-            return f.read()
-
-    def leftovers(self):
-        return [n for n in os.listdir(self.dir) if n.startswith(".agentd-tmp-")]
-
+class EditTestCase(ScratchDirTestCase):
     def edit(self, body, headers=None):
         s, h, b = self.daemon.request("POST", "/v1/fs/edit", body, headers=headers)
         return s, h, json.loads(b)

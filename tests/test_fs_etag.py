@@ -1,42 +1,15 @@
 """ETags on file reads and stat; If-Match / If-None-Match on PUT, DELETE and rename."""
 
-import hashlib
 import json
 import os
-import shutil
-import tempfile
 import unittest
 
-from lib.agentd_test import DaemonTestCase, error_code
+from lib.agentd_test import error_code
 from lib.fs_helpers import url
+from lib.scratch_case import ScratchDirTestCase, tag_of
 
 
-def tag_of(data):
-    return '"sha256:' + hashlib.sha256(data).hexdigest() + '"'
-
-
-class EtagTestCase(DaemonTestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="agentd-etag-")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, rel):
-        return os.path.join(self.dir, rel)
-
-    def put_file(self, rel, data):
-        with open(self.path(rel), "wb") as f:
-            f.write(data)
-        return self.path(rel)
-
-    def read(self, rel):
-        with open(self.path(rel), "rb") as f:
-            return f.read()
-
-    def leftovers(self):
-        return [n for n in os.listdir(self.dir) if n.startswith(".agentd-tmp-")]
-
+class EtagTestCase(ScratchDirTestCase):
     def put(self, p, data, headers=None):
         s, h, b = self.daemon.request("PUT", url("/v1/fs/file", path=p), data, headers=headers)
         return s, h, json.loads(b)

@@ -3,7 +3,6 @@ real daemon: tags on read and stat, guarded writes, removes and renames
 raising PreconditionFailed with the current tag and changing nothing."""
 
 import asyncio
-import hashlib
 import os
 import shutil
 import tempfile
@@ -11,13 +10,10 @@ import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib.agentd_test import Daemon
+from lib.scratch_case import tag_of
 
 import agentd_client as ac
 from agentd_client.aio import AsyncClient
-
-
-def tag_of(data):
-    return '"sha256:' + hashlib.sha256(data).hexdigest() + '"'
 
 
 class PyClientEtagTest(unittest.TestCase):
