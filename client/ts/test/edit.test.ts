@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { AgentdError, Client } from "../src/index.js";
-import { Daemon } from "./helpers.js";
+import { Client } from "../src/index.js";
+import { Daemon, rejection } from "./helpers.js";
 
 let daemon: Daemon;
 let c: Client;
@@ -25,16 +25,6 @@ after(async () => {
   rmSync(base, { recursive: true, force: true });
 });
 
-async function failure(p: Promise<unknown>): Promise<AgentdError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentdError, String(e));
-    return e;
-  }
-  assert.fail("expected an AgentdError");
-}
-
 test("a read's etag guards a write: the stale tag is refused and the file kept", async () => {
   const path = join(base, "guarded.txt");
   writeFileSync(path, "one\n");
@@ -45,13 +35,13 @@ test("a read's etag guards a write: the stale tag is refused and the file kept",
 
   const written = await c.writeFile(path, "two\n", { ifMatch: read.etag! });
   assert.notEqual(written.etag, read.etag);
-  const stale = await failure(c.writeFile(path, "three\n", { ifMatch: read.etag! }));
+  const stale = await rejection(c.writeFile(path, "three\n", { ifMatch: read.etag! }));
   assert.equal(stale.code, "precondition_failed");
   assert.equal(stale.status, 412);
   assert.equal(stale.details.etag, written.etag);
   assert.equal(readFileSync(path, "utf8"), "two\n");
 
-  const exists = await failure(c.writeFile(path, "four\n", { ifNoneMatch: true }));
+  const exists = await rejection(c.writeFile(path, "four\n", { ifNoneMatch: true }));
   assert.equal(exists.code, "precondition_failed");
   await c.writeFile(join(base, "created.txt"), "new\n", { ifNoneMatch: true });
   assert.equal(readFileSync(join(base, "created.txt"), "utf8"), "new\n");
@@ -62,12 +52,12 @@ test("remove and rename honour ifMatch and ifNoneMatch", async () => {
   writeFileSync(path, "v1\n");
   const tag = (await c.stat(path)).etag!;
   writeFileSync(path, "v2\n");
-  assert.equal((await failure(c.remove(path, false, { ifMatch: tag }))).code, "precondition_failed");
+  assert.equal((await rejection(c.remove(path, false, { ifMatch: tag }))).code, "precondition_failed");
   assert.equal(readFileSync(path, "utf8"), "v2\n");
 
   const other = join(base, "other.txt");
   writeFileSync(other, "x\n");
-  const refused = await failure(c.rename(path, other, undefined, { ifNoneMatch: true }));
+  const refused = await rejection(c.rename(path, other, undefined, { ifNoneMatch: true }));
   assert.equal(refused.code, "precondition_failed");
   assert.equal(readFileSync(other, "utf8"), "x\n");
 
@@ -91,7 +81,7 @@ test("edit applies text and line edits together and answers the new tag and a di
 test("an edit whose text is not found exactly count times changes nothing and says why", async () => {
   const path = join(base, "twice.txt");
   writeFileSync(path, "a\nx\nb\nx\n");
-  const e = await failure(c.edit(path, [{ old: "x", new: "y" }, { old: "a", new: "A" }]));
+  const e = await rejection(c.edit(path, [{ old: "x", new: "y" }, { old: "a", new: "A" }]));
   assert.equal(e.code, "edit_mismatch");
   assert.equal(e.status, 409);
   assert.equal(e.details.found, 2);
@@ -99,7 +89,7 @@ test("an edit whose text is not found exactly count times changes nothing and sa
 
   const ok = await c.edit(path, [{ old: "x", new: "y", count: 2 }]);
   assert.equal(readFileSync(path, "utf8"), "a\ny\nb\ny\n");
-  const stale = await failure(c.edit(path, [{ old: "a", new: "A" }], { ifMatch: `"sha256:${"0".repeat(64)}"` }));
+  const stale = await rejection(c.edit(path, [{ old: "a", new: "A" }], { ifMatch: `"sha256:${"0".repeat(64)}"` }));
   assert.equal(stale.code, "precondition_failed");
   assert.equal(stale.details.etag, ok.etag);
 });

@@ -13,9 +13,9 @@ import { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 
-import { AgentdError, Client } from "../src/index.js";
+import { Client } from "../src/index.js";
 import { BLOCK, encodeHeader } from "../src/tar.js";
-import { Daemon, StallingProxy, TOKEN } from "./helpers.js";
+import { Daemon, rejection, StallingProxy, TOKEN } from "./helpers.js";
 
 let daemon: Daemon;
 let c: Client;
@@ -31,16 +31,6 @@ after(async () => {
   await daemon.stop();
   rmSync(base, { recursive: true, force: true });
 });
-
-async function code(p: Promise<unknown>): Promise<AgentdError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof AgentdError, String(e));
-    return e;
-  }
-  assert.fail("expected an AgentdError");
-}
 
 function fresh(name: string): string {
   const d = join(base, name);
@@ -59,8 +49,8 @@ describe("files", () => {
     assert.equal((await c.readFile(p, { startLine: 3, endLine: 99 })).toString(), "three\nfour");
     assert.equal((await c.readFile(p, { startLine: 9 })).length, 0);
     assert.equal((await c.readFile(p, { range: { first: 4, last: 6 } })).toString(), "two");
-    assert.equal((await code(c.readFile(p, { startLine: 3, endLine: 2 }))).code, "invalid_range");
-    const e = await code(c.readFile(p, { range: { first: 100 } }));
+    assert.equal((await rejection(c.readFile(p, { startLine: 3, endLine: 2 }))).code, "invalid_range");
+    const e = await rejection(c.readFile(p, { range: { first: 100 } }));
     assert.deepEqual([e.code, e.status, e.details.size], ["range_not_satisfiable", 416, 19]);
   });
 
@@ -95,7 +85,7 @@ describe("files", () => {
     try {
       const big = Buffer.alloc(16 << 20, 120);
       for (const body of [big, Readable.from([big.subarray(0, 8 << 20), big.subarray(8 << 20)])]) {
-        const e = await code(stranger.writeFile(p, body));
+        const e = await rejection(stranger.writeFile(p, body));
         assert.deepEqual([e.code, e.status], ["unauthorized", 401]);
       }
     } finally {
@@ -108,7 +98,7 @@ describe("files", () => {
     const root = fresh("meta");
     const d = join(root, "d", "e");
     assert.deepEqual([(await c.mkdir(d, { mode: 0o750, parents: true })).mode], ["0750"]);
-    assert.equal((await code(c.mkdir(d))).code, "already_exists");
+    assert.equal((await rejection(c.mkdir(d))).code, "already_exists");
     await c.writeFile(join(d, "f"), "12345");
     symlinkSync("f", join(d, "link"));
     assert.equal((await c.stat(join(d, "link"))).target, "f");
@@ -116,11 +106,11 @@ describe("files", () => {
     assert.deepEqual((await c.listDir(d)).map((e) => e.path), [join(d, "f"), join(d, "link")]);
     assert.equal(await c.realpath(join(d, "link")), join(d, "f"));
     assert.equal((await c.rename(join(d, "f"), join(d, "g"))).path, join(d, "g"));
-    assert.equal((await code(c.remove(join(root, "d")))).code, "directory_not_empty");
+    assert.equal((await rejection(c.remove(join(root, "d")))).code, "directory_not_empty");
     assert.equal(await c.remove(join(root, "d"), true), 4);
-    const nf = await code(c.readFile(join(root, "missing")));
+    const nf = await rejection(c.readFile(join(root, "missing")));
     assert.deepEqual([nf.code, nf.status, nf.details.path], ["not_found", 404, join(root, "missing")]);
-    assert.equal((await code(c.stat("relative"))).code, "invalid_request");
+    assert.equal((await rejection(c.stat("relative"))).code, "invalid_request");
   });
 });
 
@@ -208,7 +198,7 @@ describe("trees", () => {
     const remote = join(base, "upfail-remote");
     try {
       const upload = pc.uploadDir(src, remote, { parents: true });
-      const failed = code(upload);
+      const failed = rejection(upload);
       await proxy.stalled;
       truncateSync(big, 10);
       proxy.resume();
@@ -268,7 +258,7 @@ describe("hostile archives from a fake daemon", () => {
     dest = join(outsideBase, "dest");
     mkdirSync(dest);
     body = archive;
-    const e = await code(fake.downloadDir("/x", dest));
+    const e = await rejection(fake.downloadDir("/x", dest));
     assert.equal(e.code, want, e.message);
     if (reason) assert.match(String(e.details.reason), reason);
     assert.deepEqual(readdirSync(outsideBase), ["dest"]);

@@ -1,5 +1,6 @@
 // Test support: the real agentd binary ($AGENTD_BIN) on an ephemeral port
 // with a private state directory, and a TCP proxy that cuts connections.
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import * as net from "node:net";
@@ -7,9 +8,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-import { Client } from "../src/index.js";
+import { AgentdError, Client } from "../src/index.js";
 
 export const TOKEN = "test-token";
+
+/** The AgentdError `p` rejects with; fails the test when it resolves or throws anything else. */
+export async function rejection(p: Promise<unknown>): Promise<AgentdError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof AgentdError, String(e));
+    return e;
+  }
+  assert.fail("expected an AgentdError");
+}
 
 export class Daemon {
   readonly dir: string;
