@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "proc/child_env.h"
 #include "proc/spawn.h"
@@ -17,55 +19,61 @@ std::string PathOf(const std::vector<std::string>& env) {
   return path;
 }
 
-}  // namespace
-
-std::string FindInPath(const std::string& program, const std::string& path_list) {
+// `program` in each directory of `path_list`, in order (an empty entry is
+// the current directory, as for execvp).
+std::vector<std::string> PathCandidates(const std::string& program, const std::string& path_list) {
+  std::vector<std::string> out;
   size_t start = 0;
   for (;;) {
     size_t end = path_list.find(':', start);
     std::string dir = path_list.substr(start, end == std::string::npos ? end : end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
-    struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    if (end == std::string::npos) return "";
+    out.push_back((dir.empty() ? std::string(".") : dir) + "/" + program);
+    if (end == std::string::npos) return out;
     start = end + 1;
   }
+}
+
+bool IsExecutableFile(const std::string& path, const struct stat& st) {
+  return S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+std::string FindInPath(const std::string& program, const std::string& path_list) {
+  for (const std::string& candidate : PathCandidates(program, path_list)) {
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && IsExecutableFile(candidate, st)) return candidate;
+  }
+  return "";
 }
 
 RuntimeCheck CheckRuntimeInPath(Runtime r, const std::string& path_list) {
   RuntimeCheck out;
   out.runtime = r;
   std::string program(RuntimeProgram(r));
-  if (!FindInPath(program, path_list).empty()) return out;
-  // Absent as an executable: name the first entry that is there but unusable.
-  size_t start = 0;
-  for (;;) {
-    size_t end = path_list.find(':', start);
-    std::string dir = path_list.substr(start, end == std::string::npos ? end : end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
+  // One walk: the first executable entry makes the runtime available;
+  // otherwise the first entry that is there but unusable is named.
+  std::string unusable;
+  for (const std::string& candidate : PathCandidates(program, path_list)) {
     struct stat st;
-    if (::stat(candidate.c_str(), &st) == 0) {
-      out.code = "not_executable";
-      if (!S_ISREG(st.st_mode)) {
-        out.reason = candidate + " is not a regular file";
-      } else {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        out.reason = candidate + " is not executable (mode " + mode + ")";
-      }
-      out.reason += " and no other PATH directory has " + program + " (" + path_list + ")";
-      return out;
+    if (::stat(candidate.c_str(), &st) != 0) continue;
+    if (IsExecutableFile(candidate, st)) return out;
+    if (!unusable.empty()) continue;
+    if (!S_ISREG(st.st_mode)) {
+      unusable = candidate + " is not a regular file";
+    } else {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      unusable = candidate + " is not executable (mode " + mode + ")";
     }
-    if (end == std::string::npos) break;
-    start = end + 1;
   }
-  out.code = "interpreter_not_found";
-  out.reason = program + " is not on PATH (" + path_list + ")";
+  if (!unusable.empty()) {
+    out.code = "not_executable";
+    out.reason = unusable + " and no other PATH directory has " + program + " (" + path_list + ")";
+  } else {
+    out.code = "interpreter_not_found";
+    out.reason = program + " is not on PATH (" + path_list + ")";
+  }
   return out;
 }
 
