@@ -97,29 +97,13 @@ class EditPreconditionTest(EditTestCase):
                             headers={"If-Match": tag_of(b"v1\n")})
         self.assertEqual((s, self.read("f")), (200, b"v2\n"))
 
-    def start_put(self, p, data, headers):
-        conn = self.daemon.connection()
-        conn.putrequest("PUT", url("/v1/fs/file", path=p))
-        for k, v in self.daemon.headers(extra=dict(headers, **{"Content-Length": str(len(data))})).items():
-            conn.putheader(k, v)
-        conn.endheaders()
-        conn.send(data[:-1])
-        return conn
-
-    def finish_put(self, conn, data):
-        conn.send(data[-1:])
-        resp = conn.getresponse()
-        body = json.loads(resp.read())
-        conn.close()
-        return resp.status, body
-
     def test_a_write_racing_an_edit_of_the_same_version_loses_with_412(self):
         p = self.put_file("f", b"base\n")
         base = tag_of(b"base\n")
         pending = self.start_put(p, b"whole new file\n", {"If-Match": base})
         s, _, b = self.edit({"path": p, "edits": [{"old": "base", "new": "edited"}], "if_match": base})
         self.assertEqual(s, 200, b)
-        s, b = self.finish_put(pending, b"whole new file\n")
+        s, _, b = self.finish_put(pending, b"whole new file\n")
         self.assertEqual((s, error_code(b), b["error"]["etag"]), (412, "precondition_failed", tag_of(b"edited\n")))
         self.assertEqual((self.read("f"), self.leftovers()), (b"edited\n", []))
 

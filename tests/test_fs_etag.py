@@ -104,24 +104,6 @@ class WritePreconditionTest(EtagTestCase):
         s, _, b = self.put(self.path("f"), b"x", {"If-None-Match": tag_of(b"x")})
         self.assertEqual((s, b["error"]["field"]), (400, "If-None-Match"))
 
-    def start_put(self, p, data, headers):
-        """Sends the head and all but the last byte: the daemon has checked
-        the precondition once and waits for the rest of the body."""
-        conn = self.daemon.connection()
-        conn.putrequest("PUT", url("/v1/fs/file", path=p))
-        for k, v in self.daemon.headers(extra=dict(headers, **{"Content-Length": str(len(data))})).items():
-            conn.putheader(k, v)
-        conn.endheaders()
-        conn.send(data[:-1])
-        return conn
-
-    def finish_put(self, conn, data):
-        conn.send(data[-1:])
-        resp = conn.getresponse()
-        body = json.loads(resp.read())
-        conn.close()
-        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
-
     def test_of_two_writes_holding_the_same_tag_the_second_to_finish_loses(self):
         p = self.put_file("f", b"base")
         base = {"If-Match": tag_of(b"base")}

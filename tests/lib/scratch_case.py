@@ -2,11 +2,13 @@
 back on disk, beside the daemon's answers about them."""
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 
 from lib.agentd_test import DaemonTestCase
+from lib.fs_helpers import url
 
 
 def tag_of(data):
@@ -38,3 +40,21 @@ class ScratchDirTestCase(DaemonTestCase):
     def leftovers(self):
         """The daemon's temporaries left in the scratch directory."""
         return [n for n in os.listdir(self.dir) if n.startswith(".agentd-tmp-")]
+
+    def start_put(self, p, data, headers):
+        """Sends the head and all but the last byte: the daemon has checked
+        the precondition once and waits for the rest of the body."""
+        conn = self.daemon.connection()
+        conn.putrequest("PUT", url("/v1/fs/file", path=p))
+        for k, v in self.daemon.headers(extra=dict(headers, **{"Content-Length": str(len(data))})).items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        conn.send(data[:-1])
+        return conn
+
+    def finish_put(self, conn, data):
+        conn.send(data[-1:])
+        resp = conn.getresponse()
+        body = json.loads(resp.read())
+        conn.close()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
