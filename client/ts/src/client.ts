@@ -10,7 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 
 import { AgentdError, invalidRequest, isRetryable, transportError } from "./errors.js";
 import { applyEvent } from "./events.js";
-import { SearchCalls } from "./search.js";
+import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import type {
@@ -63,7 +63,7 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
-export class Client extends SearchCalls {
+export class Client extends ReactiveCalls {
   // -- health and bootstrap ------------------------------------------------
 
   /** GET /v1/health (no token needed). */
@@ -112,15 +112,17 @@ export class Client extends SearchCalls {
     return this.json("PUT", `/v1/execs/${q(checkId(id))}`, Client.startBody(request), true);
   }
 
-  /** GET /v1/execs/{id}: the exec object and output past the cursors (long poll with waitMs). */
-  async pollExec(id: string, o: PollOptions = {}): Promise<PollResult> {
+  private static pollQuery(o: PollOptions): string {
     const params: string[] = [];
     if (o.stdoutFrom !== undefined) params.push(`stdout_from=${o.stdoutFrom}`);
     if (o.stderrFrom !== undefined) params.push(`stderr_from=${o.stderrFrom}`);
     if (o.maxBytes !== undefined) params.push(`max_bytes=${o.maxBytes}`);
     if (o.waitMs) params.push(`wait_ms=${o.waitMs}`);
-    const path = `/v1/execs/${q(checkId(id))}${params.length ? "?" + params.join("&") : ""}`;
-    const doc = await this.json<Record<string, unknown>>("GET", path, undefined, true, o.waitMs ?? 0);
+    if (o.untilExit) params.push("until=exit");
+    return params.length ? "?" + params.join("&") : "";
+  }
+
+  private static pollResult(doc: Record<string, unknown>): PollResult {
     const { stdout, stderr, ...exec } = doc;
     const chunk = (c: unknown): OutputChunk | undefined => {
       if (!c) return undefined;
@@ -128,6 +130,24 @@ export class Client extends SearchCalls {
       return { from: x.from, next: x.next, data: Buffer.from(x.data_b64, "base64"), ...(x.gap ? { gap: x.gap } : {}) };
     };
     return { exec: exec as unknown as ExecInfo, stdout: chunk(stdout), stderr: chunk(stderr) };
+  }
+
+  /** GET /v1/execs/{id}: the exec object and output past the cursors (long poll with waitMs). */
+  async pollExec(id: string, o: PollOptions = {}): Promise<PollResult> {
+    const path = `/v1/execs/${q(checkId(id))}${Client.pollQuery(o)}`;
+    return Client.pollResult(await this.json<Record<string, unknown>>("GET", path, undefined, true, o.waitMs ?? 0));
+  }
+
+  /**
+   * PUT /v1/execs/{id} with Poll's query ("Start and wait"): starts like
+   * startExec (retry-safe by id), answers like pollExec once started. A
+   * short command's exit and whole output in one round trip:
+   * `{ stdoutFrom: 0, stderrFrom: 0, waitMs: 30000, untilExit: true }`.
+   */
+  async startExecAndWait(id: string, request: ExecRequest, o: PollOptions): Promise<PollResult> {
+    const path = `/v1/execs/${q(checkId(id))}${Client.pollQuery(o)}`;
+    return Client.pollResult(
+      await this.json<Record<string, unknown>>("PUT", path, Client.startBody(request), true, o.waitMs ?? 0));
   }
 
   /** Long polls until the exec exited; deadline_exceeded after `timeoutMs`. */

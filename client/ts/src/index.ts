@@ -12,6 +12,7 @@ export type {
 export { AgentdError, isRetryable } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";
 export type { ExtractOptions } from "./extract.js";
+export type { Forward, ForwardOptions, FsWatchEvent, GuestPort, Tunnel, WatchOptions } from "./reactive.js";
 export type { GlobResult, SearchMatch, SearchOptions, SearchResult, SearchSummary, WalkOptions } from "./search.js";
 export type { ClientOptions } from "./transport.js";
 export type * from "./types.js";

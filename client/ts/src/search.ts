@@ -7,6 +7,10 @@ import { bodyChunks } from "./transport.js";
 import type { FileStat } from "./types.js";
 
 const q = encodeURIComponent;
+/** One NDJSON line: a match and its context lines, each cut at max_bytes_per_line (at most 1 MiB). */
+const MAX_LINE = 64 << 20;
+/** The whole answer: max_bytes of match lines (default 16 MiB), JSON-escaped, plus context. */
+const answerLimit = (maxBytes = 16 << 20) => 8 * maxBytes + (64 << 20);
 
 /** What search and glob share; absent values take the daemon's defaults. */
 export interface WalkOptions {
@@ -96,7 +100,11 @@ export class SearchCalls extends FileCalls {
     let summary: SearchSummary | undefined;
     let pending: Buffer = Buffer.alloc(0);
     try {
+      let total = 0;
+      const limit = answerLimit(o.maxBytes);
       for await (const chunk of bodyChunks(res)) {
+        total += chunk.length;
+        if (total > limit) throw protocolError(`the search answer is larger than ${limit} bytes`, { limit });
         pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         let start = 0;
         for (let nl = pending.indexOf(10, start); nl >= 0; nl = pending.indexOf(10, start)) {
@@ -115,6 +123,7 @@ export class SearchCalls extends FileCalls {
           }
         }
         pending = pending.subarray(start);
+        if (pending.length > MAX_LINE) throw protocolError(`a search line is longer than ${MAX_LINE} bytes`, { limit: MAX_LINE });
       }
     } finally {
       res.destroy();

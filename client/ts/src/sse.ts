@@ -15,6 +15,8 @@ export class SseDecoder {
   private event = "";
   private data: string[] = [];
   private id: string | null = null;
+  /** Bytes of the event being gathered: bounded like a line, however many lines carry it. */
+  private size = 0;
 
   feed(chunk: Buffer): SseEvent[] {
     this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
@@ -35,9 +37,12 @@ export class SseDecoder {
         this.event = "";
         this.data = [];
         this.id = null;
+        this.size = 0;
         continue;
       }
       if (line.startsWith(":")) continue; // keepalive
+      this.size += line.length;
+      if (this.size > MAX_LINE) throw protocolError("event stream event too long", { limit: MAX_LINE });
       const colon = line.indexOf(":");
       const name = colon < 0 ? line : line.slice(0, colon);
       let value = colon < 0 ? "" : line.slice(colon + 1);

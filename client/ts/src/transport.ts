@@ -8,6 +8,7 @@
 //    method, target and body, with jittered exponential backoff;
 //  - a request with a streamed body is never retried once sent.
 import * as http from "node:http";
+import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -164,13 +165,94 @@ export class Transport {
     }
   }
 
-  private attempt(req: Request): Promise<http.IncomingMessage> {
+  private baseHeaders(): Record<string, string> {
     const e = this.endpoint;
-    const headers: Record<string, string> = {
+    return {
       Host: e.kind === "tcp" ? `${e.host.includes(":") ? `[${e.host}]` : e.host}:${e.port}` : "localhost",
       "User-Agent": "agentd-client-ts/1",
       ...(this.token ? { Authorization: `Bearer ${this.token}` } : {}),
     };
+  }
+
+  private target(): http.RequestOptions {
+    const e = this.endpoint;
+    return e.kind === "unix" ? { socketPath: e.socketPath } : { host: e.host, port: e.port };
+  }
+
+  /**
+   * GET `path` with `Upgrade: tcp` on a connection of its own: the raw
+   * socket once the daemon answered 101 (bytes it relayed behind the head
+   * are read first), else the daemon's error. Retried only while nothing
+   * was sent: a refusal (502 port_unreachable) is the answer.
+   */
+  async upgrade(path: string): Promise<Socket> {
+    let last: AgentdError | undefined;
+    for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
+      if (attempt > 1) await sleep(this.backoff(attempt - 1));
+      try {
+        return await this.upgradeOnce(path);
+      } catch (e) {
+        if (!(e instanceof Failed)) throw e;
+        last = e.error;
+        if (e.sent) throw e.error;
+      }
+    }
+    throw last ?? transportError("no attempt was made");
+  }
+
+  private upgradeOnce(path: string): Promise<Socket> {
+    const e = this.endpoint;
+    return new Promise((resolve, reject) => {
+      let sent = false;
+      let settled = false;
+      const fail = (error: AgentdError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(new Failed(error, sent));
+      };
+      const r = http.request({
+        agent: false, method: "GET", path, ...this.target(),
+        headers: { ...this.baseHeaders(), Connection: "Upgrade", Upgrade: "tcp" },
+      });
+      const timer = setTimeout(() => {
+        fail(deadlineExceeded(`no answer to the tunnel request from ${e.url} within the deadline`));
+        r.destroy();
+      }, this.opts.connectTimeoutMs + this.opts.requestTimeoutMs);
+      r.on("socket", (sock) => {
+        if ((sock as { connecting?: boolean }).connecting) sock.once("connect", () => (sent = true));
+        else sent = true;
+      });
+      r.on("error", (err: NodeJS.ErrnoException) => {
+        fail(transportError(`${sent ? "connection to" : "cannot connect to"} ${e.url}: ${err.code ?? err.message}`));
+      });
+      r.on("upgrade", (_res, socket: Socket, head: Buffer) => {
+        if (settled) {
+          socket.destroy();
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        socket.allowHalfOpen = true; // the guest's end of output leaves our sending side open
+        if (head.length) socket.unshift(head);
+        resolve(socket);
+      });
+      r.on("response", (res) => {
+        const status = res.statusCode ?? 0;
+        readAll(res, MAX_ERROR_BODY).then(
+          (body) => fail(status >= 200 && status < 300
+            ? protocolError(`the daemon answered ${status} instead of 101 Switching Protocols`, { http_status: status })
+            : errorFromBody(status, body)),
+          () => fail(protocolError(`the daemon answered ${status} instead of 101 Switching Protocols`,
+            { http_status: status })));
+      });
+      r.end();
+    });
+  }
+
+  private attempt(req: Request): Promise<http.IncomingMessage> {
+    const e = this.endpoint;
+    const headers = this.baseHeaders();
     const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
     if (Buffer.isBuffer(req.body)) headers["Content-Length"] = String(req.body.length);
     else if (!streamed && (req.method === "POST" || req.method === "PUT")) headers["Content-Length"] = "0";
@@ -195,7 +277,7 @@ export class Transport {
         method: req.method,
         path: req.path,
         headers,
-        ...(e.kind === "unix" ? { socketPath: e.socketPath } : { host: e.host, port: e.port }),
+        ...this.target(),
       });
       const connectTimer = setTimeout(() => {
         if (!sent) {

@@ -188,6 +188,8 @@ export interface PollOptions {
   stderrFrom?: number;
   maxBytes?: number;
   waitMs?: number;
+  /** With waitMs: new output alone does not end the wait, only the exit (or the time) does. */
+  untilExit?: boolean;
 }
 
 /** The next byte offset of each stream: persist with the exec id to reattach. */
