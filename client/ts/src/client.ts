@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { AgentdError, invalidRequest, isRetryable, transportError } from "./errors.js";
+import { AgentdError, invalidRequest, isRetryable, protocolError, transportError } from "./errors.js";
 import { applyEvent } from "./events.js";
 import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
@@ -66,9 +66,21 @@ export interface StreamOptions {
 export class Client extends ReactiveCalls {
   // -- health and bootstrap ------------------------------------------------
 
-  /** GET /v1/health (no token needed). */
-  health(): Promise<Health> {
-    return this.json("GET", "/v1/health", undefined, true);
+  /**
+   * GET /v1/health (no token needed). Answers whatever protocol the daemon
+   * speaks, and records it: the calls after refuse a daemon whose protocol
+   * major this client does not speak (protocol_error naming both).
+   */
+  async health(): Promise<Health> {
+    const a = await this.t.call({ method: "GET", path: "/v1/health", idempotent: true, negotiate: false });
+    let doc: Health;
+    try {
+      doc = JSON.parse(a.body.toString("utf8")) as Health;
+    } catch (e) {
+      throw protocolError(`the daemon's answer is not JSON: ${(e as Error).message}`);
+    }
+    this.t.noteHealth(doc);
+    return doc;
   }
 
   /** POST /v1/bootstrap; the same token replays (retry-safe). The client then uses `token`. */

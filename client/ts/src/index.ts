@@ -15,4 +15,5 @@ export type { ExtractOptions } from "./extract.js";
 export type { Forward, ForwardOptions, FsWatchEvent, GuestPort, Tunnel, WatchOptions } from "./reactive.js";
 export type { GlobResult, SearchMatch, SearchOptions, SearchResult, SearchSummary, WalkOptions } from "./search.js";
 export type { ClientOptions } from "./transport.js";
+export { PROTOCOL_MAJOR } from "./version.js";
 export type * from "./types.js";

@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import {
   AgentdError, deadlineExceeded, errorFromBody, invalidRequest, protocolError, transportError,
 } from "./errors.js";
+import { PROTOCOL_MAJOR, protocolMajor, protocolRefusal } from "./version.js";
 
 export interface ClientOptions {
   /** http://HOST:PORT or unix:/path/to/socket. Default http://127.0.0.1:7700. */
@@ -71,6 +72,10 @@ export interface Request {
   extraWaitMs?: number;
   /** Socket inactivity limit while the body is read (default the request timeout). */
   idleTimeoutMs?: number;
+  /** false: send without first checking the daemon's protocol (the check's own request, health). */
+  negotiate?: boolean;
+  /** Answer the response whatever its status (the caller reads the body). */
+  anyStatus?: boolean;
 }
 
 export interface Answer {
@@ -91,6 +96,10 @@ export class Transport {
   token: string | undefined;
   readonly opts: Required<Omit<ClientOptions, "token" | "url">>;
   private readonly agent: http.Agent;
+  /** Version negotiation: checked once per client; a refusal is kept (docs/PROTOCOL.md, "Compatibility"). */
+  private protocolOk = false;
+  private refusal: AgentdError | undefined;
+  private negotiating: Promise<void> | undefined;
 
   constructor(options: ClientOptions = {}) {
     this.endpoint = parseUrl(options.url ?? "http://127.0.0.1:7700");
@@ -119,8 +128,49 @@ export class Transport {
     this.agent.destroy();
   }
 
+  /**
+   * On first use: reads `protocol` from /v1/health and refuses a daemon
+   * whose protocol major this client does not speak (protocol_error naming
+   * both). A health the daemon cannot answer now (another status, such as
+   * a proxy's) leaves the check to the next call; a lost connection is the
+   * call's own failure.
+   */
+  async negotiate(): Promise<void> {
+    if (this.refusal) throw this.refusal;
+    if (this.protocolOk) return;
+    this.negotiating ??= this.readProtocol().finally(() => (this.negotiating = undefined));
+    await this.negotiating;
+  }
+
+  /** Records what a /v1/health document says (Client.health() passes its answer here). */
+  noteHealth(doc: unknown): void {
+    const refusal = protocolRefusal(doc, this.endpoint.url);
+    if (refusal) this.refusal = refusal;
+    else this.protocolOk = true;
+  }
+
+  private async readProtocol(): Promise<void> {
+    const res = await this.open({ method: "GET", path: "/v1/health", idempotent: true, negotiate: false, anyStatus: true });
+    const status = res.statusCode ?? 0;
+    const body = await readAll(res, MAX_ERROR_BODY);
+    if (status === 404) {
+      this.refusal = protocolError(`the daemon at ${this.endpoint.url} has no /v1/health: it does not speak ` +
+        `protocol ${PROTOCOL_MAJOR}, the only one this client speaks`, { http_status: status, client_protocol: PROTOCOL_MAJOR });
+    } else if (status === 200 || status === 503) { // 503: resetting or quarantined, with the whole health
+      let doc: unknown;
+      try {
+        doc = JSON.parse(body.toString("utf8"));
+      } catch {
+        doc = undefined;
+      }
+      if (status === 200 || protocolMajor(doc) !== undefined) this.noteHealth(doc);
+    }
+    if (this.refusal) throw this.refusal;
+  }
+
   /** Sends `req` (with retries) and answers the 2xx response, body unread. */
   async open(req: Request): Promise<http.IncomingMessage> {
+    if (req.negotiate !== false) await this.negotiate();
     const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
     let last: AgentdError | undefined;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
@@ -136,7 +186,7 @@ export class Transport {
         throw e.error;
       }
       const status = res.statusCode ?? 0;
-      if (status >= 200 && status < 300) return res;
+      if ((status >= 200 && status < 300) || req.anyStatus) return res;
       let body: Buffer = Buffer.alloc(0);
       try {
         body = await readAll(res, MAX_ERROR_BODY);
@@ -186,6 +236,7 @@ export class Transport {
    * was sent: a refusal (502 port_unreachable) is the answer.
    */
   async upgrade(path: string): Promise<Socket> {
+    await this.negotiate();
     let last: AgentdError | undefined;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(this.backoff(attempt - 1));

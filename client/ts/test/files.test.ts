@@ -236,7 +236,12 @@ describe("hostile archives from a fake daemon", () => {
   let outsideBase: string;
 
   before(async () => {
-    server = http.createServer((_req, res) => {
+    server = http.createServer((req, res) => {
+      if (req.url === "/v1/health") { // the client's version check on first use
+        res.writeHead(200, { "Content-Type": "application/json" });
+        res.end(JSON.stringify({ status: "ok", version: "0.1.0", protocol: 1 }));
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/x-tar" });
       if (cutHalf) {
         res.write(body.subarray(0, body.length >> 1), () => res.socket?.destroy());
