@@ -80,13 +80,13 @@ export class SandboxTools {
     switch (name) {
       case "execute_code": {
         const runtime = input.language === "python" ? "python" : "shell";
-        const r = await this.guest.runCode(runtime, String(input.code), { cwd: this.workdir, timeout_sec: 60 });
-        const changed = r.changed_files.map((f) => `${f.change} ${f.path}`).join("\n");
+        const r = await this.guest.runCode(runtime, String(input.code), { cwd: this.workdir, timeoutSec: 60 });
+        const changed = r.changedFiles.map((f) => `${f.change} ${f.path}`).join("\n");
         return [r.summary, r.stdout, r.stderr && `stderr:\n${r.stderr}`, changed && `changed:\n${changed}`]
           .filter(Boolean).join("\n");
       }
       case "shell": {
-        const r = await this.guest.run(String(input.command), { cwd: this.workdir, timeout_sec: 120,
+        const r = await this.guest.run(String(input.command), { cwd: this.workdir, timeoutSec: 120,
           maxStdoutBytes: MAX_ANSWER_CHARS, maxStderrBytes: MAX_ANSWER_CHARS });
         const why = r.timedOut ? " (timed out)" : r.signal ? ` (signal ${r.signal})` : "";
         return `exit ${r.exitCode}${why}\n${r.stdout.toString()}${r.stderr.length ? `stderr:\n${r.stderr}` : ""}`;

@@ -13,8 +13,12 @@ import { applyEvent } from "./events.js";
 import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
+import {
+  bootstrapResultFromWire, codeRunResultFromWire, execInfoFromWire, execRequestToWire, healthFromWire,
+  resetReportFromWire, runCodeOptionsToWire,
+} from "./wire.js";
 import type {
-  BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, OutputChunk,
+  BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, KillOptions, OutputChunk,
   OutputMatch, PollOptions, PollResult, ResetOptions, ResetReport, RunCodeOptions, RunResult,
   StreamEvent, WaitForOutputOptions,
 } from "./types.js";
@@ -73,21 +77,21 @@ export class Client extends ReactiveCalls {
    */
   async health(): Promise<Health> {
     const a = await this.t.call({ method: "GET", path: "/v1/health", idempotent: true, negotiate: false });
-    let doc: Health;
+    let doc: unknown;
     try {
-      doc = JSON.parse(a.body.toString("utf8")) as Health;
+      doc = JSON.parse(a.body.toString("utf8"));
     } catch (e) {
       throw protocolError(`the daemon's answer is not JSON: ${(e as Error).message}`);
     }
     this.t.noteHealth(doc);
-    return doc;
+    return healthFromWire(doc);
   }
 
   /** POST /v1/bootstrap; the same token replays (retry-safe). The client then uses `token`. */
   async bootstrap(token: string, env?: Record<string, string>): Promise<BootstrapResult> {
-    const r = await this.json<BootstrapResult>("POST", "/v1/bootstrap", env ? { token, env } : { token }, true);
+    const r = await this.json("POST", "/v1/bootstrap", env ? { token, env } : { token }, true);
     this.setToken(token);
-    return r;
+    return bootstrapResultFromWire(r);
   }
 
   /**
@@ -99,29 +103,20 @@ export class Client extends ReactiveCalls {
   async reset(options: ResetOptions = {}): Promise<ResetReport> {
     const body: Record<string, unknown> = { reset_id: options.resetId ?? `reset-${randomBytes(12).toString("hex")}` };
     if (options.nextToken !== undefined) body.next = { token: options.nextToken, env: options.env ?? {} };
-    const r = await this.json<ResetReport>("POST", "/v1/reset", body, true);
+    const r = resetReportFromWire(await this.json("POST", "/v1/reset", body, true));
     if (r.clean && options.nextToken !== undefined) this.setToken(options.nextToken);
     return r;
   }
 
   // -- exec ------------------------------------------------------------------
 
-  private static startBody(r: ExecRequest): Record<string, unknown> {
-    const { stdin, ...rest } = r;
-    const body: Record<string, unknown> = { ...rest };
-    for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
-    if (typeof stdin === "string") body.stdin = stdin;
-    else if (stdin !== undefined) body.stdin_b64 = Buffer.from(stdin).toString("base64");
-    return body;
-  }
-
   /**
    * PUT /v1/execs/{id}: start a detached exec. Retry-safe: the same id and
    * request answer the same exec and never start a second process; the same
    * id with another request is exec_id_conflict.
    */
-  startExec(id: string, request: ExecRequest): Promise<ExecInfo> {
-    return this.json("PUT", `/v1/execs/${q(checkId(id))}`, Client.startBody(request), true);
+  async startExec(id: string, request: ExecRequest): Promise<ExecInfo> {
+    return execInfoFromWire(await this.json("PUT", `/v1/execs/${q(checkId(id))}`, execRequestToWire(request), true));
   }
 
   private static pollQuery(o: PollOptions): string {
@@ -139,9 +134,12 @@ export class Client extends ReactiveCalls {
     const chunk = (c: unknown): OutputChunk | undefined => {
       if (!c) return undefined;
       const x = c as { from: number; next: number; data_b64: string; gap?: { from: number; to: number } };
-      return { from: x.from, next: x.next, data: Buffer.from(x.data_b64, "base64"), ...(x.gap ? { gap: x.gap } : {}) };
+      return {
+        start: x.from, next: x.next, data: Buffer.from(x.data_b64, "base64"),
+        ...(x.gap ? { gap: { from: x.gap.from, to: x.gap.to } } : {}),
+      };
     };
-    return { exec: exec as unknown as ExecInfo, stdout: chunk(stdout), stderr: chunk(stderr) };
+    return { exec: execInfoFromWire(exec), stdout: chunk(stdout), stderr: chunk(stderr) };
   }
 
   /** GET /v1/execs/{id}: the exec object and output past the cursors (long poll with waitMs). */
@@ -159,7 +157,7 @@ export class Client extends ReactiveCalls {
   async startExecAndWait(id: string, request: ExecRequest, o: PollOptions): Promise<PollResult> {
     const path = `/v1/execs/${q(checkId(id))}${Client.pollQuery(o)}`;
     return Client.pollResult(
-      await this.json<Record<string, unknown>>("PUT", path, Client.startBody(request), true, o.waitMs ?? 0));
+      await this.json<Record<string, unknown>>("PUT", path, execRequestToWire(request), true, o.waitMs ?? 0));
   }
 
   /** Long polls until the exec exited; deadline_exceeded after `timeoutMs`. */
@@ -196,11 +194,11 @@ export class Client extends ReactiveCalls {
         reason?: string; next: number; gap?: { from: number; to: number };
       };
       const answer: OutputMatch = {
-        stream: m.stream, matched: m.matched, next: m.next, exec: exec as unknown as ExecInfo,
+        stream: m.stream, matched: m.matched, next: m.next, exec: execInfoFromWire(exec),
         ...(m.matched
           ? { offset: m.offset, end: m.end, text: Buffer.from(m.text_b64 ?? "", "base64") }
           : { reason: m.reason }),
-        ...(m.gap ? { gap: m.gap } : {}),
+        ...(m.gap ? { gap: { from: m.gap.from, to: m.gap.to } } : {}),
       };
       if (m.matched || m.reason === "exited") return answer;
       // A round's timeout or a scan bound: resume where nothing is lost.
@@ -240,18 +238,22 @@ export class Client extends ReactiveCalls {
   }
 
   /** POST /v1/execs/{id}/kill: the signal goes to the whole process group (idempotent). */
-  killExec(id: string, request: { signal?: string; grace_sec?: number } = {}): Promise<ExecInfo> {
-    return this.json("POST", `/v1/execs/${q(checkId(id))}/kill`, request, true);
+  async killExec(id: string, o: KillOptions = {}): Promise<ExecInfo> {
+    const body: Record<string, unknown> = {};
+    if (o.signal !== undefined) body.signal = o.signal;
+    if (o.graceSec !== undefined) body.grace_sec = o.graceSec;
+    return execInfoFromWire(await this.json("POST", `/v1/execs/${q(checkId(id))}/kill`, body, true));
   }
 
   /** POST /v1/execs/{id}/ack: marks an exited exec read (idempotent). */
-  ackExec(id: string): Promise<ExecInfo> {
-    return this.json("POST", `/v1/execs/${q(checkId(id))}/ack`, {}, true);
+  async ackExec(id: string): Promise<ExecInfo> {
+    return execInfoFromWire(await this.json("POST", `/v1/execs/${q(checkId(id))}/ack`, {}, true));
   }
 
   /** GET /v1/execs. */
   async listExecs(): Promise<ExecInfo[]> {
-    return (await this.json<{ execs: ExecInfo[] }>("GET", "/v1/execs", undefined, true)).execs;
+    const doc = await this.json<{ execs?: unknown }>("GET", "/v1/execs", undefined, true);
+    return Array.isArray(doc.execs) ? doc.execs.map(execInfoFromWire) : [];
   }
 
   /**
@@ -267,8 +269,8 @@ export class Client extends ReactiveCalls {
   }
 
   /** POST /v1/execs/{id}/resize (PTY execs). */
-  resizeExec(id: string, rows: number, cols: number): Promise<ExecInfo> {
-    return this.json("POST", `/v1/execs/${q(checkId(id))}/resize`, { rows, cols }, true);
+  async resizeExec(id: string, rows: number, cols: number): Promise<ExecInfo> {
+    return execInfoFromWire(await this.json("POST", `/v1/execs/${q(checkId(id))}/resize`, { rows, cols }, true));
   }
 
   /**
@@ -354,8 +356,8 @@ export class Client extends ReactiveCalls {
     if (!final) throw transportError("the stream ended without an exit event");
     if (ack) final = await this.ackExec(execId);
     return {
-      id: execId, exitCode: final.exit_code ?? -1, signal: final.signal, timedOut: final.timed_out,
-      killedBy: final.killed_by, durationMs: final.duration_ms,
+      id: execId, exitCode: final.exitCode ?? -1, signal: final.signal, timedOut: final.timedOut,
+      killedBy: final.killedBy, durationMs: final.durationMs,
       stdout: Buffer.concat(kept.stdout), stderr: Buffer.concat(kept.stderr),
       stdoutTruncated: truncated.stdout, stderrTruncated: truncated.stderr, exec: final,
     };
@@ -365,7 +367,8 @@ export class Client extends ReactiveCalls {
    * POST /v1/run: one code action to completion: a one-line summary, bounded
    * output and the files it changed under cwd (not retried once sent).
    */
-  runCode(runtime: "shell" | "python" | "ts", code: string, options: RunCodeOptions = {}): Promise<CodeRunResult> {
-    return this.json("POST", "/v1/run", { runtime, code, ...options }, false);
+  async runCode(runtime: "shell" | "python" | "ts", code: string, options: RunCodeOptions = {}): Promise<CodeRunResult> {
+    return codeRunResultFromWire(
+      await this.json("POST", "/v1/run", { runtime, code, ...runCodeOptionsToWire(options) }, false));
   }
 }

@@ -3,7 +3,8 @@
 // resumed stream repeats.
 import { protocolError } from "./errors.js";
 import type { SseEvent } from "./sse.js";
-import type { Cursors, ExecInfo, StreamEvent } from "./types.js";
+import type { Cursors, StreamEvent } from "./types.js";
+import { execInfoFromWire } from "./wire.js";
 
 export function applyEvent(ev: SseEvent, cur: Cursors): StreamEvent | undefined {
   let doc: Record<string, unknown>;
@@ -52,7 +53,7 @@ export function applyEvent(ev: SseEvent, cur: Cursors): StreamEvent | undefined 
   }
   if (ev.event === "exit") {
     adopt();
-    return { kind: "exit", exec: doc as unknown as ExecInfo, cursors: { ...cur } };
+    return { kind: "exit", exec: execInfoFromWire(doc), cursors: { ...cur } };
   }
   return undefined; // an event kind this client does not know
 }

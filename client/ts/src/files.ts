@@ -11,6 +11,7 @@ import { extractTree, type ExtractOptions } from "./extract.js";
 import { writeTree } from "./tar.js";
 import { bodyChunks, type Body, type Request } from "./transport.js";
 import type { FileStat, TreeStats } from "./types.js";
+import { fileStatFromWire } from "./wire.js";
 
 const q = encodeURIComponent;
 const modeText = (mode: number | string) => typeof mode === "number" ? mode.toString(8).padStart(4, "0") : mode;
@@ -137,34 +138,36 @@ export class FileCalls extends Base {
     const a = await this.t.call({ method: "PUT", path: target, body,
       idempotent: whole && Object.keys(guard).length === 0,
       headers: { "Content-Type": "application/octet-stream", ...guard } });
-    return JSON.parse(a.body.toString("utf8")) as FileStat;
+    return fileStatFromWire(JSON.parse(a.body.toString("utf8")));
   }
 
-  stat(path: string, follow = false): Promise<FileStat> {
-    return this.json("GET", `/v1/fs/stat?path=${q(path)}${follow ? "&follow=1" : ""}`, undefined, true);
+  async stat(path: string, follow = false): Promise<FileStat> {
+    return fileStatFromWire(await this.json("GET", `/v1/fs/stat?path=${q(path)}${follow ? "&follow=1" : ""}`,
+      undefined, true));
   }
 
   async listDir(path: string): Promise<FileStat[]> {
-    return (await this.json<{ entries: FileStat[] }>("GET", `/v1/fs/list?path=${q(path)}`, undefined, true)).entries;
+    const doc = await this.json<{ entries?: unknown }>("GET", `/v1/fs/list?path=${q(path)}`, undefined, true);
+    return Array.isArray(doc.entries) ? doc.entries.map(fileStatFromWire) : [];
   }
 
   /** POST /v1/fs/mkdir; retried only with parents (then an existing directory is a success). */
-  mkdir(path: string, o: WriteOptions = {}): Promise<FileStat> {
+  async makeDir(path: string, o: WriteOptions = {}): Promise<FileStat> {
     const body: Record<string, unknown> = { path };
     if (o.mode !== undefined) body.mode = modeText(o.mode);
     if (o.parents) body.parents = true;
     if (o.user !== undefined) body.user = o.user;
     if (o.group !== undefined) body.group = o.group;
-    return this.json("POST", "/v1/fs/mkdir", body, !!o.parents);
+    return fileStatFromWire(await this.json("POST", "/v1/fs/mkdir", body, !!o.parents));
   }
 
   /**
    * POST /v1/fs/rename (never retried once sent). `guard.ifMatch` applies
    * to `from`, `guard.ifNoneMatch` to `to`.
    */
-  rename(from: string, to: string, overwrite?: boolean, guard: Preconditions = {}): Promise<FileStat> {
-    return this.json("POST", "/v1/fs/rename", overwrite === undefined ? { from, to } : { from, to, overwrite }, false,
-      0, preconditionHeaders(guard));
+  async rename(from: string, to: string, overwrite?: boolean, guard: Preconditions = {}): Promise<FileStat> {
+    return fileStatFromWire(await this.json("POST", "/v1/fs/rename",
+      overwrite === undefined ? { from, to } : { from, to, overwrite }, false, 0, preconditionHeaders(guard)));
   }
 
   /**
@@ -183,14 +186,15 @@ export class FileCalls extends Base {
    * none (`edit_mismatch` names the edit, the count found and its lines).
    * Never retried: an applied edit's retry would find its text gone.
    */
-  edit(path: string, edits: TextEdit[], o: EditOptions = {}): Promise<EditResult> {
+  async edit(path: string, edits: TextEdit[], o: EditOptions = {}): Promise<EditResult> {
     const body: Record<string, unknown> = { path };
     if (edits.length > 0) body.edits = edits.map((e) => ({ old: e.old, new: e.new, count: e.count ?? 1 }));
     if (o.lineEdits && o.lineEdits.length > 0) {
       body.line_edits = o.lineEdits.map((e) => ({ start_line: e.startLine, end_line: e.endLine, text: e.text }));
     }
     if (o.ifMatch !== undefined) body.if_match = o.ifMatch;
-    return this.json("POST", "/v1/fs/edit", body, false);
+    const r = await this.json<Record<string, unknown>>("POST", "/v1/fs/edit", body, false);
+    return { path: r.path as string, etag: r.etag as string, size: r.size as number, diff: r.diff as string };
   }
 
   async realpath(path: string): Promise<string> {

@@ -2,7 +2,7 @@
 //
 //   import { Client } from "@agentd/client";
 //   const guest = new Client({ url: "http://10.0.2.15:7700", token });
-//   const r = await guest.run("pytest -q", { cwd: "/workspace/repo", timeout_sec: 900 });
+//   const r = await guest.run("pytest -q", { cwd: "/workspace/repo", timeoutSec: 900 });
 //   console.log(r.exitCode, r.stdout.toString());
 export { Client, mintExecId } from "./client.js";
 export type {

@@ -5,6 +5,7 @@ import { protocolError } from "./errors.js";
 import { FileCalls } from "./files.js";
 import { bodyChunks } from "./transport.js";
 import type { FileStat } from "./types.js";
+import { fileStatFromWire } from "./wire.js";
 
 const q = encodeURIComponent;
 /** One NDJSON line: a match and its context lines, each cut at max_bytes_per_line (at most 1 MiB). */
@@ -45,20 +46,20 @@ export interface SearchMatch {
   column: number;
   text: string;
   cut: boolean;
-  invalid_utf8?: number[];
+  invalidUtf8?: number[];
   before?: string[];
   after?: string[];
 }
 
 export interface SearchSummary {
   type: "summary";
-  files_scanned: number;
+  filesScanned: number;
   matches: number;
-  binary_skipped: number;
+  binarySkipped: number;
   unreadable: number;
   truncated: boolean;
   bound: "results" | "bytes" | "time" | null;
-  elapsed_ms: number;
+  elapsedMs: number;
 }
 
 export interface SearchResult {
@@ -70,7 +71,26 @@ export interface GlobResult {
   entries: FileStat[];
   truncated: boolean;
   bound: "results" | "time" | null;
-  elapsed_ms: number;
+  elapsedMs: number;
+}
+
+function matchFromWire(w: Record<string, unknown>): SearchMatch {
+  const m: SearchMatch = {
+    type: "match", path: w.path as string, line: w.line as number, column: w.column as number,
+    text: w.text as string, cut: w.cut as boolean,
+  };
+  if (w.invalid_utf8 !== undefined) m.invalidUtf8 = w.invalid_utf8 as number[];
+  if (w.before !== undefined) m.before = w.before as string[];
+  if (w.after !== undefined) m.after = w.after as string[];
+  return m;
+}
+
+function summaryFromWire(w: Record<string, unknown>): SearchSummary {
+  return {
+    type: "summary", filesScanned: w.files_scanned as number, matches: w.matches as number,
+    binarySkipped: w.binary_skipped as number, unreadable: w.unreadable as number, truncated: w.truncated as boolean,
+    bound: (w.bound ?? null) as SearchSummary["bound"], elapsedMs: w.elapsed_ms as number,
+  };
 }
 
 function walkQuery(o: WalkOptions): string {
@@ -108,18 +128,19 @@ export class SearchCalls extends FileCalls {
         pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
         let start = 0;
         for (let nl = pending.indexOf(10, start); nl >= 0; nl = pending.indexOf(10, start)) {
-          let doc: SearchMatch | SearchSummary;
+          let doc: Record<string, unknown>;
           try {
-            doc = JSON.parse(pending.subarray(start, nl).toString("utf8")) as SearchMatch | SearchSummary;
+            doc = JSON.parse(pending.subarray(start, nl).toString("utf8")) as Record<string, unknown>;
           } catch (e) {
             throw protocolError(`a search line is not JSON: ${(e as Error).message}`);
           }
           start = nl + 1;
-          if (doc.type === "match") {
-            matches.push(doc);
-            o.onMatch?.(doc);
-          } else if (doc.type === "summary") {
-            summary = doc;
+          if (doc?.type === "match") {
+            const m = matchFromWire(doc);
+            matches.push(m);
+            o.onMatch?.(m);
+          } else if (doc?.type === "summary") {
+            summary = summaryFromWire(doc);
           }
         }
         pending = pending.subarray(start);
@@ -133,7 +154,12 @@ export class SearchCalls extends FileCalls {
   }
 
   /** GET /v1/fs/glob: entries below `path` whose relative path matches `pattern`, sorted. */
-  glob(path: string, pattern: string, o: WalkOptions = {}): Promise<GlobResult> {
-    return this.json("GET", `/v1/fs/glob?path=${q(path)}&pattern=${q(pattern)}${walkQuery(o)}`, undefined, true);
+  async glob(path: string, pattern: string, o: WalkOptions = {}): Promise<GlobResult> {
+    const w = await this.json<Record<string, unknown>>("GET",
+      `/v1/fs/glob?path=${q(path)}&pattern=${q(pattern)}${walkQuery(o)}`, undefined, true);
+    return {
+      entries: Array.isArray(w.entries) ? w.entries.map(fileStatFromWire) : [],
+      truncated: w.truncated as boolean, bound: (w.bound ?? null) as GlobResult["bound"], elapsedMs: w.elapsed_ms as number,
+    };
   }
 }

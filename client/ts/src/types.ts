@@ -1,5 +1,6 @@
-// Wire types of protocol v1 (docs/PROTOCOL.md; docs/openapi.yaml), named
-// as on the wire. Answers may carry members a newer daemon added.
+// Types of protocol v1 (docs/PROTOCOL.md; docs/openapi.yaml) as this
+// client presents them: the wire's members in camelCase (uptime_ms is
+// uptimeMs), decoded and encoded member by member in wire.ts.
 
 export interface Health {
   status: "ok";
@@ -8,23 +9,28 @@ export interface Health {
   bootstrapped: boolean;
   busy: boolean;
   execs: number;
-  uptime_ms: number;
+  uptimeMs: number;
   runtimes: string[];
   /** Every known runtime this guest cannot run, and why (absent from older daemons). */
-  runtimes_unavailable?: UnavailableRuntime[];
+  runtimesUnavailable?: UnavailableRuntime[];
   /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
-  ack_ttl_sec: number;
+  ackTtlSec: number;
   /** The retention caps in force; unread output beyond them becomes gaps. */
-  retention: { stream_bytes: number; total_bytes: number };
+  retention: { streamBytes: number; totalBytes: number };
   /** The limit mechanism in force, what it enforces, and the defaults. */
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
-             defaults: Limits; run_timeout_sec: number };
+             defaults: Limits; runTimeoutSec: number };
   /** The default profile, the restricted user and the calls the filter refuses. */
   profiles?: { default: Profile;
-               restricted: { available: boolean; user: string; refused_syscalls?: string[];
+               restricted: { available: boolean; user: string; refusedSyscalls?: string[];
                              why?: string } };
   /** An exec of this generation ran unrestricted as root (a reset clears it). */
-  privileged_generation?: boolean;
+  privilegedGeneration?: boolean;
+  /** 0 at start, one more after each reset ("Reuse"). */
+  generation?: number;
+  /** 32 hex digits, random at every daemon start. */
+  bootId?: string;
+  state?: "ready" | "resetting" | "quarantined";
 }
 
 /** docs/PROTOCOL.md, "Profiles"; unset in a request: the daemon's --default-profile. */
@@ -35,9 +41,9 @@ export interface Restriction {
   user: string;
   uid: number;
   gid: number;
-  no_new_privs: boolean;
+  noNewPrivs: boolean;
   capabilities: "none";
-  seccomp_refused_syscalls: number;
+  seccompRefusedSyscalls: number;
 }
 
 /** A runtime this guest cannot run, with a stable code and a one-line reason. */
@@ -49,12 +55,12 @@ export interface UnavailableRuntime {
 
 /** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */
 export interface Limits {
-  memory_mb?: number;
+  memoryMb?: number;
   pids?: number;
-  cpu_sec?: number;
-  file_size_mb?: number;
-  output_bytes?: number;
-  kill_on_output?: boolean;
+  cpuSec?: number;
+  fileSizeMb?: number;
+  outputBytes?: number;
+  killOnOutput?: boolean;
   cpus?: number;
 }
 
@@ -76,14 +82,14 @@ export interface ResetRemaining {
 export interface ResetReport {
   clean: boolean;
   generation: number;
-  killed_processes: number;
+  killedProcesses: number;
   removed: { entries: number; bytes: number };
   remaining: ResetRemaining[];
-  duration_ms: number;
+  durationMs: number;
   /** True when this answers a retry with the recorded report. */
   replayed: boolean;
   /** An exec of the generation reset ran unrestricted as root (docs/SECURITY.md). */
-  privileged_generation?: boolean;
+  privilegedGeneration?: boolean;
 }
 
 export interface ResetOptions {
@@ -114,41 +120,47 @@ export interface ExecRequest extends Limits {
   group?: string;
   /** Whole stdin: a string is sent as UTF-8 text, bytes as stdin_b64. */
   stdin?: string | Uint8Array;
-  stdin_stream?: boolean;
-  timeout_sec?: number;
-  kill_grace_sec?: number;
+  stdinStream?: boolean;
+  timeoutSec?: number;
+  killGraceSec?: number;
   pty?: { rows: number; cols: number; term?: string };
   profile?: Profile;
+}
+
+/** What killExec sends: a signal name (default TERM) and the grace before KILL. */
+export interface KillOptions {
+  signal?: string;
+  graceSec?: number;
 }
 
 export interface ExecInfo {
   id: string;
   state: "running" | "exited";
   pid: number;
-  exit_code: number | null;
+  exitCode: number | null;
   signal: string | null;
-  timed_out: boolean;
-  killed_by: string | null;
-  started_at: string;
-  ended_at: string | null;
-  duration_ms: number;
-  stdout_bytes: number;
-  stderr_bytes: number;
-  stdout_retained_from: number;
-  stderr_retained_from: number;
+  timedOut: boolean;
+  killedBy: string | null;
+  startedAt: string;
+  endedAt: string | null;
+  durationMs: number;
+  stdoutBytes: number;
+  stderrBytes: number;
+  stdoutRetainedFrom: number;
+  stderrRetainedFrom: number;
   acked: boolean;
   error: string | null;
   /** The limits in force (only those set). */
-  limits?: Limits & { timeout_sec?: number };
+  limits?: Limits & { timeoutSec?: number };
   limit?: LimitHit | null;
   /** The profile it ran under; restriction: what was applied (restricted only). */
   profile?: Profile;
   restriction?: Restriction;
 }
 
-/** Bytes [from, next) of one stream from a poll; gap: bytes lost before them. */
+/** Bytes [start, next) of one stream from a poll; gap: bytes lost before them. */
 export interface OutputChunk {
-  from: number;
+  start: number;
   next: number;
   data: Buffer;
   gap?: { from: number; to: number };
@@ -229,27 +241,27 @@ export interface RunResult {
 
 export interface CodeRunResult {
   summary: string;
-  exit_code: number;
+  exitCode: number;
   success: boolean;
   stdout: string;
   stderr: string;
   truncated: boolean;
-  duration_ms: number;
+  durationMs: number;
   /** What changed under cwd, paths relative to it, sorted by path. */
-  changed_files: { path: string; change: "added" | "modified" | "removed";
+  changedFiles: { path: string; change: "added" | "modified" | "removed";
                    type: "file" | "dir" | "symlink" | "other" }[];
-  changed_files_truncated: boolean;
-  changed_files_bound: { name: string; value: number; unit: string } | null;
+  changedFilesTruncated: boolean;
+  changedFilesBound: { name: string; value: number; unit: string } | null;
   signal: string | null;
-  timed_out: boolean;
-  killed_by: string | null;
+  timedOut: boolean;
+  killedBy: string | null;
   limit: LimitHit | null;
   /** The whole output lengths (stdout and stderr carry at most 64 KiB each). */
-  stdout_bytes: number;
-  stderr_bytes: number;
+  stdoutBytes: number;
+  stderrBytes: number;
   runtime: string;
   cwd: string;
-  timeout_sec: number;
+  timeoutSec: number;
   error: string | null;
   profile?: Profile;
   restriction?: Restriction;
@@ -258,7 +270,7 @@ export interface CodeRunResult {
   /** The last result line's JSON value; absent when there was none. */
   result?: unknown;
   /** Why the last result line was not JSON (null otherwise). */
-  result_error?: string | null;
+  resultError?: string | null;
 }
 
 /** One frame of the caller's own code in a run's exception. */
@@ -266,7 +278,7 @@ export interface ExceptionFrame {
   file: string;
   line: number;
   function: string;
-  source_line: string | null;
+  sourceLine: string | null;
 }
 
 /** The structured exception of a run (docs/PROTOCOL.md, "Run code"). */
@@ -278,36 +290,36 @@ export interface RunException {
   line: number | null;
   /** A syntax error's column. */
   column: number | null;
-  source_line: string | null;
+  sourceLine: string | null;
   /** The caller's frames, outermost first (at most 30). */
   frames: ExceptionFrame[];
   /** Interpreter and library frames (and any beyond the bound), counted. */
-  omitted_frames: number;
+  omittedFrames: number;
   /** A KeyError on a mapping: its keys (at most 50) and their count. */
-  keys_present?: string[];
-  keys_total?: number | null;
+  keysPresent?: string[];
+  keysTotal?: number | null;
 }
 
 /** POST /v1/run's members beside runtime and code. */
 export interface RunCodeOptions extends Limits {
-  timeout_sec?: number;
+  timeoutSec?: number;
   cwd?: string;
   env?: Record<string, string | null>;
   user?: string;
   group?: string;
   stdin?: string;
-  scan_changes?: boolean;
+  scanChanges?: boolean;
   profile?: Profile;
   /** Default "__AGENTD_RESULT__"; "" turns result lines off. */
-  result_marker?: string;
+  resultMarker?: string;
 }
 
 export interface FileStat {
   path: string;
   type: "file" | "dir" | "symlink" | "other";
   size: number;
-  /** Four octal digits: "0755", "4755". */
-  mode: string;
+  /** The permission bits as a number (0o755 is 493; the wire's "0755" decoded). */
+  mode: number;
   uid: number;
   gid: number;
   mtime: string;

@@ -54,7 +54,7 @@ async function collect(events: AsyncIterable<StreamEvent>, from: Cursors = { std
       gaps.push([ev.stream, ev.from, ev.to]);
       at[ev.stream] = ev.to;
     } else {
-      exitCode = ev.exec.exit_code;
+      exitCode = ev.exec.exitCode;
     }
     assert.deepEqual(ev.cursors, at);
     cursors = ev.cursors;
@@ -80,8 +80,8 @@ describe("health and bootstrap", () => {
     assert.equal(h.status, "ok");
     assert.equal(h.protocol, 1);
     assert.equal(h.bootstrapped, true);
-    assert.equal(h.ack_ttl_sec, 60);
-    assert.deepEqual(h.retention, { stream_bytes: 256 << 20, total_bytes: 1 << 30 });
+    assert.equal(h.ackTtlSec, 60);
+    assert.deepEqual(h.retention, { streamBytes: 256 << 20, totalBytes: 1 << 30 });
   });
 
   test("the same token replays and another is already_bootstrapped", async () => {
@@ -115,7 +115,7 @@ describe("exec", () => {
     assert.equal(first.pid, again.pid);
     const e = await rejectsWith(c.startExec(id, { argv: ["sh", "-c", "echo twice"] }), "exec_id_conflict", 409);
     assert.equal(e.details.id, id);
-    assert.equal((await c.waitExec(id, 30000)).exit_code, 0);
+    assert.equal((await c.waitExec(id, 30000)).exitCode, 0);
   });
 
   test("a start retried after its answer was lost runs the command once", async () => {
@@ -128,7 +128,7 @@ describe("exec", () => {
       const id = mintExecId();
       await k.startExec(id, { command: `echo ran >> ${marker}` });
       assert.ok(proxy.connections >= 2 && proxy.cuts === 1, "the first answer was swallowed");
-      assert.equal((await k.waitExec(id, 30000)).exit_code, 0);
+      assert.equal((await k.waitExec(id, 30000)).exitCode, 0);
       assert.equal(readFileSync(marker, "utf8"), "ran\n");
       k.close();
     } finally {
@@ -137,9 +137,10 @@ describe("exec", () => {
   });
 
   test("bad requests carry the field; bad ids are refused before sending", async () => {
-    const e = await rejectsWith(c.startExec(mintExecId(), { argv: ["true"], timeout_sec: 0 }), "invalid_request", 400);
+    const e = await rejectsWith(c.startExec(mintExecId(), { argv: ["true"], timeoutSec: 0 }), "invalid_request", 400);
     assert.equal(e.details.field, "timeout_sec");
-    assert.throws(() => c.startExec("no spaces", { argv: ["true"] }), AgentdError);
+    const bad = await rejectsWith(c.startExec("no spaces", { argv: ["true"] }), "invalid_request", 0);
+    assert.equal(bad.details.field, "id");
   });
 
   test("poll reads from cursors and long polls", async () => {
@@ -164,7 +165,7 @@ describe("exec", () => {
       await rejectsWith(k.ackExec(id), "exec_running", 409);
       await k.killExec(id, { signal: "TERM" });
       const done = await k.waitExec(id, 30000);
-      assert.deepEqual([done.exit_code, done.signal, done.killed_by], [143, "TERM", "kill"]);
+      assert.deepEqual([done.exitCode, done.signal, done.killedBy], [143, "TERM", "kill"]);
       assert.equal((await k.ackExec(id)).acked, true);
       for (let i = 0; ; i++) {
         try {
@@ -184,7 +185,7 @@ describe("exec", () => {
 
   test("stdin by offset never duplicates a retried write", async () => {
     const id = mintExecId();
-    await c.startExec(id, { argv: ["cat"], stdin_stream: true });
+    await c.startExec(id, { argv: ["cat"], stdinStream: true });
     assert.equal(await c.writeStdin(id, 0, "hello "), 6);
     assert.equal(await c.writeStdin(id, 0, "hello world"), 11);
     const e = await rejectsWith(c.writeStdin(id, 50, "x"), "stdin_offset_mismatch", 409);
@@ -197,7 +198,7 @@ describe("exec", () => {
   test("run returns the outcome and acks; timeouts are 124; output is bounded", async () => {
     const r = await c.run("echo out; echo err >&2; exit 3", { cwd: "/tmp", env: { A: "1" } });
     assert.deepEqual([r.exitCode, r.stdout.toString(), r.stderr.toString(), r.exec.acked], [3, "out\n", "err\n", true]);
-    const t = await c.run(["sleep", "30"], { timeout_sec: 1, kill_grace_sec: 1 });
+    const t = await c.run(["sleep", "30"], { timeoutSec: 1, killGraceSec: 1 });
     assert.deepEqual([t.exitCode, t.timedOut, t.killedBy], [124, true, "timeout"]);
     const big = await c.run("head -c 100000 /dev/zero", { maxStdoutBytes: 1000 });
     assert.equal(big.stdout.length, 1000);
@@ -209,25 +210,25 @@ describe("exec", () => {
   test("runCode answers a summary, bounded output and the changed files", async () => {
     const work = mkdtempSync(join(tmp, "run-"));
     const r = await c.runCode("shell", "echo hi; echo made > made.txt; echo oops >&2; exit 2",
-      { cwd: work, timeout_sec: 10 });
-    assert.deepEqual([r.exit_code, r.success, r.stdout, r.stderr], [2, false, "hi\n", "oops\n"]);
+      { cwd: work, timeoutSec: 10 });
+    assert.deepEqual([r.exitCode, r.success, r.stdout, r.stderr], [2, false, "hi\n", "oops\n"]);
     assert.match(r.summary, /^exit 2 in \d+ ms; 1 file changed: oops$/);
-    assert.deepEqual(r.changed_files, [{ path: "made.txt", change: "added", type: "file" }]);
-    assert.deepEqual([r.runtime, r.timeout_sec, r.stdout_bytes, r.stderr_bytes], ["shell", 10, 3, 5]);
+    assert.deepEqual(r.changedFiles, [{ path: "made.txt", change: "added", type: "file" }]);
+    assert.deepEqual([r.runtime, r.timeoutSec, r.stdoutBytes, r.stderrBytes], ["shell", 10, 3, 5]);
     const py = await c.runCode("python", "import sys; print(sys.stdin.read().upper())",
-      { cwd: work, stdin: "quiet", scan_changes: false });
-    assert.deepEqual([py.exit_code, py.success, py.stdout, py.changed_files], [0, true, "QUIET\n", []]);
+      { cwd: work, stdin: "quiet", scanChanges: false });
+    assert.deepEqual([py.exitCode, py.success, py.stdout, py.changedFiles], [0, true, "QUIET\n", []]);
     const e = await rejectsWith(c.runCode("cobol" as "shell", "x"), "invalid_request", 400);
     assert.equal(e.details.field, "runtime");
   });
 
   test("limits ride on runs and execs, and the one that ended them is reported", async () => {
-    const r = await c.runCode("shell", "yes", { output_bytes: 4096, kill_on_output: true, timeout_sec: 30 });
-    assert.deepEqual([r.success, r.killed_by, r.limit], [false, "output", { name: "output", value: 4096, unit: "bytes" }]);
-    const x = await c.run(["sh", "-c", "sleep 30"], { timeout_sec: 1, output_bytes: 8192 });
+    const r = await c.runCode("shell", "yes", { outputBytes: 4096, killOnOutput: true, timeoutSec: 30 });
+    assert.deepEqual([r.success, r.killedBy, r.limit], [false, "output", { name: "output", value: 4096, unit: "bytes" }]);
+    const x = await c.run(["sh", "-c", "sleep 30"], { timeoutSec: 1, outputBytes: 8192 });
     assert.deepEqual([x.exitCode, x.timedOut, x.killedBy], [124, true, "timeout"]);
     assert.deepEqual(x.exec.limit, { name: "timeout", value: 1, unit: "s" });
-    assert.deepEqual(x.exec.limits, { timeout_sec: 1, output_bytes: 8192 });
+    assert.deepEqual(x.exec.limits, { timeoutSec: 1, outputBytes: 8192 });
   });
 
   test("a detached code exec streams like any exec", async () => {
@@ -242,7 +243,7 @@ describe("exec", () => {
     const h = await c.health();
     assert.ok(["cgroup2", "cgroup1", "rlimit"].includes(h.limits!.mechanism));
     assert.ok(h.limits!.supported.includes("output"));
-    assert.equal(h.limits!.run_timeout_sec, 60);
+    assert.equal(h.limits!.runTimeoutSec, 60);
   });
 });
 
@@ -303,8 +304,8 @@ describe("streams", () => {
       await k.startExec(id, { command: "head -c 20000 /dev/zero | tr '\\0' a" });
       const info = await k.waitExec(id, 30000);
       const got = await collect(k.stream(id));
-      assert.deepEqual(got.gaps, [["stdout", 0, info.stdout_retained_from]]);
-      assert.equal(got.out.length, 20000 - info.stdout_retained_from);
+      assert.deepEqual(got.gaps, [["stdout", 0, info.stdoutRetainedFrom]]);
+      assert.equal(got.out.length, 20000 - info.stdoutRetainedFrom);
       assert.equal(got.cursors.stdout, 20000);
       k.close();
     } finally {

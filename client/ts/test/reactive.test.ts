@@ -246,7 +246,7 @@ describe("start and wait, reattach", () => {
     const r = await c.startExecAndWait(id, { command: "echo out; echo err >&2; sleep 0.2; exit 3" },
       { stdoutFrom: 0, stderrFrom: 0, waitMs: 30000, untilExit: true });
     assert.equal(r.exec.state, "exited");
-    assert.equal(r.exec.exit_code, 3);
+    assert.equal(r.exec.exitCode, 3);
     assert.equal(r.stdout?.data.toString(), "out\n");
     assert.equal(r.stderr?.data.toString(), "err\n");
   });
@@ -268,7 +268,7 @@ describe("start and wait, reattach", () => {
       const r = await fresh.startExecAndWait(id, request,
         { stdoutFrom: 0, stderrFrom: 0, waitMs: 30000, untilExit: true });
       assert.equal(r.exec.id, id);
-      assert.equal(r.exec.exit_code, 0);
+      assert.equal(r.exec.exitCode, 0);
       assert.equal(r.stdout?.data.toString(), "done\n");
       const conflict = await rejection(fresh.startExecAndWait(id, { command: "echo other" }, { waitMs: 1 }));
       assert.equal(conflict.code, "exec_id_conflict");

@@ -1,0 +1,218 @@
+// The client boundary: each answer type decoded from the wire's snake_case
+// JSON into this package's camelCase types, member by member, and the
+// camelCase request options encoded back. Explicit per type, so user data
+// (environment maps, file names, a run's result value, error details)
+// passes through untouched, and members a newer daemon adds are ignored.
+import type {
+  BootstrapResult, CodeRunResult, ExceptionFrame, ExecInfo, ExecRequest, FileStat, Health, LimitHit, Limits,
+  ResetReport, Restriction, RunCodeOptions, RunException,
+} from "./types.js";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Wire = Record<string, any>;
+
+const obj = (v: unknown): Wire => (typeof v === "object" && v !== null ? v as Wire : {});
+const orNull = <T>(v: T | undefined): T | null => (v === undefined ? null : v);
+
+export function limitsFromWire(w: unknown): Limits {
+  const l = obj(w);
+  const out: Limits = {};
+  if (l.memory_mb !== undefined) out.memoryMb = l.memory_mb;
+  if (l.pids !== undefined) out.pids = l.pids;
+  if (l.cpu_sec !== undefined) out.cpuSec = l.cpu_sec;
+  if (l.file_size_mb !== undefined) out.fileSizeMb = l.file_size_mb;
+  if (l.output_bytes !== undefined) out.outputBytes = l.output_bytes;
+  if (l.kill_on_output !== undefined) out.killOnOutput = l.kill_on_output;
+  if (l.cpus !== undefined) out.cpus = l.cpus;
+  return out;
+}
+
+function limitsToWire(l: Limits, into: Wire): void {
+  if (l.memoryMb !== undefined) into.memory_mb = l.memoryMb;
+  if (l.pids !== undefined) into.pids = l.pids;
+  if (l.cpuSec !== undefined) into.cpu_sec = l.cpuSec;
+  if (l.fileSizeMb !== undefined) into.file_size_mb = l.fileSizeMb;
+  if (l.outputBytes !== undefined) into.output_bytes = l.outputBytes;
+  if (l.killOnOutput !== undefined) into.kill_on_output = l.killOnOutput;
+  if (l.cpus !== undefined) into.cpus = l.cpus;
+}
+
+const limitHit = (v: unknown): LimitHit | null => {
+  if (typeof v !== "object" || v === null) return null;
+  const w = v as Wire;
+  return { name: w.name, value: w.value, unit: w.unit };
+};
+
+function restriction(v: unknown): Restriction | undefined {
+  if (typeof v !== "object" || v === null) return undefined;
+  const w = v as Wire;
+  return {
+    user: w.user, uid: w.uid, gid: w.gid, noNewPrivs: w.no_new_privs, capabilities: w.capabilities,
+    seccompRefusedSyscalls: w.seccomp_refused_syscalls,
+  };
+}
+
+export function execInfoFromWire(v: unknown): ExecInfo {
+  const w = obj(v);
+  const out: ExecInfo = {
+    id: w.id, state: w.state, pid: w.pid, exitCode: orNull(w.exit_code), signal: orNull(w.signal),
+    timedOut: w.timed_out, killedBy: orNull(w.killed_by), startedAt: w.started_at, endedAt: orNull(w.ended_at),
+    durationMs: w.duration_ms, stdoutBytes: w.stdout_bytes, stderrBytes: w.stderr_bytes,
+    stdoutRetainedFrom: w.stdout_retained_from, stderrRetainedFrom: w.stderr_retained_from, acked: w.acked,
+    error: orNull(w.error),
+  };
+  if (w.limits !== undefined) {
+    out.limits = limitsFromWire(w.limits);
+    if (w.limits?.timeout_sec !== undefined) out.limits.timeoutSec = w.limits.timeout_sec;
+  }
+  if (w.limit !== undefined) out.limit = limitHit(w.limit);
+  if (w.profile !== undefined) out.profile = w.profile;
+  const r = restriction(w.restriction);
+  if (r) out.restriction = r;
+  return out;
+}
+
+export function execRequestToWire(r: ExecRequest): Wire {
+  const w: Wire = {};
+  if (r.argv !== undefined) w.argv = r.argv;
+  if (r.command !== undefined) w.command = r.command;
+  if (r.runtime !== undefined) w.runtime = r.runtime;
+  if (r.code !== undefined) w.code = r.code;
+  if (r.shell !== undefined) w.shell = r.shell;
+  if (r.env !== undefined) w.env = r.env; // the caller's names, as given
+  if (r.cwd !== undefined) w.cwd = r.cwd;
+  if (r.user !== undefined) w.user = r.user;
+  if (r.group !== undefined) w.group = r.group;
+  if (typeof r.stdin === "string") w.stdin = r.stdin;
+  else if (r.stdin !== undefined) w.stdin_b64 = Buffer.from(r.stdin).toString("base64");
+  if (r.stdinStream !== undefined) w.stdin_stream = r.stdinStream;
+  if (r.timeoutSec !== undefined) w.timeout_sec = r.timeoutSec;
+  if (r.killGraceSec !== undefined) w.kill_grace_sec = r.killGraceSec;
+  if (r.pty !== undefined) w.pty = r.pty;
+  if (r.profile !== undefined) w.profile = r.profile;
+  limitsToWire(r, w);
+  return w;
+}
+
+export function runCodeOptionsToWire(o: RunCodeOptions): Wire {
+  const w: Wire = {};
+  if (o.timeoutSec !== undefined) w.timeout_sec = o.timeoutSec;
+  if (o.cwd !== undefined) w.cwd = o.cwd;
+  if (o.env !== undefined) w.env = o.env;
+  if (o.user !== undefined) w.user = o.user;
+  if (o.group !== undefined) w.group = o.group;
+  if (o.stdin !== undefined) w.stdin = o.stdin;
+  if (o.scanChanges !== undefined) w.scan_changes = o.scanChanges;
+  if (o.profile !== undefined) w.profile = o.profile;
+  if (o.resultMarker !== undefined) w.result_marker = o.resultMarker;
+  limitsToWire(o, w);
+  return w;
+}
+
+export function healthFromWire(v: unknown): Health {
+  const w = obj(v);
+  const out: Health = {
+    status: w.status, version: w.version, protocol: w.protocol, bootstrapped: w.bootstrapped, busy: w.busy,
+    execs: w.execs, uptimeMs: w.uptime_ms, runtimes: Array.isArray(w.runtimes) ? w.runtimes : [],
+    ackTtlSec: w.ack_ttl_sec,
+    retention: { streamBytes: obj(w.retention).stream_bytes, totalBytes: obj(w.retention).total_bytes },
+  };
+  if (Array.isArray(w.runtimes_unavailable)) {
+    out.runtimesUnavailable = w.runtimes_unavailable.map((u: Wire) => ({
+      runtime: obj(u).runtime, code: obj(u).code, reason: obj(u).reason,
+    }));
+  }
+  if (w.limits !== undefined) {
+    const l = obj(w.limits);
+    out.limits = {
+      mechanism: l.mechanism, supported: Array.isArray(l.supported) ? l.supported : [],
+      defaults: limitsFromWire(l.defaults), runTimeoutSec: l.run_timeout_sec,
+    };
+  }
+  if (w.profiles !== undefined) {
+    const p = obj(w.profiles);
+    const r = obj(p.restricted);
+    out.profiles = { default: p.default, restricted: { available: r.available, user: r.user } };
+    if (r.refused_syscalls !== undefined) out.profiles.restricted.refusedSyscalls = r.refused_syscalls;
+    if (r.why !== undefined) out.profiles.restricted.why = r.why;
+  }
+  if (w.privileged_generation !== undefined) out.privilegedGeneration = w.privileged_generation;
+  if (w.generation !== undefined) out.generation = w.generation;
+  if (w.boot_id !== undefined) out.bootId = w.boot_id;
+  if (w.state !== undefined) out.state = w.state;
+  return out;
+}
+
+export function bootstrapResultFromWire(v: unknown): BootstrapResult {
+  const w = obj(v);
+  return { ok: w.ok, replayed: w.replayed };
+}
+
+export function resetReportFromWire(v: unknown): ResetReport {
+  const w = obj(v);
+  const out: ResetReport = {
+    clean: w.clean, generation: w.generation, killedProcesses: w.killed_processes,
+    removed: { entries: obj(w.removed).entries, bytes: obj(w.removed).bytes },
+    remaining: Array.isArray(w.remaining)
+      ? w.remaining.map((r: Wire) => ({ kind: obj(r).kind, name: obj(r).name, reason: obj(r).reason }))
+      : [],
+    durationMs: w.duration_ms, replayed: w.replayed,
+  };
+  if (w.privileged_generation !== undefined) out.privilegedGeneration = w.privileged_generation;
+  return out;
+}
+
+function frame(v: unknown): ExceptionFrame {
+  const w = obj(v);
+  return { file: w.file, line: w.line, function: w.function, sourceLine: orNull(w.source_line) };
+}
+
+function runException(v: unknown): RunException | null {
+  if (typeof v !== "object" || v === null) return null;
+  const w = v as Wire;
+  const out: RunException = {
+    type: w.type, message: w.message, file: orNull(w.file), line: orNull(w.line), column: orNull(w.column),
+    sourceLine: orNull(w.source_line), frames: Array.isArray(w.frames) ? w.frames.map(frame) : [],
+    omittedFrames: w.omitted_frames,
+  };
+  if (w.keys_present !== undefined) out.keysPresent = w.keys_present;
+  if (w.keys_total !== undefined) out.keysTotal = w.keys_total;
+  return out;
+}
+
+export function codeRunResultFromWire(v: unknown): CodeRunResult {
+  const w = obj(v);
+  const out: CodeRunResult = {
+    summary: w.summary, exitCode: w.exit_code, success: w.success, stdout: w.stdout, stderr: w.stderr,
+    truncated: w.truncated, durationMs: w.duration_ms,
+    changedFiles: Array.isArray(w.changed_files)
+      ? w.changed_files.map((f: Wire) => ({ path: obj(f).path, change: obj(f).change, type: obj(f).type }))
+      : [],
+    changedFilesTruncated: w.changed_files_truncated, changedFilesBound: limitHit(w.changed_files_bound),
+    signal: orNull(w.signal), timedOut: w.timed_out, killedBy: orNull(w.killed_by), limit: limitHit(w.limit),
+    stdoutBytes: w.stdout_bytes, stderrBytes: w.stderr_bytes, runtime: w.runtime, cwd: w.cwd,
+    timeoutSec: w.timeout_sec, error: orNull(w.error),
+  };
+  if (w.profile !== undefined) out.profile = w.profile;
+  const r = restriction(w.restriction);
+  if (r) out.restriction = r;
+  if (w.exception !== undefined) out.exception = runException(w.exception);
+  if ("result" in w) out.result = w.result; // the caller's own value, as sent
+  if (w.result_error !== undefined) out.resultError = w.result_error;
+  return out;
+}
+
+/** The wire's four octal digits ("0755") as the permission bits (493). */
+export function modeFromWire(v: unknown): number {
+  return typeof v === "string" && /^[0-7]{1,6}$/.test(v) ? parseInt(v, 8) : typeof v === "number" ? v : 0;
+}
+
+export function fileStatFromWire(v: unknown): FileStat {
+  const w = obj(v);
+  const out: FileStat = {
+    path: w.path, type: w.type, size: w.size, mode: modeFromWire(w.mode), uid: w.uid, gid: w.gid, mtime: w.mtime,
+    target: orNull(w.target),
+  };
+  if (w.etag !== undefined) out.etag = w.etag;
+  return out;
+}
