@@ -3,7 +3,8 @@
 // RunBlocking (sys/awaitable.h), which suspends the caller at once.
 //
 // Start() and Wait() are called on the io executor; the job runs on the
-// pool. The shared state keeps everything alive until both are done.
+// pool. The shared state keeps everything alive until both are done; the
+// job's own captures are destroyed before its result is published.
 #pragma once
 
 #include <asio.hpp>
@@ -20,8 +21,11 @@ class PoolJob {
   template <typename Fn>
   static PoolJob Start(asio::thread_pool& pool, asio::any_io_executor io, Fn fn) {
     auto state = std::make_shared<State>(io);
-    asio::post(pool, [state, fn = std::move(fn)]() mutable {
-      R result = fn();
+    asio::post(pool, [state, fn = std::optional<Fn>(std::move(fn))]() mutable {
+      R result = (*fn)();
+      // What the job held (a temporary file, say) goes before the caller
+      // resumes: an error answered right after Wait() must find it gone.
+      fn.reset();
       {
         std::lock_guard lock(state->mu);
         state->result.emplace(std::move(result));
