@@ -19,7 +19,7 @@ namespace {
 // published its result before destroying the job would let the caller see
 // "not yet" every time, not only under an unlucky schedule.
 struct SlowToRelease {
-  explicit SlowToRelease(std::atomic<bool>* gone) : gone(gone) {}
+  explicit SlowToRelease(std::atomic<bool>* flag) : gone(flag) {}
   SlowToRelease(SlowToRelease&& o) noexcept : gone(o.gone) { o.gone = nullptr; }
   SlowToRelease(const SlowToRelease& o) = delete;
   ~SlowToRelease() {
