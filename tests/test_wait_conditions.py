@@ -112,8 +112,11 @@ class WaitForPathTest(unittest.TestCase):
         waiting = Background(self.daemon, url("/v1/fs/stat", path=target, until="exists",
                                               wait_ms=120000))
         os.makedirs(os.path.dirname(target))
-        with open(target, "w") as f:
+        # Appears whole (written aside, renamed in): the wait may answer the
+        # moment the name exists, so an open-then-write could be seen empty.
+        with open(target + ".part", "w") as f:
             f.write("12345")
+        os.rename(target + ".part", target)
         status, body = waiting.join()
         self.assertEqual(status, 200, body)
         self.assertEqual((body["exists"], body["met"]), (True, True), body)
