@@ -39,16 +39,17 @@ asio::awaitable<std::invoke_result_t<Fn>> RunBlocking(asio::thread_pool& pool, F
   return asio::async_initiate<const decltype(asio::use_awaitable)&, void(R)>(
       [&pool, work = std::move(work)](auto handler) mutable {
         auto executor = asio::get_associated_executor(handler);
-        asio::post(pool, [executor, work = std::move(work), handler = std::move(handler)]() mutable {
-          R result = (*work)();
-          // What `fn` held goes before the caller resumes (a temporary file
-          // it owned must be gone when the caller answers).
-          work.reset();
-          asio::post(executor,
-                     [handler = std::move(handler), result = std::move(result)]() mutable {
-                       std::move(handler)(std::move(result));
-                     });
-        });
+        asio::post(
+            pool, [executor, work = std::move(work), handler = std::move(handler)]() mutable {
+              R result = (*work)();
+              // What `fn` held goes before the caller resumes (a temporary file
+              // it owned must be gone when the caller answers).
+              work.reset();
+              asio::post(executor,
+                         [handler = std::move(handler), result = std::move(result)]() mutable {
+                           std::move(handler)(std::move(result));
+                         });
+            });
       },
       asio::use_awaitable);
 }
