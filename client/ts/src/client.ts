@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { AgentdError, invalidRequest, isRetryable, protocolError, transportError } from "./errors.js";
+import { AgentdError, invalidRequest, isRetryable, makeError, protocolError, transportError } from "./errors.js";
 import { applyEvent } from "./events.js";
 import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
@@ -160,6 +160,27 @@ export class Client extends ReactiveCalls {
       await this.json<Record<string, unknown>>("PUT", path, execRequestToWire(request), true, o.waitMs ?? 0));
   }
 
+  /**
+   * GET /v1/execs/{id}/stdout|stderr (no follow): the retained bytes from
+   * `start`. `chunk.start` > `start` means the bytes before it are no longer
+   * retained (`gap` says which). Refused beyond `maxBytes` (default 256 MiB).
+   */
+  async readOutput(id: string, stream: "stdout" | "stderr" = "stdout", start = 0,
+                   o: { maxBytes?: number } = {}): Promise<OutputChunk> {
+    if (stream !== "stdout" && stream !== "stderr") {
+      throw invalidRequest('stream must be "stdout" or "stderr"', { field: "stream" });
+    }
+    const a = await this.t.call({ method: "GET", path: `/v1/execs/${q(checkId(id))}/${stream}?from=${start}`,
+      idempotent: true }, o.maxBytes ?? 256 << 20);
+    const header = (name: string, fallback: number) => {
+      const v = a.headers[name];
+      return typeof v === "string" && /^\d{1,19}$/.test(v) ? Number(v) : fallback;
+    };
+    const first = header("agentd-from", start);
+    const next = header("agentd-next", first + a.body.length);
+    return { start: first, next, data: a.body, ...(first > start ? { gap: { from: start, to: first } } : {}) };
+  }
+
   /** Long polls until the exec exited; deadline_exceeded after `timeoutMs`. */
   async waitExec(id: string, timeoutMs?: number): Promise<ExecInfo> {
     const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
@@ -168,7 +189,7 @@ export class Client extends ReactiveCalls {
       const r = await this.pollExec(id, { waitMs: Math.min(left, WAIT_ROUND_MS) });
       if (r.exec.state !== "running") return r.exec;
       if (deadline !== undefined && Date.now() >= deadline) {
-        throw new AgentdError("deadline_exceeded", `exec ${id} still running after ${timeoutMs} ms`, 0, { id });
+        throw makeError("deadline_exceeded", `exec ${id} still running after ${timeoutMs} ms`, 0, { id });
       }
     }
   }

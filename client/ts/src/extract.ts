@@ -26,7 +26,7 @@
 import { constants, promises as fsp } from "node:fs";
 import { randomBytes } from "node:crypto";
 
-import { AgentdError } from "./errors.js";
+import { AgentdError, makeError } from "./errors.js";
 import { ChunkReader, readTar, type TarEntryHeader } from "./tar.js";
 import type { TreeStats } from "./types.js";
 
@@ -37,7 +37,7 @@ export interface ExtractOptions {
 
 function unsafe(member: Buffer, reason: string): AgentdError {
   const name = member.toString("utf8");
-  return new AgentdError("unsafe_path", `archive member "${name}" refused: ${reason}`, 0,
+  return makeError("unsafe_path", `archive member "${name}" refused: ${reason}`, 0,
     { member: name, reason });
 }
 

@@ -1,12 +1,12 @@
 // File and tree calls (docs/PROTOCOL.md, "Files" and "Trees"): streamed
 // reads and atomic writes, metadata, and tree transfers through the
 // package's own tar writer and confined, staged extraction.
-import { Readable } from "node:stream";
+import { Readable, type Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as zlib from "node:zlib";
 
 import { Base } from "./base.js";
-import { AgentdError, invalidRequest, isRetryable } from "./errors.js";
+import { AgentdError, invalidRequest, isRetryable, makeError } from "./errors.js";
 import { extractTree, type ExtractOptions } from "./extract.js";
 import { writeTree } from "./tar.js";
 import { bodyChunks, type Body, type Request } from "./transport.js";
@@ -109,6 +109,30 @@ export class FileCalls extends Base {
     return { data: a.body, etag: typeof tag === "string" ? tag : null };
   }
 
+  /**
+   * GET /v1/fs/file into `sink` as it arrives (a function, awaited per
+   * chunk, or a Writable, whose backpressure is honoured); answers the byte
+   * count. Memory stays flat for any size. Retried until the body starts; a
+   * body cut short throws transport_error after the sink got part of it.
+   */
+  async readFileTo(path: string, sink: ((chunk: Buffer) => unknown) | Writable, o: ReadOptions = {}): Promise<number> {
+    let total = 0;
+    for await (const chunk of this.readFileStream(path, o)) {
+      total += chunk.length;
+      if (typeof sink === "function") await sink(chunk);
+      else if (!sink.write(chunk)) await new Promise<void>((resolve) => {
+        const done = () => {
+          sink.off("drain", done);
+          sink.off("close", done);
+          resolve();
+        };
+        sink.on("drain", done);
+        sink.on("close", done);
+      });
+    }
+    return total;
+  }
+
   /** The file as a stream of chunks (retried until the body starts; a cut body throws). */
   async *readFileStream(path: string, o: ReadOptions = {}): AsyncGenerator<Buffer> {
     const res = await this.t.open(this.readRequest(path, o));
@@ -139,6 +163,19 @@ export class FileCalls extends Base {
       idempotent: whole && Object.keys(guard).length === 0,
       headers: { "Content-Type": "application/octet-stream", ...guard } });
     return fileStatFromWire(JSON.parse(a.body.toString("utf8")));
+  }
+
+  /**
+   * writeFile from a streaming source (a Readable or an async iterable of
+   * bytes), sent chunked as it is read: memory stays flat for any size.
+   * Never retried once started (the source may not be readable twice).
+   */
+  writeFileFrom(path: string, source: Readable | AsyncIterable<Uint8Array>, o: WriteOptions = {}): Promise<FileStat> {
+    if (typeof source === "string" || source instanceof Uint8Array) {
+      return Promise.reject(invalidRequest("writeFileFrom takes a Readable or an async iterable (writeFile takes bytes)",
+        { field: "source" }));
+    }
+    return this.writeFile(path, source, o);
   }
 
   async stat(path: string, follow = false): Promise<FileStat> {
@@ -291,7 +328,7 @@ async function* decompressed(chunks: AsyncGenerator<Buffer>): AsyncGenerator<Buf
     for await (const chunk of inflater as unknown as AsyncIterable<Buffer>) yield chunk;
   } catch (e) {
     if (e instanceof AgentdError) throw e;
-    throw new AgentdError("invalid_archive", `malformed archive: ${(e as Error).message}`, 0,
+    throw makeError("invalid_archive", `malformed archive: ${(e as Error).message}`, 0,
       { reason: (e as Error).message });
   }
 }

@@ -9,7 +9,18 @@ export type {
   Compression, EditOptions, EditResult, LineEdit, Preconditions, ReadOptions, RunOptions, StreamOptions, TextEdit,
   WriteOptions,
 } from "./client.js";
-export { AgentdError, isRetryable } from "./errors.js";
+export {
+  AgentdError, isRetryable,
+  InvalidRequest, InvalidJson, PayloadTooLarge, HeadersTooLarge, RouteNotFound, MethodNotAllowed,
+  RequestTimeout, TooManyConnections, ShuttingDown, Unauthorized, NotBootstrapped, AlreadyBootstrapped,
+  ExecNotFound, ExecIdConflict, ExecReleased, ExecRunning, TooManyExecs, StdinNotStreamed, StdinOffsetMismatch,
+  StdinClosed, UnknownUser, UnknownGroup, NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists,
+  PermissionDenied, DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
+  ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, RestrictedUserUnknown,
+  ProfileUnsupported, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
+  Quarantined, Resetting, PreconditionFailed, EditMismatch, TransportError, DeadlineExceeded, ProtocolError,
+  UnknownError,
+} from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";
 export type { ExtractOptions } from "./extract.js";
 export type { Forward, ForwardOptions, FsWatchEvent, GuestPort, Tunnel, WatchOptions } from "./reactive.js";

@@ -14,7 +14,7 @@
 import { createReadStream, promises as fsp } from "node:fs";
 import type { Stats, BigIntStats } from "node:fs";
 
-import { AgentdError } from "./errors.js";
+import { AgentdError, makeError } from "./errors.js";
 
 export const BLOCK = 512;
 
@@ -173,7 +173,7 @@ async function* fileEntry(full: Buffer, relName: Buffer,
     }
   }
   if (sent !== size) {
-    throw new AgentdError("io_error", `${full.toString()} changed size while being archived`, 0,
+    throw makeError("io_error", `${full.toString()} changed size while being archived`, 0,
       { path: full.toString() });
   }
   if (padTo512(size)) yield Buffer.alloc(padTo512(size));
@@ -213,7 +213,7 @@ export class ChunkReader {
 }
 
 function invalid(reason: string): AgentdError {
-  return new AgentdError("invalid_archive", `malformed archive: ${reason}`, 0, { reason });
+  return makeError("invalid_archive", `malformed archive: ${reason}`, 0, { reason });
 }
 
 function field(h: Buffer, off: number, len: number): Buffer {

@@ -28,8 +28,10 @@ test("every emitted module has its .d.ts and imports only node: built-ins and it
     assert.ok(existsSync(join(emitted, name.replace(/\.js$/, ".d.ts"))), `${name} has no .d.ts`);
     const text = readFileSync(join(emitted, name), "utf8")
       .replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, ""); // comments may show examples
-    const specs = [...text.matchAll(/\bfrom\s*["']([^"']+)["']|\bimport\s*\(?\s*["']([^"']+)["']/g)]
-      .map((m) => m[1] ?? m[2]!);
+    // Import and export statements (not a string that happens to end in "from").
+    const specs = [...text.matchAll(
+      /^\s*(?:import|export)\b[^"';]*?\bfrom\s*["']([^"']+)["']|^\s*import\s*["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']/gm)]
+      .map((m) => m[1] ?? m[2] ?? m[3]!);
     if (name === "index.js") assert.ok(specs.includes("./client.js"), "the import scan finds imports");
     for (const spec of specs) {
       assert.ok(spec.startsWith("node:") || /^\.\/[a-z_]+\.js$/.test(spec), `${name} imports ${spec}`);

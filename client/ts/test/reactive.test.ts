@@ -1,14 +1,16 @@
 // @agentd/client against the real daemon: filesystem watch (and its
 // reconnect through a cut connection), the guest's port list, tunnels and a
-// local forward to a guest port, metrics, start-and-wait, reattach by id.
+// local forward to a guest port, metrics, start-and-wait, reattach by id,
+// streamed file reads and writes, retained output, typed error classes.
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { after, before, describe, test } from "node:test";
 
-import { Client, mintExecId, type FsWatchEvent } from "../src/index.js";
+import { Client, ExecNotFound, mintExecId, NotFound, type FsWatchEvent } from "../src/index.js";
 import { CuttingProxy, Daemon, rejection, TOKEN } from "./helpers.js";
 
 let daemon: Daemon;
@@ -277,5 +279,55 @@ describe("start and wait, reattach", () => {
     }
     const runs = (await c.readFile(join(tmp, id))).toString();
     assert.equal(runs, "run\n", "the command ran once");
+  });
+});
+
+describe("streamed files and retained output", () => {
+  test("readFileTo streams into a function or a Writable, and writeFileFrom from an async iterable", async () => {
+    const p = join(tmp, "streamed.bin");
+    async function* parts() {
+      for (let i = 0; i < 64; i++) yield Buffer.alloc(16384, i);
+    }
+    const st = await c.writeFileFrom(p, parts(), { mode: 0o600 });
+    assert.deepEqual([st.size, st.mode], [64 * 16384, 0o600]);
+    const got: Buffer[] = [];
+    assert.equal(await c.readFileTo(p, (chunk) => got.push(chunk)), 64 * 16384);
+    assert.ok(Buffer.concat(got).equals(Buffer.concat([...Array(64).keys()].map((i) => Buffer.alloc(16384, i)))));
+    const sink = new PassThrough();
+    const drained = readToEnd(sink as unknown as net.Socket);
+    assert.equal(await c.readFileTo(p, sink, { range: { first: 16384, last: 16387 } }), 4);
+    sink.end();
+    assert.deepEqual([...(await drained)], [1, 1, 1, 1]);
+    const bad = await rejection(c.writeFileFrom(p, "text" as unknown as AsyncIterable<Uint8Array>));
+    assert.equal(bad.details.field, "source");
+  });
+
+  test("readOutput reads the retained bytes from an offset, and names lost ones as a gap", async () => {
+    const id = mintExecId("out");
+    await c.startExecAndWait(id, { command: "printf 0123456789; printf err >&2" }, { waitMs: 30000, untilExit: true });
+    assert.deepEqual(await c.readOutput(id, "stdout", 4), { start: 4, next: 10, data: Buffer.from("456789") });
+    assert.equal((await c.readOutput(id, "stderr")).data.toString(), "err");
+    const d = await Daemon.start("--retention-stream-bytes", "4096");
+    const small = await d.client();
+    try {
+      const big = mintExecId("big");
+      await small.startExecAndWait(big, { command: "head -c 20000 /dev/zero" }, { waitMs: 30000, untilExit: true });
+      const r = await small.readOutput(big);
+      assert.ok(r.start > 0 && r.gap?.from === 0 && r.gap.to === r.start, JSON.stringify({ ...r, data: r.data.length }));
+      assert.equal(r.next, 20000);
+      assert.equal(r.data.length, 20000 - r.start);
+      const e = await rejection(small.readOutput(big, "stdout", 0, { maxBytes: 100 }));
+      assert.equal(e.code, "protocol_error");
+    } finally {
+      small.close();
+      await d.stop();
+    }
+  });
+
+  test("daemon errors arrive as their classes", async () => {
+    const e = await rejection(c.stat(join(tmp, "absent")));
+    assert.ok(e instanceof NotFound);
+    assert.equal(e.name, "NotFound");
+    assert.ok(await rejection(c.ackExec("never-started")) instanceof ExecNotFound);
   });
 });
