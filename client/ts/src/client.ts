@@ -349,29 +349,45 @@ export class Client extends ReactiveCalls {
     }
   }
 
-  /** Start, stream to the end, ack: the whole outcome of one command. */
+  /** Start and wait, stream what is left to the end, ack: the whole outcome of one command. */
   async run(command: string | string[], options: RunOptions = {}): Promise<RunResult> {
     const { id, maxStdoutBytes = 64 << 20, maxStderrBytes = 64 << 20, ack = true, ...request } = options;
     const execId = id ?? mintExecId("run");
     if (typeof command === "string") request.command = command;
     else request.argv = command;
-    await this.startExec(execId, request);
     const kept = { stdout: [] as Buffer[], stderr: [] as Buffer[] };
     const size = { stdout: 0, stderr: 0 };
     const truncated = { stdout: false, stderr: false };
     const limit = { stdout: maxStdoutBytes, stderr: maxStderrBytes };
-    let final: ExecInfo | undefined;
-    for await (const ev of this.stream(execId)) {
-      if (ev.kind === "stdout" || ev.kind === "stderr") {
-        const room = Math.max(0, limit[ev.kind] - size[ev.kind]);
-        if (ev.data.length > room) truncated[ev.kind] = true;
-        const part = ev.data.subarray(0, room);
-        kept[ev.kind].push(part);
-        size[ev.kind] += part.length;
-      } else if (ev.kind === "gap") {
-        truncated[ev.stream] = true;
-      } else if (ev.kind === "exit") {
-        final = ev.exec;
+    const keep = (stream: "stdout" | "stderr", data: Buffer) => {
+      const room = Math.max(0, limit[stream] - size[stream]);
+      if (data.length > room) truncated[stream] = true;
+      const part = data.subarray(0, room);
+      kept[stream].push(part);
+      size[stream] += part.length;
+    };
+    // Start and wait ("Start and wait"): a short command's exit and whole
+    // output in this one request; what it leaves (a longer run, or more
+    // output than one answer carries) the event stream delivers from the
+    // cursors reached.
+    const first = await this.startExecAndWait(execId, request,
+      { stdoutFrom: 0, stderrFrom: 0, waitMs: WAIT_ROUND_MS, untilExit: true });
+    const cursors: Cursors = { stdout: 0, stderr: 0 };
+    for (const stream of ["stdout", "stderr"] as const) {
+      const chunk = first[stream];
+      if (!chunk) continue;
+      if (chunk.gap) truncated[stream] = true;
+      keep(stream, chunk.data);
+      cursors[stream] = chunk.next;
+    }
+    const e = first.exec;
+    let final: ExecInfo | undefined =
+      e.state !== "running" && cursors.stdout >= e.stdoutBytes && cursors.stderr >= e.stderrBytes ? e : undefined;
+    if (!final) {
+      for await (const ev of this.stream(execId, cursors)) {
+        if (ev.kind === "stdout" || ev.kind === "stderr") keep(ev.kind, ev.data);
+        else if (ev.kind === "gap") truncated[ev.stream] = true;
+        else if (ev.kind === "exit") final = ev.exec;
       }
     }
     if (!final) throw transportError("the stream ended without an exit event");

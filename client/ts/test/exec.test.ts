@@ -207,6 +207,16 @@ describe("exec", () => {
     assert.deepEqual([...bytes.stdout], [0, 255, 1]);
   });
 
+  test("run carries output beyond one start-and-wait answer on through the stream, byte for byte", async () => {
+    const job = noisy(3 << 20, "run-beyond"); // over the 1 MiB a poll answer carries per stream
+    const r = await c.run(job.command);
+    const want = job.expected();
+    assert.equal(r.exitCode, 0);
+    assert.equal(sha(r.stdout), sha(want.out));
+    assert.equal(sha(r.stderr), sha(want.err));
+    assert.deepEqual([r.stdoutTruncated, r.stderrTruncated, r.exec.acked], [false, false, true]);
+  });
+
   test("runCode answers a summary, bounded output and the changed files", async () => {
     const work = mkdtempSync(join(tmp, "run-"));
     const r = await c.runCode("shell", "echo hi; echo made > made.txt; echo oops >&2; exit 2",
