@@ -187,7 +187,7 @@ int CmdStat(Context& ctx) {
 int CmdLs(Context& ctx) {
   const std::string& path =
       ctx.args().positional.empty() ? std::string("/") : ctx.args().positional[0];
-  Result<ListResponse> list = ctx.client().List(path);
+  Result<ListResponse> list = ctx.client().ListDir(path);
   if (!list.ok()) return ctx.out().Fail(list.status());
   std::vector<std::vector<std::string>> rows;
   for (const FileStat& e : list->entries) {

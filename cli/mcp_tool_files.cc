@@ -132,7 +132,7 @@ asio::awaitable<ToolOutput> StatTool(ToolContext& ctx, const json::Object& args)
 }
 
 asio::awaitable<ToolOutput> ListDirTool(ToolContext& ctx, const json::Object& args) {
-  Result<ListResponse> list = co_await ctx.client.List(StringArg(args, "path").value_or(""));
+  Result<ListResponse> list = co_await ctx.client.ListDir(StringArg(args, "path").value_or(""));
   if (!list.ok()) co_return ErrorOutput(list.status());
   ToolOutput out;
   out.structured = std::move(EncodeListResponse(*list).as_object());

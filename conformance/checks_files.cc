@@ -40,7 +40,7 @@ void WriteIsAtomicAndLeavesNoTemporary(CheckContext& ctx) {
   ExpectOk(ctx.client().WriteFile(dir + "/f", "old contents"), "first write");
   ExpectOk(ctx.client().WriteFile(dir + "/f", std::string(1 << 20, 'n')), "replacing write");
   Expect(Read(ctx, dir + "/f") == std::string(1 << 20, 'n'), "the file holds the new bytes");
-  ListResponse list = ExpectOk(ctx.client().List(dir), "list");
+  ListResponse list = ExpectOk(ctx.client().ListDir(dir), "list");
   Expect(list.entries.size() == 1, "no temporary file remains beside the target (" +
                                        std::to_string(list.entries.size()) + " entries)");
   // A dropped upload leaves the old file.
@@ -52,7 +52,7 @@ void WriteIsAtomicAndLeavesNoTemporary(CheckContext& ctx) {
                       std::chrono::milliseconds(300));
   (void)raw;  // the connection closes here, mid-body
   for (int i = 0; i < 50; ++i) {
-    list = ExpectOk(ctx.client().List(dir), "list");
+    list = ExpectOk(ctx.client().ListDir(dir), "list");
     if (list.entries.size() == 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -142,7 +142,7 @@ void MetadataOpsAndTheirErrors(CheckContext& ctx) {
               "non-recursive delete");
   std::string real = ExpectOk(ctx.client().Realpath(dir + "/x/y/../g"), "realpath");
   Expect(real.size() >= 4 && real.compare(real.size() - 4, 4, "/x/g") == 0, "realpath resolves ..");
-  ListResponse list = ExpectOk(ctx.client().List(dir + "/x"), "list");
+  ListResponse list = ExpectOk(ctx.client().ListDir(dir + "/x"), "list");
   Expect(list.entries.size() == 2, "list shows both entries");
   DeleteResponse del = ExpectOk(ctx.client().Remove(dir, true), "recursive delete");
   Expect(del.removed == 4,
@@ -188,7 +188,7 @@ void DiskPressureIs507WithRealNumbers(CheckContext& ctx) {
   };
   ExpectError(ctx.client().WriteFileFrom(path, source), ErrorCode::kInsufficientStorage,
               "a streamed write that fills the file system");
-  ListResponse left = ExpectOk(ctx.client().List(dir), "list the small file system");
+  ListResponse left = ExpectOk(ctx.client().ListDir(dir), "list the small file system");
   for (const FileStat& e : left.entries) {
     Expect(e.path.find("agentd-tmp") == std::string::npos, "no temporary remains: " + e.path);
   }

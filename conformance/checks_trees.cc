@@ -170,9 +170,9 @@ void HostileArchivesAreRefusedWithNothingWritten(CheckContext& ctx) {
            attack.name + " is 400 unsafe_path");
     Expect(raw.find("\"member\"") != std::string::npos,
            attack.name + ": the refusal names the member");
-    ListResponse in = ExpectOk(ctx.client().List(target), "list target");
+    ListResponse in = ExpectOk(ctx.client().ListDir(target), "list target");
     Expect(in.entries.size() == 1, attack.name + ": nothing was written inside the target");
-    ListResponse out = ExpectOk(ctx.client().List(outside), "list outside");
+    ListResponse out = ExpectOk(ctx.client().ListDir(outside), "list outside");
     Expect(out.entries.empty(), attack.name + ": nothing was written outside the target");
   }
 }
@@ -186,7 +186,7 @@ void MalformedArchiveIsInvalidArchive(CheckContext& ctx) {
   std::string raw = PutTar(ctx, target, tar.substr(0, 1100));  // cut inside the second member
   Expect(raw.rfind("HTTP/1.1 400", 0) == 0 && raw.find("\"invalid_archive\"") != std::string::npos,
          "a truncated archive is 400 invalid_archive");
-  Expect(ExpectOk(ctx.client().List(target), "list").entries.empty(), "and writes nothing");
+  Expect(ExpectOk(ctx.client().ListDir(target), "list").entries.empty(), "and writes nothing");
 }
 
 }  // namespace

@@ -100,13 +100,13 @@ class PyClientExecTest(unittest.TestCase):
     def test_error_details_carry_the_real_numbers(self):
         c = self.client()
         with self.assertRaises(ac.InvalidRequest) as cm:
-            c.start("bad-field", ["true"], timeout_sec=0)
+            c.start_exec("bad-field", ["true"], timeout_sec=0)
         self.assertEqual(cm.exception.details.get("field"), "timeout_sec")
 
     @unittest.skipUnless(os.geteuid() == 0, "a restricted exec switches to nobody (root only)")
     def test_restricted_profile_on_start_and_run_code_reports_what_was_applied(self):
         c = self.client()
-        info = c.start("py-restricted", ["id", "-u"], profile="restricted")
+        info = c.start_exec("py-restricted", ["id", "-u"], profile="restricted")
         self.assertEqual(info.profile, "restricted")
         self.assertEqual(info.restriction["capabilities"], "none")
         r = c.run_code("shell", "id -u", profile="restricted")
@@ -114,7 +114,7 @@ class PyClientExecTest(unittest.TestCase):
                                                                         65534))
         self.assertEqual(c.run_code("shell", "true").profile, "unrestricted")
         with self.assertRaises(ac.InvalidRequest) as cm:
-            c.start("py-bad-profile", ["true"], profile="sandboxed")
+            c.start_exec("py-bad-profile", ["true"], profile="sandboxed")
         self.assertEqual(cm.exception.details.get("field"), "profile")
 
     def test_every_stable_error_code_of_protocol_md_has_its_exception_class(self):
@@ -128,7 +128,7 @@ class PyClientExecTest(unittest.TestCase):
 
     def test_an_invalid_exec_id_is_refused_before_sending(self):
         with self.assertRaises(ac.InvalidRequest) as cm:
-            self.client(url="http://127.0.0.1:1").poll("no spaces")
+            self.client(url="http://127.0.0.1:1").poll_exec("no spaces")
         self.assertEqual(cm.exception.details["field"], "id")
 
     def test_a_refused_connection_is_a_transport_error_after_retries(self):
@@ -152,13 +152,13 @@ class PyClientExecTest(unittest.TestCase):
     def test_a_repeated_start_answers_the_same_exec_and_a_different_one_conflicts(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        first = c.start(exec_id, ["sh", "-c", "echo once"])
-        again = c.start(exec_id, ["sh", "-c", "echo once"])
+        first = c.start_exec(exec_id, ["sh", "-c", "echo once"])
+        again = c.start_exec(exec_id, ["sh", "-c", "echo once"])
         self.assertEqual((first.id, first.pid), (again.id, again.pid))
         with self.assertRaises(ac.ExecIdConflict) as cm:
-            c.start(exec_id, ["sh", "-c", "echo twice"])
+            c.start_exec(exec_id, ["sh", "-c", "echo twice"])
         self.assertEqual((cm.exception.status, cm.exception.details.get("id")), (409, exec_id))
-        self.assertEqual(c.wait(exec_id, 30).exit_code, 0)
+        self.assertEqual(c.wait_exec(exec_id, 30).exit_code, 0)
 
     def test_a_start_retried_after_its_answer_was_lost_runs_the_command_once(self):
         marker = tempfile.mktemp(prefix="pyclient-once-")
@@ -166,9 +166,9 @@ class PyClientExecTest(unittest.TestCase):
         try:
             c = self.client(url=proxy.url, backoff_initial=0.01)
             exec_id = ac.mint_exec_id()
-            info = c.start(exec_id, command="echo ran >> %s" % marker)
+            info = c.start_exec(exec_id, command="echo ran >> %s" % marker)
             self.assertGreaterEqual(proxy.connections, 2)  # the first answer was swallowed
-            self.assertEqual(c.wait(info.id, 30).exit_code, 0)
+            self.assertEqual(c.wait_exec(info.id, 30).exit_code, 0)
             with open(marker) as f:
                 self.assertEqual(f.read(), "ran\n")
         finally:
@@ -179,65 +179,65 @@ class PyClientExecTest(unittest.TestCase):
     def test_poll_reads_from_cursors_and_never_changes_state(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, command="printf hello; printf oops >&2")
-        c.wait(exec_id, 30)
-        a = c.poll(exec_id, stdout_from=1, stderr_from=0)
-        b = c.poll(exec_id, stdout_from=1, stderr_from=0)
+        c.start_exec(exec_id, command="printf hello; printf oops >&2")
+        c.wait_exec(exec_id, 30)
+        a = c.poll_exec(exec_id, stdout_from=1, stderr_from=0)
+        b = c.poll_exec(exec_id, stdout_from=1, stderr_from=0)
         self.assertEqual((a.stdout.data, a.stdout.start, a.stdout.next), (b"ello", 1, 5))
         self.assertEqual(a.stderr.data, b"oops")
         self.assertEqual((a.stdout.data, a.stderr.data), (b.stdout.data, b.stderr.data))
-        self.assertIsNone(c.poll(exec_id).stdout)
-        self.assertEqual(c.poll(exec_id, stdout_from=0, max_bytes=2).stdout.data, b"he")
+        self.assertIsNone(c.poll_exec(exec_id).stdout)
+        self.assertEqual(c.poll_exec(exec_id, stdout_from=0, max_bytes=2).stdout.data, b"he")
 
     def test_a_long_poll_answers_as_soon_as_output_arrives(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, command="sleep 0.5; echo late; sleep 5")
+        c.start_exec(exec_id, command="sleep 0.5; echo late; sleep 5")
         t0 = time.monotonic()
-        r = c.poll(exec_id, stdout_from=0, wait_ms=20000)
+        r = c.poll_exec(exec_id, stdout_from=0, wait_ms=20000)
         self.assertLess(time.monotonic() - t0, 10)
         self.assertEqual(r.stdout.data, b"late\n")
-        c.kill(exec_id, "KILL")
+        c.kill_exec(exec_id, "KILL")
 
     def test_wait_gives_up_at_its_deadline(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, ["sleep", "30"])
+        c.start_exec(exec_id, ["sleep", "30"])
         with self.assertRaises(ac.DeadlineExceeded):
-            c.wait(exec_id, 0.5)
-        info = c.kill(exec_id)
+            c.wait_exec(exec_id, 0.5)
+        info = c.kill_exec(exec_id)
         self.assertEqual(info.id, exec_id)
-        final = c.wait(exec_id, 30)
+        final = c.wait_exec(exec_id, 30)
         self.assertEqual((final.exit_code, final.signal, final.killed_by), (143, "TERM", "kill"))
 
     def test_unknown_and_released_ids_raise_their_own_errors(self):
         with Daemon("--ack-ttl-sec", "0") as d:
             c = ac.Client("http://127.0.0.1:%d" % d.port, token="test-token")
             with self.assertRaises(ac.ExecNotFound):
-                c.poll("never-started")
+                c.poll_exec("never-started")
             exec_id = ac.mint_exec_id()
-            c.start(exec_id, ["sleep", "30"])
+            c.start_exec(exec_id, ["sleep", "30"])
             with self.assertRaises(ac.ExecRunning):
-                c.ack(exec_id)
-            c.kill(exec_id, "KILL")
-            c.wait(exec_id, 30)
-            self.assertTrue(c.ack(exec_id).acked)
+                c.ack_exec(exec_id)
+            c.kill_exec(exec_id, "KILL")
+            c.wait_exec(exec_id, 30)
+            self.assertTrue(c.ack_exec(exec_id).acked)
             deadline = time.monotonic() + 10
             while True:
                 try:
-                    c.poll(exec_id)
+                    c.poll_exec(exec_id)
                 except ac.ExecReleased as e:
                     self.assertEqual(e.status, 410)
                     break
                 self.assertLess(time.monotonic(), deadline)
                 time.sleep(0.05)
             with self.assertRaises(ac.ExecReleased):
-                c.start(exec_id, ["sleep", "30"])
+                c.start_exec(exec_id, ["sleep", "30"])
 
     def test_list_shows_started_execs(self):
         c = self.client()
         exec_id = ac.mint_exec_id("listed")
-        c.start(exec_id, ["true"])
+        c.start_exec(exec_id, ["true"])
         self.assertIn(exec_id, [e.id for e in c.list_execs()])
 
     # -- stdin ----------------------------------------------------------------
@@ -245,7 +245,7 @@ class PyClientExecTest(unittest.TestCase):
     def test_stdin_by_offset_never_duplicates_a_retried_write(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, ["cat"], stdin_stream=True)
+        c.start_exec(exec_id, ["cat"], stdin_stream=True)
         self.assertEqual(c.write_stdin(exec_id, 0, b"hello "), 6)
         self.assertEqual(c.write_stdin(exec_id, 0, b"hello world"), 11)  # a retry, extended
         with self.assertRaises(ac.StdinOffsetMismatch) as cm:
@@ -253,8 +253,8 @@ class PyClientExecTest(unittest.TestCase):
         self.assertEqual((cm.exception.details["expected"], cm.exception.details["got"]),
                          (11, 50))
         self.assertEqual(c.write_stdin(exec_id, 11, "\n", eof=True), 12)
-        c.wait(exec_id, 30)
-        self.assertEqual(c.poll(exec_id, stdout_from=0).stdout.data, b"hello world\n")
+        c.wait_exec(exec_id, 30)
+        self.assertEqual(c.poll_exec(exec_id, stdout_from=0).stdout.data, b"hello world\n")
 
     def test_whole_stdin_as_text_or_bytes(self):
         c = self.client()
@@ -264,10 +264,10 @@ class PyClientExecTest(unittest.TestCase):
     def test_stdin_to_an_exec_without_a_stream_is_refused(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, ["sleep", "5"])
+        c.start_exec(exec_id, ["sleep", "5"])
         with self.assertRaises(ac.StdinNotStreamed):
             c.write_stdin(exec_id, 0, b"x")
-        c.kill(exec_id, "KILL")
+        c.kill_exec(exec_id, "KILL")
 
     # -- run ------------------------------------------------------------------
 
@@ -331,14 +331,14 @@ class PyClientExecTest(unittest.TestCase):
         self.assertEqual(r.exec.limit, {"name": "timeout", "value": 1, "unit": "s"})
         self.assertEqual(r.exec.limits, {"timeout_sec": 1, "output_bytes": 8192})
         with self.assertRaises(ac.InvalidRequest) as cm:
-            c.start(ac.mint_exec_id(), ["true"], memory_gb=1)
+            c.start_exec(ac.mint_exec_id(), ["true"], memory_gb=1)
         self.assertEqual(cm.exception.details["field"], "memory_gb")
 
     def test_a_detached_code_exec_streams_like_any_exec(self):
         c = self.client()
         exec_id = ac.mint_exec_id("code")
-        c.start(exec_id, runtime="python", code="print(6 * 7)")
-        again = c.start(exec_id, runtime="python", code="print(6 * 7)")  # retry-safe
+        c.start_exec(exec_id, runtime="python", code="print(6 * 7)")
+        again = c.start_exec(exec_id, runtime="python", code="print(6 * 7)")  # retry-safe
         self.assertEqual(again.id, exec_id)
         out, _, _, final, _ = self.collect(c.stream(exec_id))
         self.assertEqual((out, final.exit_code), (b"42\n", 0))
@@ -377,7 +377,7 @@ class PyClientExecTest(unittest.TestCase):
             c = self.client(url=proxy.url, backoff_initial=0.005, backoff_max=0.05,
                             max_stream_reconnects=50)
             exec_id = ac.mint_exec_id("cut")
-            c.start(exec_id, noisy_argv(n, seed))
+            c.start_exec(exec_id, noisy_argv(n, seed))
             reconnects = []
             out, err, gaps, final, cursors = self.collect(
                 c.stream(exec_id, on_reconnect=lambda a, e: reconnects.append(e.code)))
@@ -398,7 +398,7 @@ class PyClientExecTest(unittest.TestCase):
         c = self.client()
         exec_id = ac.mint_exec_id("reattach")
         state = tempfile.mktemp(prefix="pyclient-state-")
-        c.start(exec_id, noisy_argv(n, seed))
+        c.start_exec(exec_id, noisy_argv(n, seed))
         # First harness: read some events, persisting the id and cursors, then "crash".
         got_out, got_err = bytearray(), bytearray()
         for i, ev in enumerate(c.stream(exec_id)):
@@ -444,8 +444,8 @@ for ev in c.stream(st["id"], ac.Cursors(*st["cursors"])):
         with Daemon("--retention-stream-bytes", "4096") as d:
             c = ac.Client("http://127.0.0.1:%d" % d.port, token="test-token")
             exec_id = ac.mint_exec_id()
-            c.start(exec_id, command="head -c 20000 /dev/zero | tr '\\0' a")
-            c.wait(exec_id, 30)
+            c.start_exec(exec_id, command="head -c 20000 /dev/zero | tr '\\0' a")
+            c.wait_exec(exec_id, 30)
             out, _, gaps, final, cursors = self.collect(c.stream(exec_id))
             self.assertEqual(len(gaps), 1)
             stream, start, end = gaps[0]
@@ -462,7 +462,7 @@ for ev in c.stream(st["id"], ac.Cursors(*st["cursors"])):
         c = ac.Client(url, token="test-token", max_attempts=1, backoff_initial=0.001,
                       backoff_max=0.002, max_stream_reconnects=3)
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, ["sleep", "30"])
+        c.start_exec(exec_id, ["sleep", "30"])
         d.close()
         attempts = []
         with self.assertRaises(ac.TransportError) as cm:
@@ -474,23 +474,23 @@ for ev in c.stream(st["id"], ac.Cursors(*st["cursors"])):
     def test_raw_output_route(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, command="printf abcdef >&2")
-        c.wait(exec_id, 30)
+        c.start_exec(exec_id, command="printf abcdef >&2")
+        c.wait_exec(exec_id, 30)
         chunk = c.read_output(exec_id, "stderr", 2)
         self.assertEqual((chunk.start, chunk.next, chunk.data, chunk.gap), (2, 6, b"cdef", None))
 
     def test_pty_exec_resizes(self):
         c = self.client()
         exec_id = ac.mint_exec_id()
-        c.start(exec_id, ["sh", "-c", "sleep 0.3; stty size"], pty={"rows": 10, "cols": 40})
-        info = c.resize(exec_id, 33, 99)
+        c.start_exec(exec_id, ["sh", "-c", "sleep 0.3; stty size"], pty={"rows": 10, "cols": 40})
+        info = c.resize_exec(exec_id, 33, 99)
         self.assertEqual(info.id, exec_id)
-        c.wait(exec_id, 30)
-        self.assertIn(b"33 99", c.poll(exec_id, stdout_from=0).stdout.data)
+        c.wait_exec(exec_id, 30)
+        self.assertIn(b"33 99", c.poll_exec(exec_id, stdout_from=0).stdout.data)
         with self.assertRaises(ac.NotAPty):
             other = ac.mint_exec_id()
-            c.start(other, ["sleep", "1"])
-            c.resize(other, 1, 1)
+            c.start_exec(other, ["sleep", "1"])
+            c.resize_exec(other, 1, 1)
 
     # -- endpoints and faces --------------------------------------------------
 
@@ -512,7 +512,7 @@ for ev in c.stream(st["id"], ac.Cursors(*st["cursors"])):
             async with AsyncClient(self.url, token="test-token") as guest:
                 r = await guest.run(["sh", "-c", "echo async"])
                 exec_id = ac.mint_exec_id("aio")
-                await guest.start(exec_id, noisy_argv(200000, 3))
+                await guest.start_exec(exec_id, noisy_argv(200000, 3))
                 out = bytearray()
                 async for ev in guest.stream(exec_id):
                     if isinstance(ev, ac.OutputEvent) and ev.kind == "stdout":

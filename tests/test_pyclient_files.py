@@ -136,11 +136,11 @@ class PyClientFilesTest(unittest.TestCase):
 
     def test_metadata_operations(self):
         d = os.path.join(self.remote, "d", "e")
-        st = self.c.mkdir(d, mode=0o750, parents=True)
+        st = self.c.make_dir(d, mode=0o750, parents=True)
         self.assertEqual((st.type, st.mode), ("dir", 0o750))
-        self.assertEqual(self.c.mkdir(d, parents=True).type, "dir")  # idempotent with parents
+        self.assertEqual(self.c.make_dir(d, parents=True).type, "dir")  # idempotent with parents
         with self.assertRaises(ac.AlreadyExists):
-            self.c.mkdir(d)
+            self.c.make_dir(d)
         f = os.path.join(d, "f")
         self.c.write_file(f, b"12345")
         os.symlink("f", os.path.join(d, "link"))

@@ -37,11 +37,11 @@ class PyClientWaitsTest(unittest.TestCase):
         """An exec printing `before`, then `after` once the returned marker exists."""
         marker = os.path.join(self.dir, "go")
         exec_id = ac.mint_exec_id("pw")
-        self.client.start(exec_id, command="printf '%s'; while [ ! -e %s ]; do sleep 0.01; done;"
+        self.client.start_exec(exec_id, command="printf '%s'; while [ ! -e %s ]; do sleep 0.01; done;"
                           " printf '%s'; sleep 600" % (before, marker, after))
-        self.addCleanup(self.client.kill, exec_id, "KILL")
+        self.addCleanup(self.client.kill_exec, exec_id, "KILL")
         # `before` is in the log before the marker exists.
-        while self.client.poll(exec_id, stdout_from=0, wait_ms=10000).stdout.next < len(before):
+        while self.client.poll_exec(exec_id, stdout_from=0, wait_ms=10000).stdout.next < len(before):
             pass
         return exec_id, marker
 
@@ -57,7 +57,7 @@ class PyClientWaitsTest(unittest.TestCase):
 
     def test_wait_for_output_says_the_exec_ended_without_a_match(self):
         exec_id = ac.mint_exec_id("pw")
-        self.client.start(exec_id, command="echo done >&2; exit 4")
+        self.client.start_exec(exec_id, command="echo done >&2; exit 4")
         m = self.client.wait_for_output(exec_id, "nothing like this", stream="stderr")
         self.assertEqual((m.matched, m.reason, m.stream, m.next), (False, "exited", "stderr", 5))
         self.assertEqual(m.exec.exit_code, 4)

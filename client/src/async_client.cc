@@ -173,7 +173,7 @@ asio::awaitable<Result<GlobResponse>> AsyncClient::Glob(std::string path, std::s
   co_return co_await GlobCall(*transport_, std::move(path), std::move(pattern), std::move(query));
 }
 
-asio::awaitable<Result<ListResponse>> AsyncClient::List(std::string path) {
+asio::awaitable<Result<ListResponse>> AsyncClient::ListDir(std::string path) {
   co_return co_await ListCall(*transport_, std::move(path));
 }
 

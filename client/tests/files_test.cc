@@ -79,7 +79,7 @@ TEST_CASE("files: metadata calls and their errors", "[client][files]") {
   CHECK(made->type == FileStat::Type::kDir);
   CHECK(made->mode == 0700);
   REQUIRE(c.WriteFile(dir + "/a/file", "data").ok());
-  auto listed = c.List(dir + "/a");
+  auto listed = c.ListDir(dir + "/a");
   REQUIRE(listed.ok());
   CHECK(listed->entries.size() == 2);
   RenameRequest mv;

@@ -12,7 +12,7 @@ from .client import Client, mint_exec_id
 from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import AgentdError, ERROR_CLASSES, error_for
 from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, EditResult, ExecInfo,
-                    ExitEvent, FileContent, FileStat, GapEvent, GlobResult, Health, OutputChunk,
+                    ExitEvent, FileContent, FileStat, GapEvent, GlobResult, GuestPort, Health, OutputChunk,
                     OutputEvent, OutputMatch, PollResult, ResetReport, RunResult, SearchMatch,
                     SearchResult, SearchSummary, StreamEvent, TreeStats, UnavailableRuntime)
 
@@ -21,9 +21,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
     "ChangedFile", "CodeRunResult", "Cursors", "EditResult", "ExecInfo", "ExitEvent",
-    "FileContent", "FileStat", "GapEvent", "GlobResult", "Health", "OutputChunk", "OutputEvent",
+    "FileContent", "FileStat", "GapEvent", "GlobResult", "GuestPort", "Health", "OutputChunk", "OutputEvent",
     "OutputMatch",
     "PollResult", "ResetReport", "RunResult",
     "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats",
     "UnavailableRuntime", "__version__",
-] + [cls.__name__ for cls in ERROR_CLASSES.values()]
+] + [cls.__name__ for cls in ERROR_CLASSES.values()] + ["UnknownError"]

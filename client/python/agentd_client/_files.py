@@ -130,6 +130,19 @@ class FileCalls(CallsBase):
         _, _, body = self._t.call(req)
         return FileStat.from_json(json.loads(body.decode("utf-8")))
 
+    def write_file_from(self, path: str, source: Union[IO[bytes], Iterable[bytes]], *,
+                        mode: Union[int, str, None] = None, parents: bool = False,
+                        user: Optional[str] = None, group: Optional[str] = None,
+                        if_match: Optional[str] = None, if_none_match: bool = False) -> FileStat:
+        """write_file from a streaming source (a binary file object or an iterator of
+        bytes), sent chunked as it is read: memory stays flat for any size. Never
+        retried once started (the source may not be readable twice)."""
+        if isinstance(source, (bytes, bytearray, memoryview, str)):
+            raise InvalidRequest("write_file_from takes a file object or an iterator of bytes "
+                                 "(write_file takes bytes)", details={"field": "source"})
+        return self.write_file(path, source, mode=mode, parents=parents, user=user, group=group,
+                               if_match=if_match, if_none_match=if_none_match)
+
     def stat(self, path: str, follow: bool = False) -> FileStat:
         target = "/v1/fs/stat?path=" + quote_value(path) + ("&follow=1" if follow else "")
         return FileStat.from_json(self._json("GET", target, idempotent=True))
@@ -138,7 +151,7 @@ class FileCalls(CallsBase):
         doc = self._json("GET", "/v1/fs/list?path=" + quote_value(path), idempotent=True)
         return [FileStat.from_json(e) for e in doc.get("entries") or []]
 
-    def mkdir(self, path: str, mode: Union[int, str, None] = None, parents: bool = False,
+    def make_dir(self, path: str, mode: Union[int, str, None] = None, parents: bool = False,
               user: Optional[str] = None, group: Optional[str] = None) -> FileStat:
         """POST /v1/fs/mkdir. Retried only with `parents` (then an existing directory
         is a success; without it a retry could see its own first attempt)."""

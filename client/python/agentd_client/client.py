@@ -22,16 +22,18 @@ from ._events import apply_event
 from ._files import FileCalls
 from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
-from .errors import AgentdError, DeadlineExceeded, InvalidRequest, TransportError
+from .errors import AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError, TransportError
 from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
-                    Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
+                    GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
                     StreamEvent)
 
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
 # longer than that is dead even if the socket does not say so.
 STREAM_SILENCE_LIMIT = 45.0
-# One long-poll round of wait().
+# One long-poll round of wait_exec().
 WAIT_ROUND_MS = 30000
+# The metrics text is a few kilobytes; a guest cannot make the host hold more.
+METRICS_MAX_BYTES = 4 << 20
 
 
 def mint_exec_id(prefix: str = "x") -> str:
@@ -155,7 +157,7 @@ class Client(FileCalls):
             body["pty"] = dict(pty)
         return body
 
-    def start(self, exec_id: str, argv: Optional[Sequence[str]] = None, **options: Any) -> ExecInfo:
+    def start_exec(self, exec_id: str, argv: Optional[Sequence[str]] = None, **options: Any) -> ExecInfo:
         """PUT /v1/execs/{id}: starts a detached exec (options as exec_request).
 
         Retry-safe: the same id and request answer the same exec and never
@@ -166,35 +168,40 @@ class Client(FileCalls):
                          idempotent=True)
         return ExecInfo.from_json(doc)
 
-    def poll(self, exec_id: str, *, stdout_from: Optional[int] = None,
-             stderr_from: Optional[int] = None, max_bytes: Optional[int] = None,
-             wait_ms: int = 0) -> PollResult:
+    def poll_exec(self, exec_id: str, *, stdout_from: Optional[int] = None,
+                  stderr_from: Optional[int] = None, max_bytes: Optional[int] = None,
+                  wait_ms: int = 0, until_exit: bool = False) -> PollResult:
         """GET /v1/execs/{id}: the exec object and output past the cursors.
 
         With `wait_ms`, a long poll: answers when there is output past a
-        given cursor, the exec exited, or the time is up."""
-        query = []
-        for name, value in (("stdout_from", stdout_from), ("stderr_from", stderr_from),
-                            ("max_bytes", max_bytes)):
-            if value is not None:
-                query.append("%s=%d" % (name, value))
-        if wait_ms > 0:
-            query.append("wait_ms=%d" % wait_ms)
-        target = "/v1/execs/" + quote_value(check_id(exec_id))
-        if query:
-            target += "?" + "&".join(query)
+        given cursor, the exec exited, or the time is up; with `until_exit`
+        new output alone does not end the wait."""
+        target = "/v1/execs/" + quote_value(check_id(exec_id)) + _poll_query(
+            stdout_from, stderr_from, max_bytes, wait_ms, until_exit)
         doc = self._json("GET", target, idempotent=True, extra_wait=wait_ms / 1000.0)
-        return PollResult(ExecInfo.from_json(doc),
-                          OutputChunk.from_json(doc["stdout"]) if "stdout" in doc else None,
-                          OutputChunk.from_json(doc["stderr"]) if "stderr" in doc else None)
+        return PollResult.from_json(doc)
 
-    def wait(self, exec_id: str, timeout: Optional[float] = None) -> ExecInfo:
+    def start_exec_and_wait(self, exec_id: str, argv: Optional[Sequence[str]] = None, *,
+                            wait_ms: int = WAIT_ROUND_MS, until_exit: bool = True,
+                            stdout_from: Optional[int] = 0, stderr_from: Optional[int] = 0,
+                            max_bytes: Optional[int] = None, **options: Any) -> PollResult:
+        """PUT /v1/execs/{id} with the poll's query (docs/PROTOCOL.md, "Start and
+        wait"): starts like start_exec, answers like poll_exec once started. A
+        short command's exit and output in one request. Retry-safe like
+        start_exec (the query is not part of the start's identity)."""
+        body = self.exec_request(argv, **options)
+        target = "/v1/execs/" + quote_value(check_id(exec_id)) + _poll_query(
+            stdout_from, stderr_from, max_bytes, wait_ms, until_exit)
+        doc = self._json("PUT", target, body, idempotent=True, extra_wait=wait_ms / 1000.0)
+        return PollResult.from_json(doc)
+
+    def wait_exec(self, exec_id: str, timeout: Optional[float] = None) -> ExecInfo:
         """Long polls until the exec has exited; DeadlineExceeded after `timeout` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left_ms = WAIT_ROUND_MS if deadline is None else int(
                 max(0.0, deadline - time.monotonic()) * 1000)
-            info = self.poll(exec_id, wait_ms=min(left_ms, WAIT_ROUND_MS)).exec
+            info = self.poll_exec(exec_id, wait_ms=min(left_ms, WAIT_ROUND_MS)).exec
             if not info.running:
                 return info
             if deadline is not None and time.monotonic() >= deadline:
@@ -249,6 +256,21 @@ class Client(FileCalls):
                                 lambda d: bool(d.get("listening")), timeout)
         return bool(doc.get("listening"))
 
+    def list_ports(self) -> List[GuestPort]:
+        """GET /v1/ports: the TCP ports listening in the guest."""
+        doc = self._json("GET", "/v1/ports", idempotent=True)
+        ports = doc.get("ports") if isinstance(doc, dict) else None
+        if not isinstance(ports, list):
+            raise ProtocolError('the port list is not {"ports": [...]}')
+        return [GuestPort.from_json(p) for p in ports]
+
+    def metrics(self, max_bytes: int = METRICS_MAX_BYTES) -> str:
+        """GET /v1/metrics: the daemon's Prometheus text exposition (at most
+        `max_bytes`; a longer answer raises ProtocolError)."""
+        req = Request("GET", "/v1/metrics", idempotent=True)
+        _, _, body = self._t.call(req, max_body=max_bytes)
+        return body.decode("utf-8", "replace")
+
     def wait_for_path(self, path: str, *, gone: bool = False,
                       timeout: Optional[float] = None) -> bool:
         """Waits until `path` exists (or, with `gone`, no longer exists),
@@ -258,7 +280,7 @@ class Client(FileCalls):
         doc = self._wait_rounds(target, lambda d: bool(d.get("met")), timeout)
         return bool(doc.get("met"))
 
-    def kill(self, exec_id: str, signal: Optional[str] = None,
+    def kill_exec(self, exec_id: str, signal: Optional[str] = None,
              grace_sec: Optional[int] = None) -> ExecInfo:
         """POST /v1/execs/{id}/kill: signals the whole process group (idempotent)."""
         body: Dict[str, Any] = {}
@@ -269,7 +291,7 @@ class Client(FileCalls):
         return ExecInfo.from_json(self._json(
             "POST", "/v1/execs/%s/kill" % quote_value(check_id(exec_id)), body, idempotent=True))
 
-    def ack(self, exec_id: str) -> ExecInfo:
+    def ack_exec(self, exec_id: str) -> ExecInfo:
         """POST /v1/execs/{id}/ack: marks an exited exec read (idempotent)."""
         return ExecInfo.from_json(self._json(
             "POST", "/v1/execs/%s/ack" % quote_value(check_id(exec_id)), {}, idempotent=True))
@@ -294,7 +316,7 @@ class Client(FileCalls):
         doc = json.loads(body.decode("utf-8"))
         return int(doc["next"])
 
-    def resize(self, exec_id: str, rows: int, cols: int) -> ExecInfo:
+    def resize_exec(self, exec_id: str, rows: int, cols: int) -> ExecInfo:
         """POST /v1/execs/{id}/resize (PTY execs)."""
         return ExecInfo.from_json(self._json(
             "POST", "/v1/execs/%s/resize" % quote_value(check_id(exec_id)),
@@ -387,7 +409,7 @@ class Client(FileCalls):
             argv = None
         else:
             argv = list(command)
-        self.start(exec_id, argv, **options)
+        self.start_exec(exec_id, argv, **options)
         out, err = bytearray(), bytearray()
         trunc = {"stdout": False, "stderr": False}
         final: Optional[ExecInfo] = None
@@ -405,7 +427,7 @@ class Client(FileCalls):
                 final = ev.exec
         assert final is not None
         if ack:
-            final = self.ack(exec_id)
+            final = self.ack_exec(exec_id)
         ec = final.exit_code
         return RunResult(exec_id, ec if ec is not None else -1, final.signal, final.timed_out,
                          final.killed_by, final.duration_ms, bytes(out), bytes(err),
@@ -436,6 +458,21 @@ class Client(FileCalls):
         body.update(_limits(limits))
         return CodeRunResult.from_json(self._json("POST", "/v1/run", body, idempotent=False))
 
+
+
+def _poll_query(stdout_from: Optional[int], stderr_from: Optional[int],
+                max_bytes: Optional[int], wait_ms: int, until_exit: bool) -> str:
+    """The poll's query (docs/PROTOCOL.md, "Poll"), "" when it has none."""
+    query = []
+    for name, value in (("stdout_from", stdout_from), ("stderr_from", stderr_from),
+                        ("max_bytes", max_bytes)):
+        if value is not None:
+            query.append("%s=%d" % (name, value))
+    if wait_ms > 0:
+        query.append("wait_ms=%d" % wait_ms)
+    if until_exit:
+        query.append("until=exit")
+    return "?" + "&".join(query) if query else ""
 
 
 LIMITS = ("memory_mb", "pids", "cpu_sec", "file_size_mb", "output_bytes", "kill_on_output",

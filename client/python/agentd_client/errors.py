@@ -264,6 +264,12 @@ class ProfileUnsupported(AgentdError):
     code = "profile_unsupported"
 
 
+class UnknownError(AgentdError):
+    """A code this client does not know (a newer daemon's); ``code`` is the code
+    as sent. Judge it by ``status`` (docs/PROTOCOL.md, "Compatibility")."""
+    code = "unknown"
+
+
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
         TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
@@ -282,10 +288,11 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
 
 def error_for(code: str, message: str, status: int = 0,
               details: Optional[Dict[str, Any]] = None) -> AgentdError:
-    """The exception for `code`; an unknown code (a newer daemon) is a plain AgentdError."""
+    """The exception for `code` (docs/CLIENT.md, "Error classes"); a code this
+    client does not know (a newer daemon's) is UnknownError carrying it."""
     cls = ERROR_CLASSES.get(code)
     if cls is None:
-        return AgentdError(message, code=code, status=status, details=details)
+        return UnknownError(message, code=code, status=status, details=details)
     return cls(message, status=status, details=details)
 
 

@@ -7,6 +7,8 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
+from .errors import ProtocolError
+
 
 def _opt_str(v: Any) -> Optional[str]:
     return v if isinstance(v, str) else None
@@ -178,6 +180,12 @@ class PollResult:
     exec: ExecInfo
     stdout: Optional[OutputChunk]
     stderr: Optional[OutputChunk]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "PollResult":
+        return cls(ExecInfo.from_json(d),
+                   OutputChunk.from_json(d["stdout"]) if "stdout" in d else None,
+                   OutputChunk.from_json(d["stderr"]) if "stderr" in d else None)
 
 
 @dataclass
@@ -374,6 +382,21 @@ class FileContent:
 
     data: bytes
     etag: Optional[str]
+
+
+@dataclass
+class GuestPort:
+    """A TCP port listening in the guest (docs/PROTOCOL.md, "Ports")."""
+    port: int
+    address: str  # "127.0.0.1", "0.0.0.0", "::", ...
+    family: str  # "ipv4" or "ipv6"
+
+    @classmethod
+    def from_json(cls, d: Any) -> "GuestPort":
+        port = d.get("port") if isinstance(d, dict) else None
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise ProtocolError('a port entry lacks a valid "port"')
+        return cls(port, str(d.get("address", "")), str(d.get("family", "")))
 
 
 @dataclass

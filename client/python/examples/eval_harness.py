@@ -60,7 +60,7 @@ def grade(url, token, task_dir, out_dir, guest_dir="/workspace"):
     with Client(url, token=token) as guest:
         remote = "%s/%s" % (guest_dir, state["id"])
         guest.upload_dir(task_dir, remote, parents=True)
-        guest.start(state["id"], ["sh", "grade.sh"], cwd=remote, timeout_sec=900)
+        guest.start_exec(state["id"], ["sh", "grade.sh"], cwd=remote, timeout_sec=900)
         logs = {name: open_log(os.path.join(out_dir, name + ".log"), state[name])
                 for name in ("stdout", "stderr")}
         try:
@@ -85,7 +85,7 @@ def grade(url, token, task_dir, out_dir, guest_dir="/workspace"):
                    "timed_out": final.timed_out, "duration_ms": final.duration_ms,
                    "gaps": state.get("gaps", []), "results_error": state.get("results_error")}
         save_json(verdict_path, verdict)
-        guest.ack(state["id"])
+        guest.ack_exec(state["id"])
         guest.remove(remote, recursive=True)
         return verdict
 

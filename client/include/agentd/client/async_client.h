@@ -148,7 +148,7 @@ class AsyncClient {
   asio::awaitable<Result<FileStat>> WriteFileFrom(std::string path, ByteSource source,
                                                   WriteOptions options = {});
   asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow = false);
-  asio::awaitable<Result<ListResponse>> List(std::string path);
+  asio::awaitable<Result<ListResponse>> ListDir(std::string path);
   asio::awaitable<Result<FileStat>> MakeDir(MkdirRequest request);
   // `guard.if_match` applies to `from`, `guard.if_none_match` to `to`.
   asio::awaitable<Result<FileStat>> Rename(RenameRequest request, Preconditions guard = {});
@@ -320,8 +320,8 @@ class AsyncClient {
     return detail::Launch(executor_, Stat(std::move(path), follow), std::forward<Token>(token));
   }
   template <typename Token>
-  auto AsyncList(std::string path, Token&& token) {
-    return detail::Launch(executor_, List(std::move(path)), std::forward<Token>(token));
+  auto AsyncListDir(std::string path, Token&& token) {
+    return detail::Launch(executor_, ListDir(std::move(path)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncMakeDir(MkdirRequest request, Token&& token) {

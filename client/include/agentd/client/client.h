@@ -106,7 +106,7 @@ class Client {
   Result<FileStat> Stat(std::string path, bool follow = false) {
     return Wait(async_.Stat(std::move(path), follow));
   }
-  Result<ListResponse> List(std::string path) { return Wait(async_.List(std::move(path))); }
+  Result<ListResponse> ListDir(std::string path) { return Wait(async_.ListDir(std::move(path))); }
   Result<FileStat> MakeDir(MkdirRequest request) {
     return Wait(async_.MakeDir(std::move(request)));
   }
