@@ -13,44 +13,44 @@
 using namespace agentd;
 using namespace agentd::client;
 
-#define AGENTD_CLIENT_OPS(X)                                                                  \
-  X(Health)                                                                                   \
-  X(Bootstrap)                                                                                \
-  X(Reset)                                                                                    \
-  X(SetToken)                                                                                 \
-  X(StartExec)                                                                                \
-  X(PollExec)                                                                                 \
-  X(StartExecAndWait)                                                                         \
-  X(WaitExec)                                                                                 \
-  X(WaitForOutput)                                                                            \
-  X(WaitForPort)                                                                              \
-  X(WaitForPath)                                                                              \
-  X(KillExec)                                                                                 \
-  X(AckExec)                                                                                  \
-  X(ListExecs)                                                                                \
-  X(WriteStdin)                                                                               \
-  X(Stream)                                                                                   \
-  X(ResizeExec)                                                                               \
-  X(Run)                                                                                      \
-  X(RunCode)                                                                                  \
-  X(ReadFileTo)                                                                               \
-  X(ReadFile)                                                                                 \
-  X(ReadFileWithEtag)                                                                         \
-  X(WriteFile)                                                                                \
-  X(WriteFileFrom)                                                                            \
-  X(Stat)                                                                                     \
-  X(ListDir)                                                                                  \
-  X(MakeDir)                                                                                  \
-  X(Rename)                                                                                   \
-  X(Remove)                                                                                   \
-  X(Edit)                                                                                     \
-  X(Realpath)                                                                                 \
-  X(Search)                                                                                   \
-  X(Glob)                                                                                     \
-  X(UploadDir)                                                                                \
-  X(DownloadDir)                                                                              \
-  X(Watch)                                                                                    \
-  X(ListPorts)                                                                                \
+#define AGENTD_CLIENT_OPS(X) \
+  X(Health)                  \
+  X(Bootstrap)               \
+  X(Reset)                   \
+  X(SetToken)                \
+  X(StartExec)               \
+  X(PollExec)                \
+  X(StartExecAndWait)        \
+  X(WaitExec)                \
+  X(WaitForOutput)           \
+  X(WaitForPort)             \
+  X(WaitForPath)             \
+  X(KillExec)                \
+  X(AckExec)                 \
+  X(ListExecs)               \
+  X(WriteStdin)              \
+  X(Stream)                  \
+  X(ResizeExec)              \
+  X(Run)                     \
+  X(RunCode)                 \
+  X(ReadFileTo)              \
+  X(ReadFile)                \
+  X(ReadFileWithEtag)        \
+  X(WriteFile)               \
+  X(WriteFileFrom)           \
+  X(Stat)                    \
+  X(ListDir)                 \
+  X(MakeDir)                 \
+  X(Rename)                  \
+  X(Remove)                  \
+  X(Edit)                    \
+  X(Realpath)                \
+  X(Search)                  \
+  X(Glob)                    \
+  X(UploadDir)               \
+  X(DownloadDir)             \
+  X(Watch)                   \
+  X(ListPorts)               \
   X(OpenTunnel)
 
 // Instantiates only when `Method` names a member (a missing one: no compile).
@@ -60,9 +60,9 @@ constexpr bool kIsMember = true;
 TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClient",
           "[client][naming]") {
   std::vector<std::string> names;
-#define AGENTD_CLIENT_OP(name)                        \
-  static_assert(kIsMember<&Client::name>);            \
-  static_assert(kIsMember<&AsyncClient::name>);       \
+#define AGENTD_CLIENT_OP(name)                  \
+  static_assert(kIsMember<&Client::name>);      \
+  static_assert(kIsMember<&AsyncClient::name>); \
   names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
@@ -82,8 +82,8 @@ TEST_CASE("every error code has its error class, and an unknown code is UnknownE
   CHECK(ErrorClassOf(ErrorCode::kInternal) == "InternalError");
   CHECK(ErrorClassOf(Status()).empty());
   // A newer daemon's code reaches the caller by name and as UnknownError.
-  Status newer = StatusFromErrorBody(
-      409, R"({"error": {"code": "some_future_code", "message": "m"}})");
+  Status newer =
+      StatusFromErrorBody(409, R"({"error": {"code": "some_future_code", "message": "m"}})");
   CHECK(ErrorClassOf(newer) == "UnknownError");
   Status not_ours = StatusFromErrorBody(502, "<html>bad gateway</html>");
   CHECK(ErrorClassOf(not_ours) == "ProtocolError");
