@@ -31,6 +31,7 @@ RULES = {
     "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
     "run": ["exec", "metrics", "proc", "sys"],
     "reuse": ["auth", "exec", "fs", "log", "metrics", "proc", "sys"],
+    "upgrade": ["log", "proc", "sys"],
     "config": ["exec", "log", "server"],
     "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "reuse", "run", "search",
             "server", "sys"],

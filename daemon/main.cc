@@ -3,6 +3,10 @@
 
 #include <asio.hpp>
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "api/api_context.h"
 #include "api/fs_service.h"
@@ -18,6 +22,10 @@
 #include "reuse/guest_reset.h"
 #include "server/http_server.h"
 #include "server/router.h"
+#include "sys/read_file.h"
+#include "upgrade/handover_state.h"
+#include "upgrade/upgrade_command.h"
+#include "upgrade/upgrader.h"
 
 namespace agentd {
 namespace {
@@ -41,7 +49,55 @@ void RegisterServeMetrics(ApiContext& ctx, ExecEngine& exec, HttpServer& server)
       .Set(1);
 }
 
-int Serve(DaemonConfig& config) {
+// The token and launch environment, for the memfd an upgrade hands over.
+std::string EncodeSecrets(const BootstrapState& bootstrap) {
+  BootstrapRequest request{bootstrap.token(), bootstrap.launch_env()};
+  return json::Serialize(json::Object()
+                             .Set("bootstrapped", bootstrap.bootstrapped())
+                             .Set("request", EncodeBootstrapRequest(request)));
+}
+
+Status RestoreSecrets(int fd, BootstrapState& bootstrap) {
+  Result<std::string> text = ReadSecrets(fd);
+  if (!text.ok()) return text.status();
+  Result<json::Value> doc = json::Parse(*text);
+  if (!doc.ok()) return doc.status();
+  const json::Value* bootstrapped = doc->Find("bootstrapped");
+  const json::Value* request = doc->Find("request");
+  if (!bootstrapped || !bootstrapped->is_bool() || !request) {
+    return Status::InvalidRequest("the upgrade's secrets are malformed");
+  }
+  if (!bootstrapped->as_bool()) return Status::Ok();
+  Result<BootstrapRequest> decoded = DecodeBootstrapRequest(*request);
+  if (!decoded.ok()) return decoded.status();
+  bootstrap.Install(std::move(*decoded));
+  return Status::Ok();
+}
+
+size_t ListenerCount(const DaemonConfig& config) {
+  return config.listen.empty() ? 1 : config.listen.size();
+}
+
+// `agentd --upgrade-check FILE FLAGS...`: run by a daemon on its successor
+// before it execs it; exit 0 only when this binary can take the state over.
+int CheckUpgradeState(const std::string& path, const DaemonConfig& config) {
+  Result<std::string> text = ReadFileToString(path, 64 << 20);
+  Result<HandoverState> state = text.ok() ? DecodeHandover(*text) : text.status();
+  if (state.ok() && state->listeners.size() != ListenerCount(config)) {
+    state = Status::InvalidRequest("the upgrade state hands over " +
+                                   std::to_string(state->listeners.size()) +
+                                   " listeners for " + std::to_string(ListenerCount(config)) +
+                                   " --listen addresses");
+  }
+  if (!state.ok()) {
+    std::fprintf(stderr, "agentd --upgrade-check: %s\n", state.status().message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int Serve(DaemonConfig& config, std::vector<std::string> argv,
+          std::optional<HandoverState> resume) {
   SetLogLevel(config.log_level);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished peer is an error code, not a death
   if (config.listen.empty()) config.listen.push_back(*ListenAddress::Parse(kDefaultListen));
@@ -54,6 +110,12 @@ int Serve(DaemonConfig& config) {
       return 1;
     }
     bootstrap.SetToken(std::move(*token));
+  }
+  if (resume) {
+    if (Status s = RestoreSecrets(resume->secrets_fd, bootstrap); !s.ok()) {
+      std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
+      return 1;
+    }
   }
 
   // The OOM killer picks a child before the daemon (docs/PROTOCOL.md, "Limits").
@@ -72,6 +134,10 @@ int Serve(DaemonConfig& config) {
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
   ExecEngine exec(io, blocking, EngineOptionsOf(config), bootstrap);
+  if (resume) {
+    ctx.started_at -= std::chrono::milliseconds(resume->uptime_ms);
+    exec.ExpectHandover(std::move(resume->execs), resume->generation);
+  }
   if (Status s = exec.Open(); !s.ok()) {
     std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
     return 1;
@@ -124,13 +190,42 @@ int Serve(DaemonConfig& config) {
   });
   RegisterServeMetrics(ctx, exec, server);
   ctx.close_all_but = [&server](const Connection* keep) { server.CloseAllBut(keep); };
-  for (const ListenAddress& address : config.listen) {
-    Status s = server.Listen(address);
+  for (size_t i = 0; i < config.listen.size(); ++i) {
+    const ListenAddress& address = config.listen[i];
+    Status s = resume ? (i < resume->listeners.size()
+                             ? server.Adopt(address, resume->listeners[i])
+                             : Status::InvalidRequest("no listener handed over for " +
+                                                      address.text))
+                      : server.Listen(address);
     if (!s.ok()) {
       std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
       return 1;
     }
   }
+
+  Upgrader upgrader(
+      io, exec.reaper(), exec.state_dir(), std::move(argv), config.upgrade_binary,
+      UpgradeSources{
+          .ready =
+              [&reuse] {
+                if (reuse.state() == GuestReset::State::kReady) return Status::Ok();
+                return Status::Error(ErrorCode::kResetting,
+                                     "the guest is " + std::string(reuse.state_name()) +
+                                         "; retry once it is ready");
+              },
+          .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
+          .listeners = [&server] { return server.ListenerFds(); },
+          .secrets = [&bootstrap] { return EncodeSecrets(bootstrap); },
+          .generation = [&exec] { return exec.generation(); },
+          .uptime_ms =
+              [&ctx] {
+                return std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - ctx.started_at)
+                    .count();
+              },
+      });
+  if (resume) upgrader.Carry(*resume);
+  ctx.upgrades = [&upgrader] { return UpgradeCounts{upgrader.upgrades(), upgrader.failures()}; };
 
   int exit_code = 0;
   bool stopping = false;
@@ -145,8 +240,17 @@ int Serve(DaemonConfig& config) {
     server.Shutdown(config.shutdown_grace,
                     [&] { exec.WhenFinished(config.shutdown_grace, [&io] { io.stop(); }); });
   };
-  // PID 1 mode owns the signals (it forwards them); otherwise they stop us.
+  // PID 1 mode owns the signals (it forwards them); otherwise they stop us,
+  // and SIGUSR2 upgrades in place.
   asio::signal_set signals(io);
+  asio::signal_set upgrade_signal(io);
+  std::function<void()> await_upgrade = [&] {
+    upgrade_signal.async_wait([&](const asio::error_code& ec, int) {
+      if (ec) return;
+      if (!stopping) upgrader.Request();
+      await_upgrade();
+    });
+  };
   if (config.init) {
     init = std::make_unique<InitWorkload>(io, exec.reaper(), config.command, config.exit_with_cmd,
                                           config.init_user, exec.child_nofile(), [&](int code) {
@@ -162,13 +266,19 @@ int Serve(DaemonConfig& config) {
     signals.async_wait([&](const asio::error_code& ec, int signo) {
       if (!ec) stop(json::Object().Set("signal", signo), 0);
     });
+    upgrade_signal.add(SIGUSR2);
+    await_upgrade();
+    upgrader.WritePidFile();
   }
 
   Log(LogLevel::kInfo, "ready",
       json::Object()
           .Set("version", std::string(DaemonVersion()))
-          .Set("bootstrapped", bootstrap.bootstrapped()));
+          .Set("bootstrapped", bootstrap.bootstrapped())
+          .Set("upgrades", upgrader.upgrades()));
+  if (resume) upgrader.Resumed();
   io.run();
+  if (!config.init) upgrader.RemovePidFile();
   (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   exec.CloseLimits();
@@ -181,11 +291,24 @@ int Serve(DaemonConfig& config) {
 
 int main(int argc, char** argv) {
   using agentd::ParsedFlags;
-  agentd::Result<ParsedFlags> flags = agentd::ParseFlags(argc, argv);
+  // Hidden first arguments, only ever given by a daemon upgrading in place
+  // (upgrade/upgrader.h): --upgrade-check FILE and --upgrade-resume FILE.
+  std::string_view mode = argc > 2 ? argv[1] : "";
+  bool check = mode == "--upgrade-check";
+  bool resume = mode == "--upgrade-resume";
+  std::string state_file = check || resume ? argv[2] : "";
+  int skip = check || resume ? 2 : 0;
+  std::vector<std::string> args(argv, argv + argc);
+  args.erase(args.begin() + 1, args.begin() + 1 + skip);
+  std::vector<const char*> flag_argv;
+  for (const std::string& a : args) flag_argv.push_back(a.c_str());
+  agentd::Result<ParsedFlags> flags =
+      agentd::ParseFlags(static_cast<int>(flag_argv.size()), flag_argv.data());
   if (!flags.ok()) {
     std::fprintf(stderr, "agentd: %s\nTry 'agentd --help'.\n", flags.status().message().c_str());
     return 2;
   }
+  if (check) return agentd::CheckUpgradeState(state_file, flags->config);
   switch (flags->action) {
     case ParsedFlags::Action::kHelp:
       std::fputs(agentd::HelpText().c_str(), stdout);
@@ -193,8 +316,23 @@ int main(int argc, char** argv) {
     case ParsedFlags::Action::kVersion:
       std::printf("agentd %s (protocol 1)\n", std::string(agentd::DaemonVersion()).c_str());
       return 0;
+    case ParsedFlags::Action::kUpgrade:
+      return agentd::RunUpgradeCommand(flags->config.state_dir);
     case ParsedFlags::Action::kRun:
       break;
   }
-  return agentd::Serve(flags->config);
+  std::optional<agentd::HandoverState> handed;
+  if (resume) {
+    agentd::Result<std::string> text = agentd::ReadFileToString(state_file, 64 << 20);
+    agentd::Result<agentd::HandoverState> state =
+        text.ok() ? agentd::DecodeHandover(*text) : text.status();
+    if (!state.ok()) {
+      // Past the execve there is no old daemon to fall back to: say why.
+      std::fprintf(stderr, "agentd: cannot resume the upgrade: %s\n",
+                   state.status().message().c_str());
+      return 1;
+    }
+    handed = std::move(*state);
+  }
+  return agentd::Serve(flags->config, std::move(args), std::move(handed));
 }

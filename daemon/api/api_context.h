@@ -24,6 +24,12 @@ struct ExecCounts {
   int64_t records = 0;  // registered exec records of every state
 };
 
+// Upgrades in place since the daemon first started (upgrade/upgrader.h).
+struct UpgradeCounts {
+  int64_t upgrades = 0;
+  int64_t failures = 0;
+};
+
 struct ApiContext {
   const DaemonConfig& config;
   BootstrapState& bootstrap;
@@ -47,6 +53,7 @@ struct ApiContext {
   // Closes every client connection but the given one (set once the server
   // exists).
   std::function<void(const Connection*)> close_all_but = [](const Connection*) {};
+  std::function<UpgradeCounts()> upgrades = [] { return UpgradeCounts{}; };
   // Condition waits in progress (api/wait_slot.h).
   int64_t waits_open = 0;
 };

@@ -37,6 +37,9 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
     h.extra.Set("profiles", std::move(profiles));
   }
   h.extra.Set("privileged_generation", ctx.privileged_generation());
+  UpgradeCounts upgrades = ctx.upgrades();
+  h.extra.Set("upgrades", upgrades.upgrades);
+  h.extra.Set("upgrade_failures", upgrades.failures);
   int code = 200;
   if (ctx.reuse) {
     h.extra.Set("generation", ctx.reuse->generation());

@@ -76,6 +76,9 @@ struct DaemonConfig {
   // USER[:GROUP] the workload runs as (an image's USER when agentd is
   // injected and runs as root); empty: the daemon's own identity.
   std::string init_user;
+  // Upgrade in place (docs/OPERATIONS.md, "Upgrading"): the binary an
+  // upgrade executes; empty: the path the daemon was started from.
+  std::string upgrade_binary;
 };
 
 // The engine's share of the configuration (exec/exec_options.h).
@@ -97,7 +100,7 @@ inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
 }
 
 struct ParsedFlags {
-  enum class Action { kRun, kHelp, kVersion };
+  enum class Action { kRun, kHelp, kVersion, kUpgrade };
   Action action = Action::kRun;
   DaemonConfig config;
 };

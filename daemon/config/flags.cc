@@ -288,6 +288,15 @@ const std::vector<Flag>& Flags() {
          c.init_user = std::string(v);
          return Status::Ok();
        }},
+      {"upgrade-binary", "PATH",
+       "The binary an upgrade in place executes. Default: the path the daemon was started "
+       "from, as it is on disk at the time of the upgrade.",
+       Text(&DaemonConfig::upgrade_binary)},
+      {"upgrade", nullptr,
+       "Do not serve: ask the daemon of --state-dir (default as the daemon's) to upgrade in "
+       "place to the binary on disk, keeping its PID and running execs; print the outcome; "
+       "exit 0 when it took effect, 1 when it failed and the old daemon serves on.",
+       nullptr},
       {"version", nullptr, "Print the version and exit.", nullptr},
       {"help", nullptr, "Print this help and exit.", nullptr},
   };
@@ -348,6 +357,7 @@ Result<ParsedFlags> ParseFlags(int argc, const char* const* argv) {
       if (has_value) return Status::InvalidRequest("--" + std::string(arg) + " takes no value");
       if (arg == "help") out.action = ParsedFlags::Action::kHelp;
       if (arg == "version") out.action = ParsedFlags::Action::kVersion;
+      if (arg == "upgrade") out.action = ParsedFlags::Action::kUpgrade;
       if (flag->apply) AGENTD_RETURN_IF_ERROR(flag->apply(out.config, value));
       continue;
     }

@@ -77,8 +77,11 @@ Status ExecEngine::Open() {
           .Set("mechanism", std::string(limiter_.mechanism_name()))
           .Set("why", limiter_.fallback_reason()));
   ArmSweep();
-  AGENTD_RETURN_IF_ERROR(reaper_.Start());
+  // Recovery first: execs handed over by an upgrade watch their leaders
+  // before the reaper's first loop, which would reap them as orphans.
   RecoverAll();
+  handed_over_.clear();
+  AGENTD_RETURN_IF_ERROR(reaper_.Start());
   Log(LogLevel::kInfo, "exec engine ready",
       json::Object()
           .Set("state_dir", state_dir_)

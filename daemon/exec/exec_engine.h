@@ -145,6 +145,15 @@ class ExecEngine {
   bool privileged_generation() const { return privileged_generation_; }
   int64_t running() const { return running_; }
 
+  // Upgrade in place (exec/exec_handover.cc, docs/OPERATIONS.md). HandOver():
+  // every running or draining exec with the numbers of the descriptors it
+  // needs (appended to `fds`, still close-on-exec); refuses while an exec
+  // cannot be described (launching, a run, a cgroup, an output gap).
+  // ExpectHandover(), before Open(): the predecessor's list, so recovery
+  // brings those execs back as running, with their pipes pumped again.
+  Result<json::Array> HandOver(std::vector<int>& fds);
+  void ExpectHandover(json::Array execs, int64_t generation);
+
  private:
   using SharedRecord = std::shared_ptr<ExecRecord>;
 
@@ -152,6 +161,9 @@ class ExecEngine {
   asio::awaitable<void> WaitFinished(std::chrono::milliseconds limit, std::function<void()> done);
   void RecoverAll();
   void Recover(StoredExec stored, std::chrono::system_clock::time_point now);
+  const json::Object* HandedOver(const std::string& id) const;
+  void Adopt(const SharedRecord& rec, const json::Object& handed);
+  void Attach(const SharedRecord& rec, Stream s, int fd);
   void Persist(const ExecRecord& rec);
   void SyncLater(UniqueFd fd);
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
@@ -214,6 +226,7 @@ class ExecEngine {
   std::unique_ptr<RefusalFilter> refusal_filter_;
   std::string restricted_unavailable_;
   bool privileged_generation_ = false;
+  json::Array handed_over_;  // ExpectHandover()'s list, until Open()
 };
 
 }  // namespace agentd

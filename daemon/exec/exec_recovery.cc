@@ -55,7 +55,10 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->duration_ms = info.duration_ms;
   if (info.ended_at) rec->ended_at = ParseRfc3339(*info.ended_at);
   rec->stdin_closed = true;
-  if (info.running && !info.exit_code) {
+  const json::Object* handed = HandedOver(info.id);
+  if (handed) {
+    // An upgrade handed this exec over: it runs on (Adopt() below).
+  } else if (info.running && !info.exit_code) {
     // The daemon died while the process ran: its status is lost for good.
     rec->killed_by = "daemon_restart";
     rec->error = "the daemon restarted while the process ran; its exit status is unknown";
@@ -81,6 +84,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
     rec->log(s).set_budget(&budget_);
   }
   table_.emplace(rec->id, rec);
+  if (handed) return Adopt(rec, *handed);
   if (stored.acked_at_ms) {
     rec->acked = true;
     rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));

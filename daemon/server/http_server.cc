@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/stat.h>
@@ -46,6 +47,28 @@ Status HttpServer::Listen(const ListenAddress& address) {
   }
   acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return PosixError(ec.value(), "cannot listen on", address.text);
+  Serve(std::move(acceptor), address);
+  return Status::Ok();
+}
+
+std::vector<int> HttpServer::ListenerFds() const {
+  std::vector<int> fds;
+  for (const auto& a : acceptors_) fds.push_back(a->native_handle());
+  return fds;
+}
+
+Status HttpServer::Adopt(const ListenAddress& address, int fd) {
+  auto acceptor = std::make_shared<Acceptor>(io_);
+  asio::error_code ec;
+  acceptor->assign(address.Endpoint().protocol(), fd, ec);
+  if (ec) return PosixError(ec.value(), "cannot take over the listener of", address.text);
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // inherited open for the one execve only
+  if (address.kind == ListenAddress::Kind::kUnix) unix_paths_.push_back(address.path);
+  Serve(std::move(acceptor), address);
+  return Status::Ok();
+}
+
+void HttpServer::Serve(std::shared_ptr<Acceptor> acceptor, const ListenAddress& address) {
   acceptors_.push_back(acceptor);
   asio::co_spawn(io_, AcceptLoop(acceptor, address), asio::detached);
   json::Object fields;
@@ -58,7 +81,6 @@ Status HttpServer::Listen(const ListenAddress& address) {
     fields.Set("port", bound.port());
   }
   Log(LogLevel::kInfo, "listening", std::move(fields));
-  return Status::Ok();
 }
 
 asio::awaitable<void> HttpServer::AcceptLoop(std::shared_ptr<Acceptor> acceptor,

@@ -26,6 +26,10 @@ class HttpServer : public ConnectionRegistry {
   ~HttpServer() override;
 
   Status Listen(const ListenAddress& address);
+  // An upgrade in place (docs/OPERATIONS.md): the listening descriptors,
+  // in Listen() order, and the next binary serving one it inherited.
+  std::vector<int> ListenerFds() const;
+  Status Adopt(const ListenAddress& address, int fd);
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
 
   // Closes every open connection but `keep` (a guest reset ends the last
@@ -41,6 +45,7 @@ class HttpServer : public ConnectionRegistry {
  private:
   asio::awaitable<void> AcceptLoop(std::shared_ptr<Acceptor> acceptor, ListenAddress address);
   void Refuse(Socket socket);
+  void Serve(std::shared_ptr<Acceptor> acceptor, const ListenAddress& address);
 
   asio::io_context& io_;
   ServerLimits limits_;

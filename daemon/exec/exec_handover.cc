@@ -1,0 +1,172 @@
+// Upgrade in place (docs/OPERATIONS.md, "Upgrading"): the running execs
+// described for the next binary, and brought back by it as running.
+//
+// The record's meta.json (rewritten here first) carries what recovery
+// always reads; the handover entry adds what only a live process has: the
+// descriptor numbers of its pipes (inherited across the execve), the time
+// left on its timers and its stdin position. Output needs nothing: the
+// spool file holds every byte pumped so far, and the pipe keeps the rest.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "exec/exec_engine.h"
+#include "exec/exec_stdin.h"
+#include "log/log.h"
+
+namespace agentd {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t MsLeft(SteadyClock::time_point deadline, SteadyClock::time_point now) {
+  return std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+}
+
+int64_t IntOr(const json::Object& o, std::string_view key, int64_t fallback) {
+  const json::Value* v = o.Find(key);
+  return v && v->is_int() ? v->as_int() : fallback;
+}
+
+// The log's bytes are all in its file (a disk error drops bytes and leaves
+// the file shorter than the stream: the next binary would count wrongly).
+bool LogIsWhole(const OutputLog& log) {
+  if (log.fd() < 0) return log.next() == 0;
+  struct stat st;
+  return ::fstat(log.fd(), &st) == 0 && static_cast<uint64_t>(st.st_size) == log.next();
+}
+
+Status Refuse(const ExecRecord& rec, const std::string& why) {
+  return Status::Error(ErrorCode::kExecRunning, "exec \"" + rec.id + "\" " + why)
+      .With("id", rec.id);
+}
+
+}  // namespace
+
+Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
+  auto now = SteadyClock::now();
+  json::Array out;
+  for (const auto& [id, rec] : table_) {
+    if (rec->launching) return Refuse(*rec, "is being launched; retry");
+    if (rec->finished()) continue;
+    if (rec->internal) return Refuse(*rec, "is a /v1/run in progress; retry once it answered");
+    if (rec->group) return Refuse(*rec, "runs in a cgroup, which an upgrade cannot hand over yet");
+    if (rec->stdin_pipe && !rec->stdin_stream) {
+      return Refuse(*rec, "is still being given its stdin data; retry");
+    }
+    for (const auto& log : rec->logs) {
+      if (!LogIsWhole(*log)) return Refuse(*rec, "lost output to a disk error");
+    }
+    json::Object e;
+    e.Set("id", id);
+    e.Set("phase", rec->running() ? "running" : "draining");
+    e.Set("elapsed_ms",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - rec->started_steady).count());
+    const char* keys[2] = {"stdout_fd", "stderr_fd"};
+    for (int i = 0; i < 2; ++i) {
+      if (rec->pipes[i] && rec->pipes[i]->is_open()) {
+        fds.push_back(rec->pipes[i]->native_handle());
+        e.Set(keys[i], rec->pipes[i]->native_handle());
+      }
+    }
+    if (rec->stdin_pipe && rec->stdin_pipe->is_open()) {
+      fds.push_back(rec->stdin_pipe->native_handle());
+      e.Set("stdin_fd", rec->stdin_pipe->native_handle());
+    }
+    e.Set("stdin_next", rec->stdin_next);
+    e.Set("stdin_stream", rec->stdin_stream);
+    e.Set("pty", rec->pty);
+    e.Set("owns_group", rec->owns_group);
+    e.Set("kill_grace_sec", rec->kill_grace_sec);
+    if (rec->running() && rec->timeout_sec && !rec->timed_out) {
+      e.Set("timeout_left_ms", MsLeft(rec->timeout_timer.expiry(), now));
+    }
+    if (rec->grace_deadline) e.Set("grace_left_ms", MsLeft(*rec->grace_deadline, now));
+    if (!rec->running()) e.Set("drain_left_ms", MsLeft(rec->drain_timer.expiry(), now));
+    Persist(*rec);  // meta.json as of now: kill state, exit status, retention
+    out.emplace_back(std::move(e));
+  }
+  return out;
+}
+
+void ExecEngine::ExpectHandover(json::Array execs, int64_t generation) {
+  handed_over_ = std::move(execs);
+  generation_ = generation;
+}
+
+const json::Object* ExecEngine::HandedOver(const std::string& id) const {
+  for (const json::Value& v : handed_over_) {
+    if (!v.is_object()) continue;
+    const json::Value* e = v.as_object().Find("id");
+    if (e && e->is_string() && e->as_string() == id) return &v.as_object();
+  }
+  return nullptr;
+}
+
+void ExecEngine::Attach(const SharedRecord& rec, Stream s, int fd) {
+  rec->pipes[static_cast<int>(s)] = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  ++rec->pumps_running;
+  asio::co_spawn(io_, Pump(rec, s), asio::detached);
+}
+
+void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
+  auto now = SteadyClock::now();
+  // Inherited without close-on-exec for the one execve: every descriptor
+  // the daemon holds closes on the next one again.
+  auto take = [&handed](std::string_view key) {
+    int fd = static_cast<int>(IntOr(handed, key, -1));
+    if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+  };
+  const json::Value* phase = handed.Find("phase");
+  bool running = phase && phase->is_string() && phase->as_string() == "running";
+  rec->phase = running ? ExecRecord::Phase::kRunning : ExecRecord::Phase::kDraining;
+  rec->started_steady = now - std::chrono::milliseconds(IntOr(handed, "elapsed_ms", 0));
+  rec->stdin_next = static_cast<uint64_t>(IntOr(handed, "stdin_next", 0));
+  const json::Value* flag = handed.Find("stdin_stream");
+  rec->stdin_stream = flag && flag->is_bool() && flag->as_bool();
+  flag = handed.Find("pty");
+  rec->pty = flag && flag->is_bool() && flag->as_bool();
+  flag = handed.Find("owns_group");
+  rec->owns_group = flag && flag->is_bool() && flag->as_bool();
+  rec->kill_grace_sec = IntOr(handed, "kill_grace_sec", kDefaultKillGraceSec);
+  if (rec->limits.output_bytes) {
+    for (auto& log : rec->logs) log->set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));
+  }
+  if (int fd = take("stdout_fd"); fd >= 0) Attach(rec, Stream::kStdout, fd);
+  if (int fd = take("stderr_fd"); fd >= 0) Attach(rec, Stream::kStderr, fd);
+  if (int fd = take("stdin_fd"); fd >= 0) {
+    rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+    rec->stdin_closed = false;
+  }
+  if (running) {
+    ++running_;
+    reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+    if (int64_t left = IntOr(handed, "timeout_left_ms", -1); left >= 0) {
+      rec->timeout_timer.expires_after(std::chrono::milliseconds(left));
+      rec->timeout_timer.async_wait([this, rec](const asio::error_code& ec) {
+        if (!ec) OnTimeout(rec);
+      });
+    }
+  } else {
+    rec->drain_timer.expires_after(std::chrono::milliseconds(IntOr(handed, "drain_left_ms", 0)));
+    rec->drain_timer.async_wait([this, rec](const asio::error_code& ec) {
+      if (!ec) ExpireDrain(rec);
+    });
+    if (rec->pumps_running == 0) Finalize(rec);
+  }
+  if (int64_t left = IntOr(handed, "grace_left_ms", -1); left >= 0) {
+    auto deadline = now + std::chrono::milliseconds(left);
+    rec->grace_deadline = deadline;
+    rec->grace_timer.expires_at(deadline);
+    rec->grace_timer.async_wait([this, rec](const asio::error_code& ec) {
+      if (ec) return;
+      rec->grace_deadline.reset();
+      SignalGroup(*rec, SIGKILL);
+    });
+  }
+  Log(LogLevel::kInfo, "exec handed over",
+      json::Object().Set("id", rec->id).Set("pid", rec->pid).Set("running", running));
+}
+
+}  // namespace agentd

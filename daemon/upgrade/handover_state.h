@@ -1,0 +1,46 @@
+// HandoverState: what a daemon upgrading in place tells the binary that
+// replaces it (docs/OPERATIONS.md, "Upgrading"), as a JSON file in the
+// state directory. Descriptors are named by number: they are inherited
+// across the execve. The token and launch environment never go into the
+// file: they travel in an inherited memfd (`secrets_fd`), so they stay in
+// memory as auth/bootstrap_state.h promises.
+//
+// `format` changes whenever a field's meaning does; a binary accepts only
+// its own format, and the old daemon asks the new binary to check the file
+// (--upgrade-check) before it replaces itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/json.h"
+#include "agentd/protocol/status.h"
+
+namespace agentd {
+
+inline constexpr int64_t kHandoverFormat = 1;
+
+struct HandoverState {
+  int64_t format = kHandoverFormat;
+  std::string from_version;   // the binary that wrote it
+  int64_t upgrades = 0;       // successful upgrades, this one included
+  int64_t upgrade_failures = 0;
+  int64_t attempt = 0;        // the upgrade request this answers
+  int64_t uptime_ms = 0;      // since the daemon first started
+  int64_t generation = 0;     // the exec engine's (docs/PROTOCOL.md, "Reuse")
+  std::vector<int> listeners;  // in --listen order
+  int secrets_fd = -1;
+  json::Array execs;           // exec/exec_handover.cc's entries
+};
+
+std::string EncodeHandover(const HandoverState& state);
+// invalid_request naming the field, or naming both formats when they differ.
+Result<HandoverState> DecodeHandover(std::string_view text);
+
+// The token and launch environment, in a memfd (close-on-exec until the upgrade clears it) rewound
+// for the reader; and read back (the descriptor is closed).
+Result<int> WriteSecrets(std::string_view text);
+Result<std::string> ReadSecrets(int fd);
+
+}  // namespace agentd

@@ -1,0 +1,258 @@
+#include "upgrade/upgrader.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "log/log.h"
+#include "proc/spawn.h"
+#include "proc/wait_status.h"
+#include "sys/awaitable.h"
+#include "sys/posix_error.h"
+#include "sys/read_file.h"
+
+extern char** environ;
+
+namespace agentd {
+namespace {
+
+// The new binary reads a small file and exits: far less than this, unless
+// it hangs (then it is killed and the upgrade fails).
+constexpr std::chrono::seconds kCheckLimit{30};
+
+std::string DaemonBinary() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<size_t>(n));
+  // The file the daemon started from was replaced on disk: the path now
+  // names the new one, which is what an upgrade runs.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
+}
+
+Result<UniqueFd> DupAboveStdio(int fd) {
+  UniqueFd out(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  if (!out) return PosixError(errno, "cannot duplicate a descriptor");
+  return out;
+}
+
+void SetCloexec(const std::vector<int>& fds, bool on) {
+  for (int fd : fds) ::fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0);
+}
+
+}  // namespace
+
+std::string PidFilePath(const std::string& dir) { return dir + "/agentd.pid"; }
+std::string UpgradeStatusPath(const std::string& dir) { return dir + "/upgrade-status.json"; }
+std::string UpgradeStatePath(const std::string& dir) { return dir + "/upgrade.json"; }
+
+std::optional<uint64_t> ProcessStartTime(pid_t pid) {
+  Result<std::string> stat = ReadFileToString("/proc/" + std::to_string(pid) + "/stat", 4096);
+  if (!stat.ok()) return std::nullopt;
+  // The command name may hold spaces and parentheses: fields follow the last ')'.
+  size_t close = stat->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  size_t pos = close + 1;
+  for (int field = 3; field <= 22; ++field) {
+    pos = stat->find_first_not_of(' ', pos);
+    if (pos == std::string::npos) return std::nullopt;
+    size_t end = stat->find(' ', pos);
+    if (field == 22) return std::strtoull(stat->substr(pos, end - pos).c_str(), nullptr, 10);
+    pos = end;
+  }
+  return std::nullopt;
+}
+
+Upgrader::Upgrader(asio::io_context& io, Reaper& reaper, std::string state_dir,
+                   std::vector<std::string> argv, std::string binary, UpgradeSources sources)
+    : io_(io),
+      reaper_(reaper),
+      state_dir_(std::move(state_dir)),
+      argv_(std::move(argv)),
+      binary_(std::move(binary)),
+      sources_(std::move(sources)) {
+  // Attempts keep counting across restarts, so `agentd --upgrade` waiting
+  // for "an attempt after the one I saw" is never fooled by an old file.
+  if (Result<std::string> text = ReadFileToString(UpgradeStatusPath(state_dir_), 4096); text.ok()) {
+    if (Result<json::Value> doc = json::Parse(*text); doc.ok()) {
+      if (const json::Value* a = doc->Find("attempt"); a && a->is_int()) attempts_ = a->as_int();
+    }
+  }
+}
+
+void Upgrader::WritePidFile() {
+  std::string text = std::to_string(::getpid()) + " " +
+                     std::to_string(ProcessStartTime(::getpid()).value_or(0)) + "\n";
+  Result<UniqueFd> written = ReplaceFile(PidFilePath(state_dir_), text, SyncMode::kByCaller);
+  if (!written.ok()) {
+    Log(LogLevel::kWarn, "cannot write the pid file (agentd --upgrade cannot find this daemon)",
+        json::Object().Set("error", written.status().message()));
+  }
+}
+
+void Upgrader::RemovePidFile() { ::unlink(PidFilePath(state_dir_).c_str()); }
+
+void Upgrader::Carry(const HandoverState& state) {
+  upgrades_ = state.upgrades;
+  failures_ = state.upgrade_failures;
+  attempts_ = std::max(attempts_, state.attempt);
+}
+
+void Upgrader::Resumed() {
+  ::unlink(UpgradeStatePath(state_dir_).c_str());
+  Report(attempts_, Status::Ok());
+}
+
+void Upgrader::Request() {
+  if (running_) {
+    Log(LogLevel::kInfo, "upgrade already in progress; request ignored", json::Object());
+    return;
+  }
+  running_ = true;
+  asio::co_spawn(io_, Run(++attempts_), asio::detached);
+}
+
+asio::awaitable<void> Upgrader::Run(int64_t attempt) {
+  std::string binary = binary_.empty() ? DaemonBinary() : binary_;
+  Log(LogLevel::kInfo, "upgrade requested",
+      json::Object().Set("attempt", attempt).Set("binary", binary));
+  Status outcome = sources_.ready();
+  if (outcome.ok()) {
+    // A first look, so a refusal (a run in progress) comes before the check.
+    std::vector<int> fds;
+    Result<HandoverState> state = Gather(fds, attempt);
+    outcome = state.status();
+    if (outcome.ok()) {
+      Result<UniqueFd> written = ReplaceFile(UpgradeStatePath(state_dir_), EncodeHandover(*state),
+                                             SyncMode::kByCaller);
+      outcome = written.status();
+    }
+  }
+  if (outcome.ok()) outcome = co_await Check(binary);
+  if (outcome.ok()) outcome = Replace(binary, attempt);  // returns only on failure
+  ++failures_;
+  Log(LogLevel::kWarn, "upgrade failed; this daemon keeps serving",
+      json::Object().Set("attempt", attempt).Set("error", outcome.message()));
+  Report(attempt, outcome);
+  running_ = false;
+}
+
+Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {
+  HandoverState s;
+  s.from_version = AGENTD_VERSION;
+  s.upgrades = upgrades_ + 1;
+  s.upgrade_failures = failures_;
+  s.attempt = attempt;
+  s.uptime_ms = sources_.uptime_ms();
+  s.generation = sources_.generation();
+  Result<json::Array> execs = sources_.execs(fds);
+  if (!execs.ok()) return execs.status();
+  s.execs = std::move(*execs);
+  s.listeners = sources_.listeners();
+  fds.insert(fds.end(), s.listeners.begin(), s.listeners.end());
+  return s;
+}
+
+asio::awaitable<Status> Upgrader::Check(const std::string& binary) {
+  Result<UniqueFd> in = DupAboveStdio(STDIN_FILENO);
+  Result<UniqueFd> err = DupAboveStdio(STDERR_FILENO);
+  if (!in.ok() || !err.ok()) co_return PosixError(EMFILE, "cannot prepare the upgrade check");
+  SpawnSpec spec;
+  spec.argv = {binary, "--upgrade-check", UpgradeStatePath(state_dir_)};
+  spec.argv.insert(spec.argv.end(), argv_.begin() + 1, argv_.end());
+  for (char** e = environ; *e; ++e) spec.env.emplace_back(*e);
+  spec.stdin_fd = in->get();
+  spec.stdout_fd = err->get();  // its words go to the daemon's log stream
+  spec.stderr_fd = err->get();
+  Result<SpawnResult> spawned = Spawn(spec);
+  if (!spawned.ok()) co_return spawned.status();
+  if (spawned->error != 0) {
+    int status = 0;  // already in _exit(); collected before the reaper can see it
+    while (::waitpid(spawned->pid, &status, __WALL) < 0 && errno == EINTR) {
+    }
+    co_return Status::InvalidRequest("the new binary cannot run: " + spawned->reason);
+  }
+  // The reaper delivers the exit; the timer is both the wake-up and the limit.
+  asio::steady_timer done(io_, kCheckLimit);
+  std::optional<int> wait_status;
+  reaper_.Watch(spawned->pid, [&done, &wait_status](int status) {
+    wait_status = status;
+    done.cancel();
+  });
+  co_await done.async_wait(kUseNothrow);
+  if (!wait_status) {
+    ::kill(spawned->pid, SIGKILL);
+    while (!wait_status) {  // the reaper collects it; its handler still points here
+      done.expires_after(std::chrono::seconds(1));
+      co_await done.async_wait(kUseNothrow);
+    }
+    co_return Status::InvalidRequest("the new binary's check did not finish within " +
+                                     std::to_string(kCheckLimit.count()) + " s");
+  }
+  ExitOutcome exit = DecodeWaitStatus(*wait_status);
+  if (exit.signal) {
+    co_return Status::InvalidRequest("the new binary's check died of " + *exit.signal);
+  }
+  if (exit.exit_code != 0) {
+    co_return Status::InvalidRequest("the new binary refused the upgrade state (check exit code " +
+                                     std::to_string(exit.exit_code) + ")");
+  }
+  co_return Status::Ok();
+}
+
+Status Upgrader::Replace(const std::string& binary, int64_t attempt) {
+  // From here to the execve nothing else runs on the io thread: the state
+  // written is the state handed over.
+  std::vector<int> fds;
+  Result<HandoverState> state = Gather(fds, attempt);
+  if (!state.ok()) return state.status();
+  Result<int> secrets = WriteSecrets(sources_.secrets());
+  if (!secrets.ok()) return secrets.status();
+  UniqueFd secrets_fd(*secrets);
+  state->secrets_fd = secrets_fd.get();
+  fds.push_back(secrets_fd.get());
+  Result<UniqueFd> written =
+      ReplaceFile(UpgradeStatePath(state_dir_), EncodeHandover(*state), SyncMode::kByCaller);
+  if (!written.ok()) return written.status();
+  written->reset();
+  std::vector<std::string> args = argv_;
+  args.insert(args.begin() + 1, {"--upgrade-resume", UpgradeStatePath(state_dir_)});
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  Log(LogLevel::kInfo, "upgrading in place",
+      json::Object()
+          .Set("attempt", attempt)
+          .Set("binary", binary)
+          .Set("execs", state->execs.size()));
+  SetCloexec(fds, false);
+  ::execve(binary.c_str(), cargs.data(), environ);
+  int err = errno;
+  SetCloexec(fds, true);
+  return PosixError(err, "cannot execute the new binary", binary);
+}
+
+void Upgrader::Report(int64_t attempt, const Status& outcome) {
+  json::Object o;
+  o.Set("attempt", attempt);
+  o.Set("ok", outcome.ok());
+  o.Set("pid", ::getpid());
+  o.Set("version", AGENTD_VERSION);
+  o.Set("upgrades", upgrades_);
+  o.Set("upgrade_failures", failures_);
+  if (!outcome.ok()) o.Set("error", outcome.message());
+  Result<UniqueFd> written =
+      ReplaceFile(UpgradeStatusPath(state_dir_), json::Serialize(o) + "\n", SyncMode::kByCaller);
+  if (!written.ok()) {
+    Log(LogLevel::kWarn, "cannot write the upgrade status",
+        json::Object().Set("error", written.status().message()));
+  }
+}
+
+}  // namespace agentd

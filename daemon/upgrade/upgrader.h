@@ -1,0 +1,86 @@
+// Upgrader: the daemon's side of an upgrade in place (docs/OPERATIONS.md,
+// "Upgrading"). SIGUSR2 (sent by `agentd --upgrade`) starts one:
+//
+//   1. the state is written to <state-dir>/upgrade.json and the new binary
+//      runs as a child with --upgrade-check, which must read it and exit 0;
+//   2. then, in one step on the io thread (nothing else runs in between),
+//      the state is gathered again, the handed-over descriptors lose
+//      close-on-exec, and the daemon execve()s the new binary with
+//      --upgrade-resume, keeping its PID: its children stay its children.
+//
+// Any failure before the execve took effect leaves this daemon serving:
+// the descriptors get close-on-exec back, the failure is counted (health's
+// upgrade_failures) and written to <state-dir>/upgrade-status.json, where
+// `agentd --upgrade` reads the outcome. The new binary writes the success.
+// Used only on the io thread.
+#pragma once
+
+#include <asio.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/json.h"
+#include "agentd/protocol/status.h"
+#include "proc/reaper.h"
+#include "upgrade/handover_state.h"
+
+namespace agentd {
+
+// What the daemon hands over, asked for at the moment of the execve.
+struct UpgradeSources {
+  std::function<Status()> ready;  // refuses while the daemon cannot hand over (a reset)
+  std::function<Result<json::Array>(std::vector<int>& fds)> execs;
+  std::function<std::vector<int>()> listeners;
+  std::function<std::string()> secrets;
+  std::function<int64_t()> generation;
+  std::function<int64_t()> uptime_ms;
+};
+
+class Upgrader {
+ public:
+  // `argv`: the daemon's flags as started (without --upgrade-resume);
+  // `binary`: --upgrade-binary, or empty for the path of /proc/self/exe.
+  Upgrader(asio::io_context& io, Reaper& reaper, std::string state_dir,
+           std::vector<std::string> argv, std::string binary, UpgradeSources sources);
+
+  // The pid file `agentd --upgrade` finds the daemon by; removed on stop.
+  void WritePidFile();
+  void RemovePidFile();
+  // A daemon started by an upgrade: the counters carried over; Resumed()
+  // reports the success once serving.
+  void Carry(const HandoverState& state);
+  void Resumed();
+
+  void Request();
+  int64_t upgrades() const { return upgrades_; }
+  int64_t failures() const { return failures_; }
+
+ private:
+  asio::awaitable<void> Run(int64_t attempt);
+  asio::awaitable<Status> Check(const std::string& binary);
+  Result<HandoverState> Gather(std::vector<int>& fds, int64_t attempt);
+  Status Replace(const std::string& binary, int64_t attempt);
+  void Report(int64_t attempt, const Status& outcome);
+
+  asio::io_context& io_;
+  Reaper& reaper_;
+  std::string state_dir_;
+  std::vector<std::string> argv_;
+  std::string binary_;
+  UpgradeSources sources_;
+  bool running_ = false;
+  int64_t attempts_ = 0;
+  int64_t upgrades_ = 0;
+  int64_t failures_ = 0;
+};
+
+// The paths of the files in the state directory.
+std::string PidFilePath(const std::string& state_dir);
+std::string UpgradeStatusPath(const std::string& state_dir);
+std::string UpgradeStatePath(const std::string& state_dir);
+// The kernel's start time of `pid` (field 22 of /proc/<pid>/stat): with
+// the pid, names one process even after the pid was reused.
+std::optional<uint64_t> ProcessStartTime(pid_t pid);
+
+}  // namespace agentd
