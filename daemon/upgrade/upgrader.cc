@@ -1,12 +1,16 @@
 #include "upgrade/upgrader.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 
 #include "log/log.h"
 #include "proc/spawn.h"
@@ -44,6 +48,21 @@ Result<UniqueFd> DupAboveStdio(int fd) {
 
 void SetCloexec(const std::vector<int>& fds, bool on) {
   for (int fd : fds) ::fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0);
+}
+
+// Every descriptor above stdio closes on the execve unless handed over:
+// some are opened without O_CLOEXEC (Asio's accept(2) of a connection), and
+// Spawn() closes those for children, but an execve of the daemon itself
+// would carry them into the new binary, which knows nothing of them.
+void CloexecAll() {
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  DIR* dir = ::opendir("/proc/self/fd");  // kernels before 5.11
+  if (!dir) return;
+  while (struct dirent* e = ::readdir(dir)) {
+    int fd = std::atoi(e->d_name);
+    if (fd > 2 && fd != ::dirfd(dir)) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::closedir(dir);
 }
 
 }  // namespace
@@ -231,6 +250,7 @@ Status Upgrader::Replace(const std::string& binary, int64_t attempt) {
           .Set("attempt", attempt)
           .Set("binary", binary)
           .Set("execs", state->execs.size()));
+  CloexecAll();
   SetCloexec(fds, false);
   ::execve(binary.c_str(), cargs.data(), environ);
   int err = errno;

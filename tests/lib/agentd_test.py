@@ -30,7 +30,7 @@ class Daemon:
     """A running agentd. Use as a context manager or call stop()."""
 
     def __init__(self, *flags, token="test-token", bootstrap=True, env=None,
-                 state_dir=None, listen_tcp=True, log_level="info", wrapper=()):
+                 state_dir=None, listen_tcp=True, log_level="info", wrapper=(), binary=None):
         self.tmp = tempfile.mkdtemp(prefix="agentd-test-")
         self.state_dir = state_dir or os.path.join(self.tmp, "state")
         self.token = token
@@ -39,6 +39,7 @@ class Daemon:
         self.listen_tcp = listen_tcp
         self.log_level = log_level
         self.wrapper = list(wrapper)  # e.g. ["unshare", "--pid", "--fork"]: runs the daemon under it
+        self.binary = binary or AGENTD_BIN  # another path: a copy an upgrade test replaces
         self.proc = None
         self.port = None
         self.log_lines = []
@@ -52,7 +53,7 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self):
-        args = self.wrapper + [AGENTD_BIN, "--state-dir", self.state_dir,
+        args = self.wrapper + [self.binary, "--state-dir", self.state_dir,
                                "--log-level", self.log_level]
         if self.listen_tcp:
             args += ["--listen", "127.0.0.1:0"]

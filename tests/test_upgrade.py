@@ -1,0 +1,264 @@
+"""Upgrade in place (docs/OPERATIONS.md, "Upgrading"): `agentd --upgrade` and
+SIGUSR2 make the daemon execute the binary now on disk under the same PID,
+handing over its listener and every running exec; a broken binary leaves
+the old daemon serving with nothing lost.
+
+Each test runs its own daemon from a private copy of the binary, so it can
+replace that file (with itself, a non-ELF file or a script) the way an
+operator replaces the installed one.
+"""
+
+import base64
+import http.client
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
+from agentd_test import AGENTD_BIN, Daemon  # noqa: E402
+
+# A retry after a connection the upgrade closed; far more than one upgrade needs.
+MAX_RECONNECTS = 50
+
+
+class UpgradeCase(unittest.TestCase):
+    def setUp(self):
+        self.bin_dir = os.path.realpath(
+            os.path.join(os.environ.get("TMPDIR", "/tmp"), "agentd-upgrade-%d-%s" % (
+                os.getpid(), self.id().rsplit(".", 1)[-1])))
+        os.makedirs(self.bin_dir, exist_ok=True)
+        self.addCleanup(shutil.rmtree, self.bin_dir, True)
+        self.binary = os.path.join(self.bin_dir, "agentd")
+        self.install(AGENTD_BIN)
+        self.daemon = Daemon(binary=self.binary)
+        self.addCleanup(self.daemon.close)
+        self.pid = self.daemon.proc.pid
+
+    def install(self, source=None, text=None):
+        """Replaces the binary on disk the way a package upgrade does (rename)."""
+        tmp = self.binary + ".new"
+        if text is not None:
+            with open(tmp, "w") as f:
+                f.write(text)
+        else:
+            shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, self.binary)
+
+    def upgrade(self):
+        """`agentd --upgrade` against the test's daemon: (exit status, stdout)."""
+        run = subprocess.run([AGENTD_BIN, "--upgrade", "--state-dir", self.daemon.state_dir],
+                             capture_output=True, text=True, timeout=120)
+        return run.returncode, run.stdout + run.stderr
+
+    def health(self):
+        status, body = self.daemon.json("GET", "/v1/health", auth=False)
+        self.assertEqual(status, 200, body)
+        return body
+
+    def start(self, exec_id, body):
+        status, obj = self.daemon.json("PUT", "/v1/execs/" + exec_id, body)
+        self.assertEqual(status, 201, obj)
+        return obj
+
+    def wait_exit(self, exec_id):
+        for _ in range(MAX_RECONNECTS):
+            try:
+                status, obj = self.daemon.json(
+                    "GET", "/v1/execs/%s?wait_ms=60000&until=exit" % exec_id, timeout=120)
+            except (ConnectionError, http.client.HTTPException):
+                continue  # the upgrade closed this connection: ask again
+            self.assertEqual(status, 200, obj)
+            if obj["state"] == "exited":
+                return obj
+        self.fail("exec %s did not exit" % exec_id)
+
+    def stdin(self, exec_id, offset, data, eof=True):
+        status, obj = self.daemon.json(
+            "POST", "/v1/execs/%s/stdin?offset=%d%s" % (exec_id, offset, "&eof=1" if eof else ""),
+            data)
+        self.assertEqual(status, 200, obj)
+
+    def fd_count(self):
+        return len(os.listdir("/proc/%d/fd" % self.pid))
+
+
+class UpgradeInPlaceTest(UpgradeCase):
+    def test_upgrade_keeps_the_pid_listener_and_token_and_counts_itself(self):
+        before = self.health()
+        self.assertEqual((before["upgrades"], before["upgrade_failures"]), (0, 0))
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        self.assertIn('"ok":true', out)
+        after = self.health()
+        self.assertEqual(after["upgrades"], 1)
+        self.assertEqual(after["version"], before["version"])
+        self.assertGreaterEqual(after["uptime_ms"], before["uptime_ms"])  # carried over
+        self.assertIsNone(self.daemon.proc.poll())
+        self.assertEqual(self.daemon.proc.pid, self.pid)
+        # Bootstrapped before, bootstrapped after: the token was handed over.
+        status, body = self.daemon.json("GET", "/v1/execs")
+        self.assertEqual(status, 200, body)
+        status, body = self.daemon.json("GET", "/v1/execs", headers={"Authorization": "Bearer x"},
+                                        auth=False)
+        self.assertEqual(status, 401, body)
+
+    def test_an_idle_upgrade_leaks_no_descriptor(self):
+        self.assertEqual(self.upgrade()[0], 0)
+        settled = self.fd_count()
+        for _ in range(3):
+            self.assertEqual(self.upgrade()[0], 0)
+        self.assertEqual(self.fd_count(), settled)
+        self.assertEqual(self.health()["upgrades"], 4)
+
+    def test_an_open_keep_alive_connection_is_closed_not_carried_over(self):
+        conn = self.daemon.connection(timeout=30)
+        self.addCleanup(conn.close)
+        conn.request("GET", "/v1/health")
+        self.assertEqual(conn.getresponse().read()[:1], b"{")
+        self.assertEqual(self.upgrade()[0], 0)
+        # Closed by the upgrade: the client sees it at once (a connection the
+        # new binary inherited but never served would time out instead).
+        with self.assertRaises((ConnectionError, http.client.HTTPException)):
+            conn.request("GET", "/v1/health")
+            conn.getresponse().read()
+
+    def test_sigusr2_upgrades_too(self):
+        os.kill(self.pid, signal.SIGUSR2)
+        for _ in range(MAX_RECONNECTS * 20):
+            try:
+                if self.health()["upgrades"] == 1:
+                    break
+            except (ConnectionError, http.client.HTTPException):
+                pass
+        self.assertEqual(self.health()["upgrades"], 1)
+
+    def test_an_exec_started_after_the_upgrade_runs(self):
+        self.assertEqual(self.upgrade()[0], 0)
+        self.start("after", {"argv": ["sh", "-c", "echo fresh; exit 3"]})
+        obj = self.wait_exit("after")
+        self.assertEqual(obj["exit_code"], 3)
+        status, _, body = self.daemon.request("GET", "/v1/execs/after/stdout")
+        self.assertEqual(body, b"fresh\n")
+
+    def test_many_running_execs_report_their_true_exit_codes(self):
+        count = 50
+        for i in range(count):
+            # Each waits for its stdin, so all of them run across the upgrade.
+            self.start("many-%d" % i, {"argv": ["sh", "-c", "read x; echo got $x; exit %d" % i],
+                                       "stdin_stream": True})
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        for i in range(count):
+            self.stdin("many-%d" % i, 0, b"v%d\n" % i)
+        for i in range(count):
+            obj = self.wait_exit("many-%d" % i)
+            self.assertEqual(obj["exit_code"], i, obj)
+            self.assertIsNone(obj["killed_by"], obj)
+            status, _, body = self.daemon.request("GET", "/v1/execs/many-%d/stdout" % i)
+            self.assertEqual(body, b"got v%d\n" % i)
+
+    def test_a_sleep_started_before_can_be_killed_and_timed_out_after(self):
+        self.start("to-kill", {"argv": ["sleep", "1000"]})
+        self.start("to-time-out", {"argv": ["sleep", "1000"], "timeout_sec": 2})
+        self.assertEqual(self.upgrade()[0], 0)
+        status, body = self.daemon.json("POST", "/v1/execs/to-kill/kill", {"signal": "KILL"})
+        self.assertEqual(status, 200, body)
+        killed = self.wait_exit("to-kill")
+        self.assertEqual(killed["signal"], "KILL", killed)
+        timed = self.wait_exit("to-time-out")
+        self.assertEqual((timed["exit_code"], timed["timed_out"], timed["killed_by"]),
+                         (124, True, "timeout"), timed)
+
+    def test_a_large_stream_read_by_cursor_across_the_upgrade_is_byte_exact(self):
+        # Half the output, then (once stdin says so) the rest: the upgrade
+        # comes while the second half pours into the pipe and the reader reads.
+        first, total = 400000, 1500000
+        self.start("big", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d" % (
+            first, first + 1, total)], "stdin_stream": True})
+        expected = "".join("%d\n" % i for i in range(1, total + 1)).encode()
+        got = bytearray()
+        errors = []
+        first_half = threading.Event()
+
+        def read():
+            reconnects = 0
+            while True:
+                try:
+                    status, obj = self.daemon.json(
+                        "GET", "/v1/execs/big?stdout_from=%d&wait_ms=60000&until=output"
+                        "&max_bytes=65536" % len(got), timeout=120)
+                except (ConnectionError, http.client.HTTPException) as e:
+                    reconnects += 1
+                    if reconnects > MAX_RECONNECTS:
+                        errors.append(repr(e))
+                        return
+                    continue
+                if status != 200:
+                    errors.append(obj)
+                    return
+                chunk = obj["stdout"]
+                if chunk["from"] != len(got):
+                    errors.append("gap at %d: %r" % (len(got), chunk["from"]))
+                    return
+                got.extend(base64.b64decode(chunk["data_b64"]))
+                if len(got) >= len(expected[:expected.index(b"\n%d\n" % first) + 1]):
+                    first_half.set()
+                if obj["state"] == "exited" and chunk["next"] == obj["stdout_bytes"]:
+                    return
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            first_half.wait(120)
+            self.assertTrue(first_half.is_set(), errors)
+            self.stdin("big", 0, b"go\n")
+            code, out = self.upgrade()
+            self.assertEqual(code, 0, out)
+        finally:
+            reader.join(300)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(got), len(expected))
+        self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
+        self.assertEqual(self.wait_exit("big")["exit_code"], 0)
+
+
+class BrokenUpgradeTest(UpgradeCase):
+    def check_refused(self, why):
+        self.start("survivor", {"argv": ["sh", "-c", "read x; exit 42"], "stdin_stream": True})
+        code, out = self.upgrade()
+        self.assertEqual(code, 1, out)
+        self.assertIn(why, out)
+        health = self.health()
+        self.assertEqual((health["upgrades"], health["upgrade_failures"]), (0, 1))
+        self.assertEqual(self.daemon.proc.pid, self.pid)
+        self.assertIsNone(self.daemon.proc.poll())
+        self.assertTrue(any('"upgrade failed' in line for line in self.daemon.logs()))
+        # Nothing lost: the exec runs on under the old daemon and ends right.
+        self.stdin("survivor", 0, b"x\n")
+        self.assertEqual(self.wait_exit("survivor")["exit_code"], 42)
+        # And the old daemon can still upgrade once the binary is good.
+        self.install(AGENTD_BIN)
+        self.assertEqual(self.upgrade()[0], 0)
+        self.assertEqual(self.health()["upgrades"], 1)
+        self.assertEqual(self.health()["upgrade_failures"], 1)
+
+    def test_a_non_elf_file_leaves_the_old_daemon_serving(self):
+        self.install(text="this is not a program\n")
+        self.check_refused("cannot run")
+
+    def test_a_binary_refusing_the_state_leaves_the_old_daemon_serving(self):
+        self.install(text="#!/bin/sh\nexit 1\n")
+        self.check_refused("check exit code 1")
+
+    def test_a_binary_dying_in_its_check_leaves_the_old_daemon_serving(self):
+        self.install(text="#!/bin/sh\nkill -SEGV $$\n")
+        self.check_refused("died of SEGV")
+
+
+if __name__ == "__main__":
+    unittest.main()
