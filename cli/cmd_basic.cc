@@ -23,6 +23,13 @@ int CmdHealth(Context& ctx) {
       {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
       {"runtimes", runtimes.empty() ? "-" : runtimes},
   };
+  // Upgrades in place (docs/OPERATIONS.md, "Upgrade"), from daemons that count them.
+  const json::Value* upgrades = h->extra.Find("upgrades");
+  const json::Value* failures = h->extra.Find("upgrade_failures");
+  if (upgrades && upgrades->is_int() && failures && failures->is_int()) {
+    rows.push_back({"upgrades", std::to_string(upgrades->as_int()) + " (" +
+                                    std::to_string(failures->as_int()) + " failed)"});
+  }
   // Each runtime that cannot run, with why: what a person fixes first.
   for (const RuntimeUnavailable& u : h->runtimes_unavailable) {
     rows.push_back({"unavailable", u.runtime + ": " + u.code + ": " + u.reason});

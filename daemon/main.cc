@@ -85,9 +85,8 @@ int CheckUpgradeState(const std::string& path, const DaemonConfig& config) {
   Result<HandoverState> state = text.ok() ? DecodeHandover(*text) : text.status();
   if (state.ok() && state->listeners.size() != ListenerCount(config)) {
     state = Status::InvalidRequest("the upgrade state hands over " +
-                                   std::to_string(state->listeners.size()) +
-                                   " listeners for " + std::to_string(ListenerCount(config)) +
-                                   " --listen addresses");
+                                   std::to_string(state->listeners.size()) + " listeners for " +
+                                   std::to_string(ListenerCount(config)) + " --listen addresses");
   }
   if (!state.ok()) {
     std::fprintf(stderr, "agentd --upgrade-check: %s\n", state.status().message().c_str());
@@ -192,11 +191,11 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   ctx.close_all_but = [&server](const Connection* keep) { server.CloseAllBut(keep); };
   for (size_t i = 0; i < config.listen.size(); ++i) {
     const ListenAddress& address = config.listen[i];
-    Status s = resume ? (i < resume->listeners.size()
-                             ? server.Adopt(address, resume->listeners[i])
-                             : Status::InvalidRequest("no listener handed over for " +
-                                                      address.text))
-                      : server.Listen(address);
+    Status s = resume
+                   ? (i < resume->listeners.size()
+                          ? server.Adopt(address, resume->listeners[i])
+                          : Status::InvalidRequest("no listener handed over for " + address.text))
+                   : server.Listen(address);
     if (!s.ok()) {
       std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
       return 1;
@@ -209,9 +208,9 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
           .ready =
               [&reuse] {
                 if (reuse.state() == GuestReset::State::kReady) return Status::Ok();
-                return Status::Error(ErrorCode::kResetting,
-                                     "the guest is " + std::string(reuse.state_name()) +
-                                         "; retry once it is ready");
+                return Status::Error(
+                    ErrorCode::kResetting,
+                    "the guest is " + std::string(reuse.state_name()) + "; retry once it is ready");
               },
           .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
           .listeners = [&server] { return server.ListenerFds(); },

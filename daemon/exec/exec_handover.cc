@@ -131,7 +131,8 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   rec->owns_group = flag && flag->is_bool() && flag->as_bool();
   rec->kill_grace_sec = IntOr(handed, "kill_grace_sec", kDefaultKillGraceSec);
   if (rec->limits.output_bytes) {
-    for (auto& log : rec->logs) log->set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));
+    for (auto& log : rec->logs)
+      log->set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));
   }
   if (int fd = take("stdout_fd"); fd >= 0) Attach(rec, Stream::kStdout, fd);
   if (int fd = take("stderr_fd"); fd >= 0) Attach(rec, Stream::kStderr, fd);

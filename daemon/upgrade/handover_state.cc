@@ -49,8 +49,7 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
   if (!format.ok()) return format.status();
   if (*format != kHandoverFormat) {
     return Status::InvalidRequest("the upgrade state is format " + std::to_string(*format) +
-                                  "; this binary reads format " +
-                                  std::to_string(kHandoverFormat))
+                                  "; this binary reads format " + std::to_string(kHandoverFormat))
         .With("format", *format)
         .With("supported", kHandoverFormat);
   }

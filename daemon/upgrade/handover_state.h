@@ -23,15 +23,15 @@ inline constexpr int64_t kHandoverFormat = 1;
 
 struct HandoverState {
   int64_t format = kHandoverFormat;
-  std::string from_version;   // the binary that wrote it
-  int64_t upgrades = 0;       // successful upgrades, this one included
+  std::string from_version;  // the binary that wrote it
+  int64_t upgrades = 0;      // successful upgrades, this one included
   int64_t upgrade_failures = 0;
-  int64_t attempt = 0;        // the upgrade request this answers
-  int64_t uptime_ms = 0;      // since the daemon first started
-  int64_t generation = 0;     // the exec engine's (docs/PROTOCOL.md, "Reuse")
+  int64_t attempt = 0;         // the upgrade request this answers
+  int64_t uptime_ms = 0;       // since the daemon first started
+  int64_t generation = 0;      // the exec engine's (docs/PROTOCOL.md, "Reuse")
   std::vector<int> listeners;  // in --listen order
   int secrets_fd = -1;
-  json::Array execs;           // exec/exec_handover.cc's entries
+  json::Array execs;  // exec/exec_handover.cc's entries
 };
 
 std::string EncodeHandover(const HandoverState& state);

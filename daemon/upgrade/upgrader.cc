@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
-#include <sys/syscall.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,8 +148,8 @@ asio::awaitable<void> Upgrader::Run(int64_t attempt) {
     Result<HandoverState> state = Gather(fds, attempt);
     outcome = state.status();
     if (outcome.ok()) {
-      Result<UniqueFd> written = ReplaceFile(UpgradeStatePath(state_dir_), EncodeHandover(*state),
-                                             SyncMode::kByCaller);
+      Result<UniqueFd> written =
+          ReplaceFile(UpgradeStatePath(state_dir_), EncodeHandover(*state), SyncMode::kByCaller);
       outcome = written.status();
     }
   }

@@ -54,6 +54,10 @@ class Health:
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
     #: Every known runtime this guest cannot run, and why.
     runtimes_unavailable: List[UnavailableRuntime] = field(default_factory=list)
+    #: Upgrades in place since the daemon first started, and failed ones
+    #: (docs/OPERATIONS.md, "Upgrade").
+    upgrades: int = 0
+    upgrade_failures: int = 0
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -67,7 +71,8 @@ class Health:
                       {k: _int(v) for k, v in retention.items()}, _dict(d.get("limits")), d,
                       [UnavailableRuntime(str(u.get("runtime", "")), str(u.get("code", "")),
                                           str(u.get("reason", "")))
-                       for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)])
+                       for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)],
+                      _int(d.get("upgrades")), _int(d.get("upgrade_failures")))
 
 
 @dataclass

@@ -31,6 +31,9 @@ export interface Health {
   /** 32 hex digits, random at every daemon start. */
   bootId?: string;
   state?: "ready" | "resetting" | "quarantined";
+  /** Upgrades in place since the daemon first started, and failed ones. */
+  upgrades?: number;
+  upgradeFailures?: number;
 }
 
 /** docs/PROTOCOL.md, "Profiles"; unset in a request: the daemon's --default-profile. */
