@@ -202,11 +202,16 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     }
   }
 
+  int exit_code = 0;
+  bool stopping = false;
   Upgrader upgrader(
       io, exec.reaper(), exec.state_dir(), std::move(argv), config.upgrade_binary,
       UpgradeSources{
           .ready =
-              [&reuse] {
+              [&reuse, &stopping] {
+                if (stopping) {
+                  return Status::Error(ErrorCode::kShuttingDown, "the daemon is stopping");
+                }
                 if (reuse.state() == GuestReset::State::kReady) return Status::Ok();
                 return Status::Error(
                     ErrorCode::kResetting,
@@ -226,8 +231,6 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   if (resume) upgrader.Carry(*resume);
   ctx.upgrades = [&upgrader] { return UpgradeCounts{upgrader.upgrades(), upgrader.failures()}; };
 
-  int exit_code = 0;
-  bool stopping = false;
   auto stop = [&](json::Object why, int code) {
     if (stopping) return;
     stopping = true;

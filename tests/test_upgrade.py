@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -174,6 +175,19 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual((timed["exit_code"], timed["timed_out"], timed["killed_by"]),
                          (124, True, "timeout"), timed)
 
+    def test_a_pty_session_keeps_its_terminal_input_and_resize(self):
+        self.start("tty", {"command": "stty size; read x; stty size; echo got $x; exit 5",
+                           "pty": {"rows": 24, "cols": 80}})
+        self.assertEqual(self.upgrade()[0], 0)
+        status, obj = self.daemon.json("POST", "/v1/execs/tty/resize", {"rows": 50, "cols": 132})
+        self.assertEqual((status, obj["state"]), (200, "running"), obj)
+        self.stdin("tty", 0, b"hi\n", eof=False)
+        self.assertEqual(self.wait_exit("tty")["exit_code"], 5)
+        status, _, out = self.daemon.request("GET", "/v1/execs/tty/stdout")
+        # The terminal echoes the input line ("hi") as it arrives.
+        self.assertEqual(out.replace(b"\r", b"").split(b"\n"),
+                         [b"24 80", b"hi", b"50 132", b"got hi", b""], out)
+
     def test_a_large_stream_read_by_cursor_across_the_upgrade_is_byte_exact(self):
         # Half the output, then (once stdin says so) the rest: the upgrade
         # comes while the second half pours into the pipe and the reader reads.
@@ -225,6 +239,26 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual(len(got), len(expected))
         self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
         self.assertEqual(self.wait_exit("big")["exit_code"], 0)
+
+
+class NoDaemonTest(unittest.TestCase):
+    def run_upgrade(self, state_dir):
+        return subprocess.run([AGENTD_BIN, "--upgrade", "--state-dir", state_dir],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_upgrade_without_a_daemon_exits_2(self):
+        empty = tempfile.mkdtemp(prefix="agentd-upgrade-none-")
+        self.addCleanup(shutil.rmtree, empty, True)
+        run = self.run_upgrade(empty)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("no running daemon found", run.stderr)
+        # A pid file whose process is gone (or whose pid now names another
+        # process, with another start time) is never signalled.
+        with open(os.path.join(empty, "agentd.pid"), "w") as f:
+            f.write("%d 1\n" % os.getpid())
+        run = self.run_upgrade(empty)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("no longer running", run.stderr)
 
 
 class BrokenUpgradeTest(UpgradeCase):

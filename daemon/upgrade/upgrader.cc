@@ -154,6 +154,8 @@ asio::awaitable<void> Upgrader::Run(int64_t attempt) {
     }
   }
   if (outcome.ok()) outcome = co_await Check(binary);
+  // The daemon may have begun to stop, or a reset, while the check ran.
+  if (outcome.ok()) outcome = sources_.ready();
   if (outcome.ok()) outcome = Replace(binary, attempt);  // returns only on failure
   ++failures_;
   Log(LogLevel::kWarn, "upgrade failed; this daemon keeps serving",

@@ -29,7 +29,9 @@ namespace agentd {
 
 // What the daemon hands over, asked for at the moment of the execve.
 struct UpgradeSources {
-  std::function<Status()> ready;  // refuses while the daemon cannot hand over (a reset)
+  // Refuses while the daemon cannot hand over (stopping, a reset); asked
+  // again after the check, right before the execve.
+  std::function<Status()> ready;
   std::function<Result<json::Array>(std::vector<int>& fds)> execs;
   std::function<std::vector<int>()> listeners;
   std::function<std::string()> secrets;
