@@ -11,19 +11,21 @@ from __future__ import annotations
 from .client import Client, mint_exec_id
 from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import AgentdError, ERROR_CLASSES, error_for
+from ._reactive import WatchStop
+from .tunnel import Tunnel, TunnelForwarder
 from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, EditResult, ExecInfo,
-                    ExitEvent, FileContent, FileStat, GapEvent, GlobResult, GuestPort, Health, OutputChunk,
-                    OutputEvent, OutputMatch, PollResult, ResetReport, RunResult, SearchMatch,
-                    SearchResult, SearchSummary, StreamEvent, TreeStats, UnavailableRuntime)
+                    ExitEvent, FileContent, FileStat, FsWatchEvent, GapEvent, GlobResult,
+                    GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult,
+                    ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary, StreamEvent,
+                    TreeStats, UnavailableRuntime)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
     "ChangedFile", "CodeRunResult", "Cursors", "EditResult", "ExecInfo", "ExitEvent",
-    "FileContent", "FileStat", "GapEvent", "GlobResult", "GuestPort", "Health", "OutputChunk", "OutputEvent",
-    "OutputMatch",
-    "PollResult", "ResetReport", "RunResult",
-    "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats",
-    "UnavailableRuntime", "__version__",
+    "FileContent", "FileStat", "FsWatchEvent", "GapEvent", "GlobResult", "GuestPort", "Health",
+    "OutputChunk", "OutputEvent", "OutputMatch", "PollResult", "ResetReport", "RunResult",
+    "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats", "Tunnel",
+    "TunnelForwarder", "UnavailableRuntime", "WatchStop", "__version__",
 ] + [cls.__name__ for cls in ERROR_CLASSES.values()] + ["UnknownError"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import List, NamedTuple, Optional
 
 MAX_LINE = 4 << 20  # an event's data line carries at most 128 KiB of output, base64
+# Several data lines make one event: a guest cannot make the host hold more.
+MAX_EVENT = 4 << 20
 
 
 class SseEvent(NamedTuple):
@@ -21,6 +23,7 @@ class SseDecoder:
         self._event = ""
         self._data: List[str] = []
         self._id: Optional[str] = None
+        self._size = 0
 
     def feed(self, chunk: bytes) -> List[SseEvent]:
         from .errors import ProtocolError
@@ -38,7 +41,7 @@ class SseDecoder:
                 if self._data or self._event:
                     out.append(SseEvent(self._event or "message", "\n".join(self._data),
                                         self._id))
-                self._event, self._data, self._id = "", [], None
+                self._event, self._data, self._id, self._size = "", [], None, 0
                 continue
             if line.startswith(":"):
                 continue  # a comment (keepalive)
@@ -48,6 +51,9 @@ class SseDecoder:
             if name == "event":
                 self._event = value
             elif name == "data":
+                self._size += len(value) + 1
+                if self._size > MAX_EVENT:
+                    raise ProtocolError("event stream event longer than %d bytes" % MAX_EVENT)
                 self._data.append(value)
             elif name == "id":
                 self._id = value

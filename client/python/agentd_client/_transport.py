@@ -17,6 +17,7 @@ request takes its own connection from the pool.
 from __future__ import annotations
 
 import http.client
+import json
 import random
 import select
 import socket
@@ -27,7 +28,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
-                     TransportError, error_from_body)
+                     ProtocolMismatch, TransportError, error_from_body)
 
 RETRYABLE_STATUSES = (500, 502, 503, 504)
 MAX_ERROR_BODY = 1 << 20
@@ -36,6 +37,11 @@ EXPECT_CONTINUE_BYTES = 1 << 20
 # How long to wait for "100 Continue" before sending the body anyway.
 CONTINUE_WAIT = 3.0
 USER_AGENT = "agentd-client-python/1"
+# The protocol this client speaks (docs/PROTOCOL.md, "Compatibility"): a
+# daemon of another major is refused; a newer minor (added routes, fields)
+# is served.
+PROTOCOL_MAJOR = 1
+MAX_HEALTH_BODY = 1 << 20
 
 Body = Union[None, bytes, Iterable[bytes]]
 
@@ -225,6 +231,17 @@ class Response:
             conn, self._conn = self._conn, None
             self._transport._recycle(conn, self.raw)
 
+    def abort(self) -> None:
+        """From another thread: ends a read blocked on this answer (it raises
+        TransportError); the reader then closes it."""
+        conn = self._conn
+        sock = conn.sock if conn is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def close(self) -> None:
         """Abandons the body and the connection."""
         if self._conn is not None:
@@ -260,6 +277,60 @@ class Transport:
         self._idle: List[_Connection] = []
         self._lock = threading.Lock()
         self._rng = random.Random()
+        # Set once a health answer named a protocol this client speaks; a
+        # mismatch is remembered (its details) and refuses every later call.
+        self._protocol_ok = False
+        self._mismatch: Optional[Dict[str, object]] = None
+
+    # -- version negotiation -------------------------------------------------
+
+    def note_health(self, doc: object) -> None:
+        """Records the protocol a health answer names (no protocol: nothing learnt)."""
+        if not isinstance(doc, dict):
+            return
+        major = protocol_major(doc.get("protocol"))
+        if major is None:
+            return
+        if major == PROTOCOL_MAJOR:
+            self._protocol_ok, self._mismatch = True, None
+        else:
+            version = doc.get("version")
+            self._mismatch = {"daemon_protocol": doc.get("protocol"),
+                              "client_protocol": PROTOCOL_MAJOR,
+                              "daemon_version": version if isinstance(version, str) else None}
+
+    def ensure_protocol(self) -> None:
+        """On first use: reads /v1/health once and refuses a daemon of another
+        protocol major with ProtocolMismatch naming both. A health that gives
+        no answer (or none this client can read) decides nothing: the call
+        goes ahead and the next one asks again."""
+        if self._protocol_ok:
+            return
+        if self._mismatch is None:
+            self._negotiate()
+        if self._mismatch is not None:
+            m = self._mismatch
+            raise ProtocolMismatch(
+                "the daemon at %s speaks protocol %s%s; this client speaks protocol %d"
+                % (self.endpoint.url, m["daemon_protocol"],
+                   " (agentd %s)" % m["daemon_version"] if m["daemon_version"] else "",
+                   PROTOCOL_MAJOR), details=dict(m))
+
+    def _negotiate(self) -> None:
+        try:
+            conn, resp, _ = self._attempt(Request("GET", "/v1/health", idempotent=True))
+        except _Failed:
+            return
+        answer = Response(self, conn, resp)
+        try:
+            body = answer.read_all(MAX_HEALTH_BODY)
+        except AgentdError:
+            return
+        try:
+            doc = json.loads(body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return
+        self.note_health(doc)
 
     # -- backoff -------------------------------------------------------------
 
@@ -396,6 +467,8 @@ class Transport:
         return resp.status, resp.headers, body
 
     def _run(self, req: Request, max_body: Optional[int]) -> Tuple[Response, Optional[bytes]]:
+        if not self._protocol_ok and not req.target.startswith("/v1/health"):
+            self.ensure_protocol()
         last: Optional[AgentdError] = None
         streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
         for attempt in range(1, self.max_attempts + 1):
@@ -431,6 +504,19 @@ class Transport:
             raise last
         assert last is not None
         raise last
+
+
+def protocol_major(value: object) -> Optional[int]:
+    """The major of a health `protocol`: 1, or a "1" / "1.2" string; None if unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        head = value.split(".", 1)[0]
+        if head.isdigit():
+            return int(head)
+    return None
 
 
 def _expects_continue(req: Request) -> bool:

@@ -18,10 +18,11 @@ import asyncio
 import concurrent.futures
 import functools
 import threading
-from typing import Any, AsyncIterator, Callable, Optional, TypeVar
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Iterator, Optional, TypeVar
 
+from ._reactive import WatchStop
 from .client import Client
-from .types import Cursors, StreamEvent
+from .types import Cursors, FsWatchEvent, StreamEvent
 
 T = TypeVar("T")
 _DONE = object()
@@ -40,7 +41,7 @@ class AsyncClient:
 
     def __getattr__(self, name: str) -> Any:
         fn = getattr(self.sync, name)
-        if not callable(fn) or name.startswith("_") or name in ("stream", "set_token", "close"):
+        if not callable(fn) or name.startswith("_") or name in ("set_token", "close"):
             return fn
 
         async def call(*args: Any, **kwargs: Any) -> Any:
@@ -55,47 +56,23 @@ class AsyncClient:
     async def stream(self, exec_id: str, cursors: Cursors = Cursors(),
                      **kwargs: Any) -> AsyncIterator[StreamEvent]:
         """Client.stream as an async iterator (same events, same exactly-once guarantee)."""
-        loop = asyncio.get_running_loop()
-        q: "asyncio.Queue[Any]" = asyncio.Queue(maxsize=64)
-        stop = threading.Event()
-
-        def put(item: Any) -> None:
-            fut = asyncio.run_coroutine_threadsafe(q.put(item), loop)
-            while not stop.is_set():
-                try:
-                    fut.result(timeout=0.1)
-                    return
-                except concurrent.futures.TimeoutError:
-                    continue  # the queue is full: wait for the consumer
-            fut.cancel()
-
-        def work() -> None:
-            gen = self.sync.stream(exec_id, cursors, **kwargs)
-            try:
-                for ev in gen:
-                    if stop.is_set():
-                        break
-                    put(ev)
-                put(_DONE)
-            except BaseException as e:  # handed to the awaiting side
-                put(e)
-            finally:
-                gen.close()
-
-        worker = threading.Thread(target=work, name="agentd-aio-stream", daemon=True)
-        worker.start()
+        events = _iterate(lambda: self.sync.stream(exec_id, cursors, **kwargs))
         try:
-            while True:
-                item = await q.get()
-                if item is _DONE:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+            async for ev in events:
+                yield ev
         finally:
-            stop.set()
-            while not q.empty():
-                q.get_nowait()
+            await events.aclose()  # stops the worker now, not at the loop's shutdown
+
+    async def watch(self, path: str, **kwargs: Any) -> AsyncIterator[FsWatchEvent]:
+        """Client.watch as an async iterator (`on_ready` runs on a worker thread)."""
+        stop = WatchStop()
+        events = _iterate(lambda: self.sync.watch(path, stop=stop, **kwargs))
+        try:
+            async for ev in events:
+                yield ev
+        finally:
+            stop.stop()  # wakes the worker blocked on the next event
+            await events.aclose()
 
     async def close(self) -> None:
         self.sync.close()
@@ -105,3 +82,57 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _iterate(make: Callable[[], Iterator[T]]) -> AsyncGenerator[T, None]:
+    """Runs the blocking iterator `make()` on one worker thread and hands its
+    items over through a bounded queue (at most 64 waiting: a slow consumer
+    holds the producer back, never the host's memory)."""
+    loop = asyncio.get_running_loop()
+    q: "asyncio.Queue[Any]" = asyncio.Queue(maxsize=64)
+    stop = threading.Event()
+
+    def put(item: Any) -> None:
+        if stop.is_set():
+            return
+        try:
+            fut = asyncio.run_coroutine_threadsafe(q.put(item), loop)
+        except RuntimeError:
+            return  # the loop is closed: nobody awaits this any more
+        while not stop.is_set():
+            try:
+                fut.result(timeout=0.1)
+                return
+            except concurrent.futures.TimeoutError:
+                continue  # the queue is full: wait for the consumer
+        fut.cancel()
+
+    def work() -> None:
+        gen = make()
+        try:
+            for item in gen:
+                if stop.is_set():
+                    break
+                put(item)
+            put(_DONE)
+        except BaseException as e:  # handed to the awaiting side
+            put(e)
+        finally:
+            close = getattr(gen, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="agentd-aio-iterator", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = await q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while not q.empty():
+            q.get_nowait()

@@ -20,6 +20,7 @@ from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequ
 from ._base import check_id, retryable_stream_failure
 from ._events import apply_event
 from ._files import FileCalls
+from ._reactive import ReactiveCalls
 from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
 from .errors import AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError, TransportError
@@ -44,7 +45,7 @@ def mint_exec_id(prefix: str = "x") -> str:
     return "%s-%011x-%016x" % (prefix[:98], ms, secrets.randbits(64))
 
 
-class Client(FileCalls):
+class Client(FileCalls, ReactiveCalls):
     """Talks to one agentd. ``url``: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
 
     def __init__(self, url: str = "http://127.0.0.1:7700", token: Optional[str] = None, *,
@@ -85,8 +86,12 @@ class Client(FileCalls):
     # -- health and bootstrap ------------------------------------------------
 
     def health(self) -> Health:
-        """GET /v1/health (no token needed)."""
-        return Health.from_json(self._json("GET", "/v1/health", idempotent=True))
+        """GET /v1/health (no token needed). Answers whatever protocol the daemon
+        speaks; the client's other calls refuse another protocol major
+        (ProtocolMismatch)."""
+        doc = self._json("GET", "/v1/health", idempotent=True)
+        self._t.note_health(doc)
+        return Health.from_json(doc)
 
     def bootstrap(self, token: str, env: Optional[Mapping[str, str]] = None) -> BootstrapResult:
         """POST /v1/bootstrap; a repeat with the same token replays (retry-safe).

@@ -59,6 +59,12 @@ class ProtocolError(AgentdError):
     code = "protocol_error"
 
 
+class ProtocolMismatch(AgentdError):
+    """The daemon speaks another protocol major than this client (``details``:
+    ``daemon_protocol``, ``client_protocol``, ``daemon_version``)."""
+    code = "protocol_mismatch"
+
+
 # -- the daemon's stable codes (docs/PROTOCOL.md, "Errors") ----------------
 
 class InvalidRequest(AgentdError):
@@ -272,8 +278,8 @@ class UnknownError(AgentdError):
 
 ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
     cls.code: cls for cls in (
-        TransportError, DeadlineExceeded, ProtocolError, InvalidRequest, InvalidJson,
-        PayloadTooLarge, HeadersTooLarge, RouteNotFound, MethodNotAllowed, RequestTimeout,
+        TransportError, DeadlineExceeded, ProtocolError, ProtocolMismatch, InvalidRequest,
+        InvalidJson, PayloadTooLarge, HeadersTooLarge, RouteNotFound, MethodNotAllowed, RequestTimeout,
         TooManyConnections, ShuttingDown, Unauthorized, NotBootstrapped, AlreadyBootstrapped,
         ExecNotFound, ExecIdConflict, ExecReleased, ExecRunning, TooManyExecs,
         StdinNotStreamed, StdinOffsetMismatch, StdinClosed, UnknownUser, UnknownGroup,

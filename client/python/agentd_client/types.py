@@ -405,6 +405,41 @@ class GuestPort:
 
 
 @dataclass
+class FsWatchEvent:
+    """One change under a watched directory (docs/PROTOCOL.md, "Watch").
+
+    `kind`: "created", "modified", "removed", "renamed" or "overflow" (the
+    caller rescans: `reason` "kernel_queue", "directory_limit", or
+    "reconnected" after the client lost and replaced the watch)."""
+    kind: str
+    path: str = ""  # the guest path; "" for overflow
+    type: str = ""  # "dir" or "file"
+    from_path: str = ""  # renamed: the old path (the wire's "from")
+    reason: str = ""
+    id: int = 0  # increasing within one watch stream
+
+    @classmethod
+    def from_sse(cls, kind: str, data: str, event_id: Optional[str]) -> "FsWatchEvent":
+        import json
+        try:
+            d = json.loads(data)
+        except ValueError as e:
+            raise ProtocolError("watch event data is not JSON: %s" % e) from e
+        if not isinstance(d, dict):
+            raise ProtocolError("watch event data is not a JSON object")
+        number = event_id or ""
+        ev = cls(kind, _str(d.get("path")), _str(d.get("type")), _str(d.get("from")),
+                 _str(d.get("reason")), int(number) if number.isdigit() else 0)
+        if kind != "overflow" and not ev.path:
+            raise ProtocolError("watch event without a path")
+        return ev
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else ""
+
+
+@dataclass
 class TreeStats:
     entries: int  # archive members written or extracted
     bytes: int  # regular-file content bytes
