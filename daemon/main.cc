@@ -1,5 +1,6 @@
 // agentd: wires configuration, state and routes together, then serves.
 #include <signal.h>
+#include <unistd.h>
 
 #include <asio.hpp>
 #include <cstdio>
@@ -171,6 +172,10 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     reset_options.reset_paths.push_back(config.workdir);
   }
   reset_options.reset_baselines = config.reset_baselines;
+  reset_options.scratch_dirs = config.reset_scratch;
+  // PID 1 is in the guest's own IPC namespace (a container, a VM): nothing
+  // there but the image and the tenant.
+  reset_options.sweep_ipc = config.reset_ipc || ::getpid() == 1;
   reset_options.requires_restricted = config.reset_requires_restricted;
   reset_options.spared = [&init] {
     std::vector<pid_t> pids;

@@ -71,7 +71,10 @@ json::Value EncodeResetReport(const ResetReport& r) {
   o.Set("clean", r.clean);
   o.Set("generation", r.generation);
   o.Set("killed_processes", r.killed_processes);
-  o.Set("removed", json::Object().Set("entries", r.removed_entries).Set("bytes", r.removed_bytes));
+  o.Set("removed", json::Object()
+                       .Set("entries", r.removed_entries)
+                       .Set("bytes", r.removed_bytes)
+                       .Set("ipc_objects", r.removed_ipc_objects));
   o.Set("remaining", std::move(remaining));
   o.Set("duration_ms", r.duration_ms);
   o.Set("replayed", r.replayed);
@@ -93,6 +96,10 @@ Result<ResetReport> DecodeResetReport(const json::Value& doc) {
   if (!removed || !removed->is_object()) return Malformed("lacks \"removed\"");
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("entries"), "removed.entries", &r.removed_entries));
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("bytes"), "removed.bytes", &r.removed_bytes));
+  // Added in protocol 1.x: an older daemon does not send it.
+  if (const json::Value* ipc = removed->Find("ipc_objects")) {
+    AGENTD_RETURN_IF_ERROR(IntOf(ipc, "removed.ipc_objects", &r.removed_ipc_objects));
+  }
   if (const json::Value* replayed = doc.Find("replayed"); replayed && replayed->is_bool()) {
     r.replayed = replayed->as_bool();
   }

@@ -31,6 +31,8 @@ struct DaemonConfig {
   // golden copies, paired with the paths in order.
   std::vector<std::string> reset_paths;
   std::vector<std::string> reset_baselines;
+  std::vector<std::string> reset_scratch;  // emptied by a reset
+  bool reset_ipc = false;                  // System V IPC objects made since the start go too
   LogLevel log_level = LogLevel::kInfo;
   ServerLimits limits;
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(5)};

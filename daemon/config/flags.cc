@@ -152,6 +152,24 @@ const std::vector<Flag>& Flags() {
          c.reset_baselines.emplace_back(v);
          return Status::Ok();
        }},
+      {"reset-scratch", "DIR",
+       "A directory POST /v1/reset empties (the directory stays): /tmp, /var/tmp, and "
+       "/dev/shm for POSIX shared memory and semaphores. Repeatable.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v[0] != '/' || v == "/") {
+           return BadValue("reset-scratch", v, "an absolute path of a directory other than /");
+         }
+         c.reset_scratch.emplace_back(v);
+         return Status::Ok();
+       }},
+      {"reset-ipc", nullptr,
+       "POST /v1/reset removes every System V IPC object (shared memory, message queue, "
+       "semaphore set) made since the daemon started. For a daemon in the guest's own IPC "
+       "namespace; on by default when the daemon is PID 1.",
+       [](DaemonConfig& c, std::string_view) {
+         c.reset_ipc = true;
+         return Status::Ok();
+       }},
       {"log-level", "LEVEL", "debug, info, warn or error. Default info.",
        [](DaemonConfig& c, std::string_view v) {
          auto level = ParseLogLevel(v);

@@ -11,6 +11,7 @@
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "reuse/process_sweep.h"
+#include "reuse/scratch_dirs.h"
 #include "sys/awaitable.h"
 #include "sys/posix_error.h"
 #include "sys/read_file.h"
@@ -76,18 +77,32 @@ std::string RealPathOr(const std::string& path) {
 
 Status GuestReset::Open(const std::string& state_dir) {
   std::string dir = state_dir + "/reset-baseline";
-  if (options_.reset_paths.empty()) return Status::Ok();
-  // A reset empties each path of all but its golden copy: the daemon's own
-  // state (records, the golden copies) must not lie inside one. Compared as
-  // real paths, so a symlink or a trailing slash cannot hide the overlap.
+  // A reset empties each path of all but its golden copy, and each scratch
+  // dir of everything: the daemon's own state (records, the golden copies)
+  // must not lie inside one. Compared as real paths, so a symlink or a
+  // trailing slash cannot hide the overlap.
   std::string real_state = RealPathOr(state_dir);
-  for (const std::string& live : options_.reset_paths) {
+  auto outside = [&](const std::string& live, std::string_view what) {
     std::string real_live = RealPathOr(live);
     if (real_state == real_live || real_state.starts_with(real_live + "/")) {
-      return Status::InvalidRequest("the state dir " + state_dir + " lies inside reset path " +
-                                    live + "; choose a --state-dir outside it");
+      return Status::InvalidRequest("the state dir " + state_dir + " lies inside " +
+                                    std::string(what) + " " + live +
+                                    "; choose a --state-dir outside it");
     }
+    return Status::Ok();
+  };
+  for (const std::string& live : options_.reset_paths) {
+    AGENTD_RETURN_IF_ERROR(outside(live, "reset path"));
   }
+  for (const std::string& scratch : options_.scratch_dirs) {
+    AGENTD_RETURN_IF_ERROR(outside(scratch, "scratch dir"));
+  }
+  if (options_.sweep_ipc) {
+    Result<std::vector<IpcObject>> listed = ListSysvIpc();
+    if (!listed.ok()) return listed.status();
+    ipc_baseline_ = std::move(*listed);
+  }
+  if (options_.reset_paths.empty()) return Status::Ok();
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return PosixError(errno, "cannot create", dir);
   }
@@ -173,9 +188,26 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   };
   co_await RunBlocking(blocking_, std::move(remove));
 
-  // The reset paths, then the verification walk of each (blocking pool).
-  auto restore = [paths = paths_] {
+  // The reset paths, scratch dirs and IPC objects, then the verification
+  // walk of each (blocking pool).
+  auto restore = [paths = paths_, scratch = options_.scratch_dirs, sweep_ipc = options_.sweep_ipc,
+                  ipc_baseline = ipc_baseline_] {
     RestoreResult all;
+    for (const std::string& dir : scratch) {
+      ScratchResult emptied = EmptyScratchDir(dir);
+      all.removed_entries += emptied.removed_entries;
+      std::vector<ResetRemaining> left = ScratchLeft(dir);
+      // What the removal could not do says why; the walk adds the rest.
+      if (emptied.remaining.empty()) emptied.remaining = std::move(left);
+      for (ResetRemaining& r : emptied.remaining) all.remaining.push_back(std::move(r));
+    }
+    if (sweep_ipc) {
+      IpcSweepResult ipc = RemoveIpcBeyond(ipc_baseline);
+      all.removed_ipc_objects = ipc.removed;
+      std::vector<ResetRemaining> left = IpcLeft(ipc_baseline);
+      if (ipc.remaining.empty()) ipc.remaining = std::move(left);
+      for (ResetRemaining& r : ipc.remaining) all.remaining.push_back(std::move(r));
+    }
     for (const auto& p : paths) {
       RestoreResult one = RestoreTree(p->golden, p->live, p->manifest);
       all.removed_entries += one.removed_entries;
@@ -198,6 +230,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   report.killed_processes = swept.killed;
   report.removed_entries = files.removed_entries;
   report.removed_bytes = files.removed_bytes;
+  report.removed_ipc_objects = files.removed_ipc_objects;
   // Verification trusts nothing above: a fresh walk.
   report.remaining = ProcessesLeft(spared);
   for (ResetRemaining& r : files.remaining) report.remaining.push_back(std::move(r));

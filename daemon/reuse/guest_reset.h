@@ -8,7 +8,11 @@
 // 3. every process beneath the daemon is killed (reuse/process_sweep.h),
 //    the --init workload's subtree spared;
 // 4. every exec record, spool and released id is dropped (generation + 1);
-// 5. verification: a fresh walk of /proc; anything found is named in
+//    the reset paths return to their golden copies, the scratch dirs are
+//    emptied (reuse/scratch_dirs.h) and, where enabled, the System V IPC
+//    objects made since the start are removed (reuse/ipc_sweep.h);
+// 5. verification: a fresh walk of /proc, of each reset path and scratch
+//    dir, and of the IPC tables; anything found is named in
 //    `remaining` and the guest is quarantined until the daemon restarts;
 // 6. clean: the next token and launch env are installed, or bootstrap
 //    reopens. Quarantined: nothing is installed (the token in force may
@@ -29,6 +33,7 @@
 #include "agentd/protocol/reset.h"
 #include "auth/bootstrap_state.h"
 #include "exec/exec_engine.h"
+#include "reuse/ipc_sweep.h"
 #include "reuse/reset_ledger.h"
 #include "reuse/tree_restore.h"
 
@@ -38,6 +43,10 @@ struct GuestResetOptions {
   std::string token_file;                    // --token-file: the next token is written here
   std::vector<std::string> reset_paths;      // --reset-path (or the workdir)
   std::vector<std::string> reset_baselines;  // --reset-baseline, paired in order
+  std::vector<std::string> scratch_dirs;     // --reset-scratch: emptied
+  // --reset-ipc (or PID 1): remove the System V IPC objects made since the
+  // start. Only where the IPC namespace is the guest's own.
+  bool sweep_ipc = false;
   // The pids whose subtrees are not the tenant's (the --init workload).
   std::function<std::vector<pid_t>()> spared = [] { return std::vector<pid_t>{}; };
   // How long processes get to disappear after SIGKILL before they count
@@ -98,6 +107,7 @@ class GuestReset {
   std::vector<ResetRemaining> quarantine_items_;
   ResetLedger ledger_;
   std::vector<std::shared_ptr<ResetPath>> paths_;
+  std::vector<IpcObject> ipc_baseline_;  // the image's objects, listed at Open
 };
 
 // 32 hex digits from the kernel's random source, new at every start.

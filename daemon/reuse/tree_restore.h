@@ -34,6 +34,7 @@ using TreeManifest = std::unordered_map<std::string, std::pair<ino_t, int64_t>>;
 struct RestoreResult {
   int64_t removed_entries = 0;            // live entries deleted (extra or replaced)
   int64_t removed_bytes = 0;              // the sizes of the regular files among them
+  int64_t removed_ipc_objects = 0;        // System V objects (reuse/ipc_sweep.h)
   std::vector<ResetRemaining> remaining;  // what could not be made equal
 };
 

@@ -27,7 +27,7 @@ json::Value EncodeResetRequest(const ResetRequest& req);
 
 // One thing the reset found left over from the previous generation.
 struct ResetRemaining {
-  std::string kind;    // "process", "path"
+  std::string kind;    // "process", "path", "ipc", "privilege"
   std::string name;    // a pid and command, or a path
   std::string reason;  // why it is still there
 };
@@ -38,6 +38,7 @@ struct ResetReport {
   int64_t killed_processes = 0;
   int64_t removed_entries = 0;
   int64_t removed_bytes = 0;
+  int64_t removed_ipc_objects = 0;  // System V IPC objects (0 unless the sweep is on)
   std::vector<ResetRemaining> remaining;
   int64_t duration_ms = 0;
   bool replayed = false;  // the recorded report of an earlier attempt

@@ -1,0 +1,96 @@
+#include "reuse/ipc_sweep.h"
+
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "sys/read_file.h"
+
+namespace agentd {
+namespace {
+
+constexpr const char* kTables[] = {"shm", "msg", "sem"};
+// /proc/sysvipc tables are small (the kernel's limits: 4096 segments by
+// default); a bound keeps a hostile namespace from costing more.
+constexpr size_t kMaxTableBytes = 8 << 20;
+
+std::string Describe(const IpcObject& o) {
+  return fmt::format("{} {} (key {:#x})", o.kind, o.id, static_cast<uint32_t>(o.key));
+}
+
+bool InBaseline(const std::vector<IpcObject>& baseline, const IpcObject& o) {
+  return std::find(baseline.begin(), baseline.end(), o) != baseline.end();
+}
+
+int Remove(const IpcObject& o) {
+  int id = static_cast<int>(o.id);
+  if (o.kind == "shm") return ::shmctl(id, IPC_RMID, nullptr);
+  if (o.kind == "msg") return ::msgctl(id, IPC_RMID, nullptr);
+  return ::semctl(id, 0, IPC_RMID);
+}
+
+ResetRemaining Unlisted(const Status& s) {
+  return {"ipc", "/proc/sysvipc", "cannot list the IPC objects: " + s.message()};
+}
+
+}  // namespace
+
+Result<std::vector<IpcObject>> ListSysvIpc(const std::string& root) {
+  std::vector<IpcObject> out;
+  for (const char* kind : kTables) {
+    Result<std::string> text = ReadFileToString(root + "/" + kind, kMaxTableBytes);
+    if (!text.ok() && text.status().code() == ErrorCode::kNotFound) continue;
+    if (!text.ok()) return text.status();
+    std::istringstream lines(*text);
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      IpcObject o;
+      o.kind = kind;
+      if (fields >> o.key >> o.id) out.push_back(o);
+    }
+  }
+  return out;
+}
+
+IpcSweepResult RemoveIpcBeyond(const std::vector<IpcObject>& baseline, const std::string& root) {
+  IpcSweepResult result;
+  Result<std::vector<IpcObject>> now = ListSysvIpc(root);
+  if (!now.ok()) {
+    result.remaining.push_back(Unlisted(now.status()));
+    return result;
+  }
+  for (const IpcObject& o : *now) {
+    if (InBaseline(baseline, o)) continue;
+    if (Remove(o) == 0) {
+      ++result.removed;
+    } else if (errno != EINVAL && errno != EIDRM) {  // not gone already
+      result.remaining.push_back(
+          {"ipc", Describe(o), std::string("cannot remove: ") + std::strerror(errno)});
+    }
+  }
+  return result;
+}
+
+std::vector<ResetRemaining> IpcLeft(const std::vector<IpcObject>& baseline,
+                                    const std::string& root) {
+  Result<std::vector<IpcObject>> now = ListSysvIpc(root);
+  if (!now.ok()) return {Unlisted(now.status())};
+  std::vector<ResetRemaining> left;
+  for (const IpcObject& o : *now) {
+    if (!InBaseline(baseline, o)) {
+      left.push_back({"ipc", Describe(o), "still present after the reset"});
+    }
+  }
+  return left;
+}
+
+}  // namespace agentd
