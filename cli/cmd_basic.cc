@@ -92,7 +92,8 @@ int CmdReset(Context& ctx) {
       {"generation", std::to_string(r->generation)},
       {"killed processes", std::to_string(r->killed_processes)},
       {"removed", std::to_string(r->removed_entries) + " entries, " +
-                      Output::HumanSize(static_cast<uint64_t>(r->removed_bytes))},
+                      Output::HumanSize(static_cast<uint64_t>(r->removed_bytes)) + ", " +
+                      std::to_string(r->removed_ipc_objects) + " IPC objects"},
       {"duration", std::to_string(r->duration_ms) + " ms"},
       {"privileged generation", r->privileged_generation ? "yes (an exec ran as root)" : "no"}};
   for (const ResetRemaining& item : r->remaining) {

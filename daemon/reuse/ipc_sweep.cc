@@ -5,10 +5,10 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <sstream>
 
 #include "sys/read_file.h"

@@ -17,8 +17,9 @@ void WriteTables(const std::string& root) {
       << "       key      shmid perms                  size  cpid  lpid nattch   uid   gid\n"
          "         0          7   600                  4096   100   100      0     0     0\n"
          "1234567890         12   644                 65536   101     0      0     0     0\n";
-  std::ofstream(root + "/msg") << "       key      msqid perms      cbytes       qnum lspid lrpid\n"
-                                  "        -1          3   644           0          0     0     0\n";
+  std::ofstream(root + "/msg")
+      << "       key      msqid perms      cbytes       qnum lspid lrpid\n"
+         "        -1          3   644           0          0     0     0\n";
   std::ofstream(root + "/sem") << "       key      semid perms      nsems   uid   gid\n";
 }
 

@@ -54,7 +54,8 @@ std::vector<ResetRemaining> ScratchLeft(const std::string& dir) {
   if (!entries.ok()) return {{"path", dir, entries.status().message()}};
   std::vector<ResetRemaining> left;
   for (const DirEntry& e : *entries) {
-    left.push_back({"path", Child(dir, e.name), "still in scratch dir " + dir + " after the reset"});
+    left.push_back(
+        {"path", Child(dir, e.name), "still in scratch dir " + dir + " after the reset"});
   }
   return left;
 }
