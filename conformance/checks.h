@@ -18,5 +18,7 @@ void AddTreeChecks(std::vector<Check>& checks);
 void AddSearchChecks(std::vector<Check>& checks);
 void AddWaitChecks(std::vector<Check>& checks);
 void AddHostileChecks(std::vector<Check>& checks);
+// Last: it resets the guest.
+void AddReuseChecks(std::vector<Check>& checks);
 
 }  // namespace agentd::conformance

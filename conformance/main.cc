@@ -18,7 +18,8 @@ namespace {
 constexpr const char* kSynopsis =
     "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
     "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
-    "                          [--small-fs GUEST_DIR] [--list]\n"
+    "                          [--small-fs GUEST_DIR] [--reuse-path GUEST_DIR\n"
+    "                          [--reuse-scratch GUEST_DIR] [--reuse-ipc]] [--list]\n"
     "       agentd-conformance --targets FILE [--parallel N] [--filter PATTERN]\n"
     "                          [--scratch-root DIR] [--small-fs GUEST_DIR]\n";
 
@@ -47,6 +48,12 @@ int Help() {
       "  --scratch-root DIR   guest directory for the suite's scratch files (/tmp)\n"
       "  --small-fs DIR       a guest directory on a small file system, for the\n"
       "                       disk-pressure check (skipped without it)\n"
+      "  --reuse-path DIR     a reset path of the guest (--reset-path): runs the\n"
+      "                       reuse group last, which resets the guest twice and\n"
+      "                       hands it back with the same token (skipped without it)\n"
+      "  --reuse-scratch DIR  a scratch dir of the guest (--reset-scratch) the reuse\n"
+      "                       group leaves a canary in\n"
+      "  --reuse-ipc          the guest sweeps System V IPC (--reset-ipc or PID 1)\n"
       "  --list               print every check as \"area: name\" and exit\n"
       "  --targets FILE       check every guest FILE lists, one \"URL TOKEN-FILE\" a\n"
       "                       line (# comments): a row per guest and a total\n"
@@ -111,6 +118,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--small-fs" && (v = value("--small-fs"))) {
       options.small_fs = v;
       shared.insert(shared.end(), {arg, v});
+    } else if (arg == "--reuse-path" && (v = value("--reuse-path"))) {
+      options.reuse_path = v;
+      shared.insert(shared.end(), {arg, v});
+    } else if (arg == "--reuse-scratch" && (v = value("--reuse-scratch"))) {
+      options.reuse_scratch = v;
+      shared.insert(shared.end(), {arg, v});
+    } else if (arg == "--reuse-ipc") {
+      options.reuse_ipc = true;
+      shared.push_back(arg);
     } else if (arg == "--scratch-root" && (v = value("--scratch-root"))) {
       options.scratch_root = v;
       shared.insert(shared.end(), {arg, v});

@@ -15,6 +15,7 @@ const std::vector<Check>& AllChecks() {
     AddSearchChecks(all);
     AddWaitChecks(all);
     AddHostileChecks(all);
+    AddReuseChecks(all);
     return all;
   }();
   return checks;

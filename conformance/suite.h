@@ -19,6 +19,12 @@ struct SuiteOptions {
   // A guest directory on a small file system (a few MiB free), for the
   // disk-pressure checks; empty skips them.
   std::string small_fs;
+  // The reuse group (destructive: resets the guest) runs only with a reset
+  // path of the guest; a scratch dir and the IPC sweep are checked when the
+  // guest has them (--reset-scratch, --reset-ipc or PID 1).
+  std::string reuse_path;
+  std::string reuse_scratch;
+  bool reuse_ipc = false;
 };
 
 struct CheckResult {

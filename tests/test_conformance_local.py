@@ -39,8 +39,22 @@ class ConformanceLocalTest(GuestConformanceCase):
     def test_every_check_passes_over_tcp(self):
         # A short ack TTL and a small retention cap let the release and gap
         # checks run instead of skipping; a small tmpfs (root only) enables
-        # disk pressure.
+        # disk pressure. A reset path and a scratch dir let the reuse group
+        # run last; as root the daemon has an IPC namespace of its own, so
+        # the IPC sweep is checked too without touching the host's objects.
         small = small_tmpfs()
+        work = tempfile.mkdtemp(prefix="agentd-reuse-path-")
+        scratch = tempfile.mkdtemp(prefix="agentd-reuse-scratch-")
+        self.addCleanup(shutil.rmtree, work, True)
+        self.addCleanup(shutil.rmtree, scratch, True)
+        reuse = ["--reuse-path", work, "--reuse-scratch", scratch]
+        daemon_args = list(CONFORMANCE_DAEMON_ARGS) + ["--reset-path", work,
+                                                       "--reset-scratch", scratch]
+        wrapper = ()
+        if os.geteuid() == 0 and shutil.which("unshare") and shutil.which("ipcmk"):
+            wrapper = ("unshare", "--ipc")
+            daemon_args.append("--reset-ipc")
+            reuse.append("--reuse-ipc")
         self.EXPECTED_SKIPS = {}
         if not small:
             self.EXPECTED_SKIPS[DISK_CHECK] = "no small file system without root"
@@ -48,11 +62,11 @@ class ConformanceLocalTest(GuestConformanceCase):
             # Checked against a daemon that lacks them, below.
             self.EXPECTED_SKIPS[ABSENT_RUNTIME_CHECK] = "every runtime is installed here"
         try:
-            with Daemon(*CONFORMANCE_DAEMON_ARGS) as d:
+            with Daemon(*daemon_args, wrapper=wrapper) as d:
                 with tempfile.NamedTemporaryFile("w") as token:
                     token.write(d.token + "\n")
                     token.flush()
-                    extra = ["--small-fs", small] if small else []
+                    extra = (["--small-fs", small] if small else []) + reuse
                     self.assertSuitePasses(
                         SuiteRun("http://127.0.0.1:%d" % d.port, token.name, *extra))
         finally:

@@ -1,0 +1,177 @@
+// Checks of guest reuse (docs/PROTOCOL.md, "Reuse"): a reset between two
+// tenants leaves the second no trace of the first. Destructive (it ends
+// every process and drops every exec record), so the group runs last and
+// only when the operator names a reset path of the guest (--reuse-path).
+#include <random>
+
+#include "checks.h"
+#include "suite.h"
+
+namespace agentd::conformance {
+namespace {
+
+std::string RandomHex(size_t n) {
+  std::random_device rd;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += kHex[rd() % 16];
+  return s;
+}
+
+const SuiteOptions& RequireReusePath(CheckContext& ctx) {
+  const SuiteOptions& o = ctx.suite().options();
+  if (o.reuse_path.empty()) {
+    throw CheckSkipped{"destructive: pass --reuse-path with a reset path of the guest"};
+  }
+  return o;
+}
+
+// Runs `script` with the canary split in two variables, so no command line
+// of the check itself contains the canary: only what tenant A left can.
+client::RunResult RunWithCanary(CheckContext& ctx, const std::string& canary,
+                                const std::string& script) {
+  ExecStartRequest req = Sh(script);
+  req.env.emplace_back("CA", canary.substr(0, canary.size() / 2));
+  req.env.emplace_back("CB", canary.substr(canary.size() / 2));
+  const SuiteOptions& o = ctx.suite().options();
+  req.env.emplace_back("P", o.reuse_path);
+  req.env.emplace_back("S", o.reuse_scratch);
+  return ExpectOk(ctx.client().Run(req), "run");
+}
+
+// Tenant A: a canary in the reset path (its name and contents), in the
+// scratch dir, and in a file unlinked while a setsid'd shell that ignores
+// SIGTERM holds it open (its command line carries the canary too); with
+// python3, a double-forked listener; with --reuse-ipc, a SysV segment.
+// Prints "inode N", "port N" and "shm N" lines for what it made.
+constexpr const char* kTenantA = R"(set -e
+c="$CA$CB"
+mkdir -p "$P/$c.d"
+printf '%s\n' "$c" > "$P/$c.d/$c.txt"
+set -- $(ls -i "$P/$c.d/$c.txt")
+echo "inode $1"
+if [ -n "$S" ]; then printf '%s\n' "$c" > "$S/$c"; fi
+setsid sh -c 'trap "" TERM; exec 3>"$0"; printf "%s\n" "$1" >&3; rm "$0"; while :; do sleep 1000; done' "$P/held-$c" "$c" </dev/null >/dev/null 2>&1 &
+if command -v python3 >/dev/null; then
+  python3 -c '
+import os, socket, sys, time
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2): os.dup2(null, fd)
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+        os.write(w, b"port %d\n" % s.getsockname()[1])
+        while True: time.sleep(1000)
+    os._exit(0)
+sys.stdout.write(os.read(r, 64).decode())' "$c"
+fi
+if [ "$IPC" = 1 ]; then ipcmk -M 4096 | sed -n 's/.*: *\([0-9]*\)$/shm \1/p'; fi
+)";
+
+// Tenant B looks for the canary everywhere it could be, printing what it
+// finds; nothing printed is the pass.
+constexpr const char* kTenantB = R"(
+c="$CA$CB"
+find "$P" ${S:+"$S"} -name "*$c*" 2>/dev/null | sed 's/^/name: /'
+grep -rlF "$c" "$P" ${S:+"$S"} 2>/dev/null | sed 's/^/content: /'
+if [ -n "$INODE" ]; then
+  find "$P" -xdev -inum "$INODE" -exec grep -lF "$c" {} + 2>/dev/null | sed 's/^/inode: /'
+fi
+for p in /proc/[0-9]*; do
+  if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF "$c"; then echo "process: $p"; fi
+done
+if [ -n "$SHM" ] && grep -q "^ *[-0-9]* *$SHM " /proc/sysvipc/shm 2>/dev/null; then
+  echo "ipc: shm $SHM"
+fi
+true
+)";
+
+std::string Field(const std::string& out, const std::string& key) {
+  size_t at = out.find(key + " ");
+  if (at == std::string::npos) return {};
+  size_t end = out.find('\n', at);
+  return out.substr(at + key.size() + 1, end - at - key.size() - 1);
+}
+
+void NextTenantFindsNoTrace(CheckContext& ctx) {
+  const SuiteOptions& o = RequireReusePath(ctx);
+  std::string canary = "cn" + RandomHex(30);
+  client::RunResult a = RunWithCanary(ctx, canary, o.reuse_ipc ? "IPC=1; " + std::string(kTenantA)
+                                                                : std::string(kTenantA));
+  if (a.exit_code != 0) {
+    throw CheckFailure{"tenant A could not leave its traces (exit " +
+                       std::to_string(a.exit_code) + "): " + a.stderr_data};
+  }
+  std::string inode = Field(a.stdout_data, "inode");
+  std::string port = Field(a.stdout_data, "port");
+  std::string shm = Field(a.stdout_data, "shm");
+  Expect(!o.reuse_ipc || !shm.empty(), "tenant A made a SysV segment (ipcmk)");
+
+  ResetRequest reset;
+  reset.reset_id = ctx.NewId("reset");
+  std::string next = RandomHex(40);
+  reset.next = BootstrapRequest{next, {}};
+  ResetReport report = ExpectOk(ctx.client().Reset(reset), "reset");
+  std::string left;
+  for (const ResetRemaining& r : report.remaining) left += " " + r.kind + " " + r.name;
+  Expect(report.clean, "the reset is clean; remaining:" + left);
+  Expect(report.killed_processes >= 2, "the reset killed tenant A's leftovers (" +
+                                           std::to_string(report.killed_processes) + ")");
+  Expect(!o.reuse_ipc || report.removed_ipc_objects >= 1, "the reset removed the SysV segment");
+  ctx.client().SetToken(next);
+
+  std::vector<ExecInfo> execs = ExpectOk(ctx.client().ListExecs(), "list execs");
+  Expect(execs.empty(), "tenant B sees none of tenant A's execs");
+  if (!port.empty()) {
+    for (const client::GuestPort& p : ExpectOk(ctx.client().ListPorts(), "list ports")) {
+      Expect(std::to_string(p.port) != port, "tenant A's listener on port " + port + " is gone");
+    }
+  }
+  client::SearchOptions search;
+  search.fixed = true;
+  search.walk.hidden = true;
+  search.walk.gitignore = false;
+  client::SearchResult found = ExpectOk(ctx.client().Search(o.reuse_path, canary, search), "search");
+  Expect(found.matches.empty(), "a content search of the reset path finds no canary");
+  ExecStartRequest look = Sh(kTenantB);
+  look.env.emplace_back("INODE", inode);
+  look.env.emplace_back("SHM", shm);
+  look.env.emplace_back("CA", canary.substr(0, canary.size() / 2));
+  look.env.emplace_back("CB", canary.substr(canary.size() / 2));
+  look.env.emplace_back("P", o.reuse_path);
+  look.env.emplace_back("S", o.reuse_scratch);
+  client::RunResult b = ExpectOk(ctx.client().Run(look), "tenant B's look");
+  Expect(b.exit_code == 0 && b.stdout_data.empty(),
+         "tenant B finds no canary by name, content, inode, process or IPC list: " +
+             b.stdout_data + b.stderr_data);
+}
+
+// Also hands the guest back its original token (the suite's), so the
+// operator's token works again after the destructive group.
+void RetriedResetAnswersTheRecordedReport(CheckContext& ctx) {
+  const SuiteOptions& o = RequireReusePath(ctx);
+  ResetRequest reset;
+  reset.reset_id = ctx.NewId("retried");
+  reset.next = BootstrapRequest{o.client.token, {}};
+  ResetReport first = ExpectOk(ctx.client().Reset(reset), "reset");
+  Expect(first.clean && !first.replayed, "the first attempt resets");
+  // The allocator lost the answer and retries with the token it had.
+  ResetReport again = ExpectOk(ctx.client().Reset(reset), "retry with the retired token");
+  Expect(again.replayed && again.generation == first.generation,
+         "a retry answers the recorded report and resets nothing");
+  ctx.client().SetToken(o.client.token);
+  Expect(ExpectOk(ctx.client().ListExecs(), "list execs").empty(), "the next token is in force");
+}
+
+}  // namespace
+
+void AddReuseChecks(std::vector<Check>& checks) {
+  checks.push_back({"reuse", "after a reset the next tenant finds no trace of the last",
+                    NextTenantFindsNoTrace});
+  checks.push_back({"reuse", "a retried reset answers the recorded report",
+                    RetriedResetAnswersTheRecordedReport});
+}
+
+}  // namespace agentd::conformance
