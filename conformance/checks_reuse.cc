@@ -88,7 +88,7 @@ fi
 true
 )";
 
-std::string Field(const std::string& out, const std::string& key) {
+std::string LeftoverField(const std::string& out, const std::string& key) {
   size_t at = out.find(key + " ");
   if (at == std::string::npos) return {};
   size_t end = out.find('\n', at);
@@ -104,9 +104,9 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
     throw CheckFailure{"tenant A could not leave its traces (exit " +
                        std::to_string(a.exit_code) + "): " + a.stderr_data};
   }
-  std::string inode = Field(a.stdout_data, "inode");
-  std::string port = Field(a.stdout_data, "port");
-  std::string shm = Field(a.stdout_data, "shm");
+  std::string inode = LeftoverField(a.stdout_data, "inode");
+  std::string port = LeftoverField(a.stdout_data, "port");
+  std::string shm = LeftoverField(a.stdout_data, "shm");
   Expect(!o.reuse_ipc || !shm.empty(), "tenant A made a SysV segment (ipcmk)");
 
   ResetRequest reset;
