@@ -14,8 +14,11 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__)))
+from lib import pyclient  # noqa: F401,E402  (puts client/python on sys.path)
 from lib.agentd_test import AGENTD_BIN, Daemon, new_token  # noqa: E402
 from lib.exec_util import run  # noqa: E402
+
+import agentd_client as ac  # noqa: E402
 
 # Made before the daemon starts, in the fresh namespace: the image's object.
 IMAGE_OBJECT = 'ipcmk -M 4096 >/dev/null && exec "$@"'
@@ -108,6 +111,15 @@ class IpcSweepTest(unittest.TestCase):
         self.assertTrue(report["clean"], report)
         self.assertEqual(report["removed"]["ipc_objects"], 3, report)
         self.assertEqual(ipc_ids(d, "look-2"), image)
+
+    def test_the_python_client_reports_the_ipc_objects_removed(self):
+        d = self.daemon("--reset-ipc")
+        c = ac.Client("http://127.0.0.1:%d" % d.port, d.token)
+        self.addCleanup(c.close)
+        self.assertEqual(c.run("ipcmk -Q && ipcmk -Q").exit_code, 0)
+        report = c.reset(next_token=new_token())
+        self.assertTrue(report.clean, report)
+        self.assertEqual(report.removed_ipc_objects, 2, report)
 
     def test_without_the_flag_a_reset_leaves_ipc_alone(self):
         d = self.daemon()

@@ -91,6 +91,8 @@ class ResetReport:
     replayed: bool = False
     #: An exec of the generation reset ran unrestricted as root (docs/SECURITY.md).
     privileged_generation: bool = False
+    #: System V IPC objects removed (--reset-ipc); 0 from daemons that do not say.
+    removed_ipc_objects: int = 0
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "ResetReport":
@@ -100,7 +102,8 @@ class ResetReport:
                            _int(removed.get("bytes")),
                            [r for r in d.get("remaining") or [] if isinstance(r, dict)],
                            _int(d.get("duration_ms")), bool(d.get("replayed")),
-                           bool(d.get("privileged_generation")))
+                           bool(d.get("privileged_generation")),
+                           _int(removed.get("ipc_objects")))
 
 
 @dataclass

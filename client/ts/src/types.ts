@@ -86,7 +86,8 @@ export interface ResetReport {
   clean: boolean;
   generation: number;
   killedProcesses: number;
-  removed: { entries: number; bytes: number };
+  /** ipcObjects: System V IPC objects removed (--reset-ipc); 0 from older daemons. */
+  removed: { entries: number; bytes: number; ipcObjects: number };
   remaining: ResetRemaining[];
   durationMs: number;
   /** True when this answers a retry with the recorded report. */

@@ -154,7 +154,10 @@ export function resetReportFromWire(v: unknown): ResetReport {
   const w = obj(v);
   const out: ResetReport = {
     clean: w.clean, generation: w.generation, killedProcesses: w.killed_processes,
-    removed: { entries: obj(w.removed).entries, bytes: obj(w.removed).bytes },
+    removed: {
+      entries: obj(w.removed).entries, bytes: obj(w.removed).bytes,
+      ipcObjects: obj(w.removed).ipc_objects ?? 0,
+    },
     remaining: Array.isArray(w.remaining)
       ? w.remaining.map((r: Wire) => ({ kind: obj(r).kind, name: obj(r).name, reason: obj(r).reason }))
       : [],

@@ -24,6 +24,7 @@ test("reset installs the next token, forgets the last tenant's execs, and a retr
   assert.equal(report.clean, true);
   assert.equal(report.generation, 1);
   assert.equal(report.replayed, false);
+  assert.equal(report.removed.ipcObjects, 0);  // no --reset-ipc: System V objects are left alone
   assert.deepEqual(await c.listExecs(), []);
   const r = await c.run("echo $TENANT");
   assert.equal(r.stdout.toString(), "b\n");
