@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <sstream>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
 
 #include "sys/read_file.h"
 
@@ -48,14 +50,24 @@ Result<std::vector<IpcObject>> ListSysvIpc(const std::string& root) {
     Result<std::string> text = ReadFileToString(root + "/" + kind, kMaxTableBytes);
     if (!text.ok() && text.status().code() == ErrorCode::kNotFound) continue;
     if (!text.ok()) return text.status();
-    std::istringstream lines(*text);
-    std::string line;
-    std::getline(lines, line);  // the header
-    while (std::getline(lines, line)) {
-      std::istringstream fields(line);
-      IpcObject o;
-      o.kind = kind;
-      if (fields >> o.key >> o.id) out.push_back(o);
+    // Parsed by hand: <sstream> would pull iostreams and their locales
+    // (some 600 KiB) into the static binary.
+    std::string_view rest = *text;
+    bool header = true;
+    while (!rest.empty()) {
+      size_t nl = rest.find('\n');
+      std::string line(rest.substr(0, nl));
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      if (std::exchange(header, false)) continue;
+      const char* p = line.c_str();
+      char* end = nullptr;
+      errno = 0;
+      long long key = std::strtoll(p, &end, 10);
+      if (end == p || errno != 0) continue;
+      p = end;
+      long long id = std::strtoll(p, &end, 10);
+      if (end == p || errno != 0) continue;
+      out.push_back({kind, id, key});
     }
   }
   return out;
