@@ -98,11 +98,11 @@ std::string LeftoverField(const std::string& out, const std::string& key) {
 void NextTenantFindsNoTrace(CheckContext& ctx) {
   const SuiteOptions& o = RequireReusePath(ctx);
   std::string canary = "cn" + RandomHex(30);
-  client::RunResult a = RunWithCanary(ctx, canary, o.reuse_ipc ? "IPC=1; " + std::string(kTenantA)
-                                                                : std::string(kTenantA));
+  client::RunResult a = RunWithCanary(
+      ctx, canary, o.reuse_ipc ? "IPC=1; " + std::string(kTenantA) : std::string(kTenantA));
   if (a.exit_code != 0) {
-    throw CheckFailure{"tenant A could not leave its traces (exit " +
-                       std::to_string(a.exit_code) + "): " + a.stderr_data};
+    throw CheckFailure{"tenant A could not leave its traces (exit " + std::to_string(a.exit_code) +
+                       "): " + a.stderr_data};
   }
   std::string inode = LeftoverField(a.stdout_data, "inode");
   std::string port = LeftoverField(a.stdout_data, "port");
@@ -117,8 +117,8 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
   std::string left;
   for (const ResetRemaining& r : report.remaining) left += " " + r.kind + " " + r.name;
   Expect(report.clean, "the reset is clean; remaining:" + left);
-  Expect(report.killed_processes >= 2, "the reset killed tenant A's leftovers (" +
-                                           std::to_string(report.killed_processes) + ")");
+  Expect(report.killed_processes >= 2,
+         "the reset killed tenant A's leftovers (" + std::to_string(report.killed_processes) + ")");
   Expect(!o.reuse_ipc || report.removed_ipc_objects >= 1, "the reset removed the SysV segment");
   ctx.client().SetToken(next);
 
@@ -133,7 +133,8 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
   search.fixed = true;
   search.walk.hidden = true;
   search.walk.gitignore = false;
-  client::SearchResult found = ExpectOk(ctx.client().Search(o.reuse_path, canary, search), "search");
+  client::SearchResult found =
+      ExpectOk(ctx.client().Search(o.reuse_path, canary, search), "search");
   Expect(found.matches.empty(), "a content search of the reset path finds no canary");
   ExecStartRequest look = Sh(kTenantB);
   look.env.emplace_back("INODE", inode);
@@ -144,8 +145,8 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
   look.env.emplace_back("S", o.reuse_scratch);
   client::RunResult b = ExpectOk(ctx.client().Run(look), "tenant B's look");
   Expect(b.exit_code == 0 && b.stdout_data.empty(),
-         "tenant B finds no canary by name, content, inode, process or IPC list: " +
-             b.stdout_data + b.stderr_data);
+         "tenant B finds no canary by name, content, inode, process or IPC list: " + b.stdout_data +
+             b.stderr_data);
 }
 
 // Also hands the guest back its original token (the suite's), so the
