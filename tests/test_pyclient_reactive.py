@@ -109,9 +109,19 @@ class PyClientReactiveTest(unittest.TestCase):
         def change():
             os.makedirs(deep)
             open(os.path.join(deep, "leaf"), "w").close()
-            shutil.rmtree(root)
 
-        events = list(self.c.watch(root, recursive=True, on_ready=change))
+        # The tree goes only once the leaf was reported: removed at once, the
+        # new directories could be gone before the daemon looked into them.
+        # Should the leaf never be reported, the tree still goes after a
+        # while, so the test fails on the assertion below instead of hanging.
+        fallback = threading.Timer(120, shutil.rmtree, (root, True))
+        fallback.start()
+        self.addCleanup(fallback.cancel)
+        events = []
+        for e in self.c.watch(root, recursive=True, on_ready=change):
+            events.append(e)
+            if (e.kind, e.path) == ("created", os.path.join(deep, "leaf")):
+                shutil.rmtree(root)
         paths = [e.path for e in events if e.kind == "created"]
         self.assertIn(os.path.join(deep, "leaf"), paths)
         # The watched directory going away is the last event; the iterator ends.
