@@ -146,6 +146,17 @@ class WatchLimitsTest(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="agentd-watch-")
         self.addCleanup(shutil.rmtree, self.dir, True)
 
+    def test_a_daemon_stopped_with_a_watch_open_exits_cleanly(self):
+        # Regression: the open stream's frame outlived the router that held
+        # the watch count, a use after free that ASan (scripts/test-sanitized)
+        # turns into an abort and a non-zero exit.
+        d = Daemon("--shutdown-grace-ms", "100")
+        self.addCleanup(d.close)
+        stream = SseStream(d, "/v1/fs/watch?path=" + self.dir)
+        self.addCleanup(stream.close)
+        self.assertEqual(stream.status, 200)
+        self.assertEqual(d.stop(), 0)
+
     def test_watch_streams_beyond_the_daemon_limit_are_refused(self):
         with Daemon("--max-watches", "2") as d:
             streams = [SseStream(d, "/v1/fs/watch?path=" + self.dir) for _ in range(2)]

@@ -11,6 +11,7 @@
 
 #include <asio/posix/stream_descriptor.hpp>
 #include <chrono>
+#include <memory>
 
 #include "agentd/protocol/sse.h"
 #include "api/exec_api.h"
@@ -33,16 +34,18 @@ struct WatchRoute {
   FsService& fs;
 };
 
-// Holds one of the daemon's watch slots for as long as a stream lives.
+// Holds one of the daemon's watch slots for as long as a stream lives. It
+// shares the count: a stream still open when the daemon stops is destroyed
+// with the io_context, after the router that registered the route.
 class WatchSlot {
  public:
-  explicit WatchSlot(int64_t& active) : active_(active) { ++active_; }
-  ~WatchSlot() { --active_; }
+  explicit WatchSlot(std::shared_ptr<int64_t> active) : active_(std::move(active)) { ++*active_; }
+  ~WatchSlot() { --*active_; }
   WatchSlot(const WatchSlot&) = delete;
   WatchSlot& operator=(const WatchSlot&) = delete;
 
  private:
-  int64_t& active_;
+  std::shared_ptr<int64_t> active_;
 };
 
 void AppendEvent(std::string& out, const WatchEvent& ev, uint64_t id) {
@@ -122,16 +125,17 @@ asio::awaitable<void> Stream(TreeWatcher& watcher, const std::string& top, Reque
   }
 }
 
-asio::awaitable<void> Watch(WatchRoute r, int64_t& active, Request& req, Response& res) {
+asio::awaitable<void> Watch(WatchRoute r, std::shared_ptr<int64_t> active, Request& req,
+                            Response& res) {
   QueryReader q(req.query());
   const std::string* path = q.Required("path");
   Result<RelPath> rel = CheckPath(r.fs, path);
   bool recursive = q.Bool("recursive", false);
   Status s = q.Finish();
   if (s.ok() && !rel.ok()) s = rel.status();
-  if (s.ok() && active >= r.ctx.config.max_watches) {
+  if (s.ok() && *active >= r.ctx.config.max_watches) {
     s = Status::Error(ErrorCode::kTooManyWatches,
-                      "the daemon already serves " + std::to_string(active) + " watch streams")
+                      "the daemon already serves " + std::to_string(*active) + " watch streams")
             .With("limit", r.ctx.config.max_watches);
   }
   if (!s.ok()) {
@@ -161,7 +165,7 @@ void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs) {
   auto active = std::make_shared<int64_t>(0);
   router.Add("GET", "/v1/fs/watch",
              [route = WatchRoute{ctx, fs}, active](Request& req, Response& res) {
-               return Watch(route, *active, req, res);
+               return Watch(route, active, req, res);
              });
 }
 
