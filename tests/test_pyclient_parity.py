@@ -6,33 +6,18 @@ stream."""
 import asyncio
 import io
 import os
-import shutil
 import socket
-import tempfile
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
-from lib.agentd_test import Daemon
+from lib.pyclient_case import PyClientCase
 
 import agentd_client as ac
 from agentd_client.aio import AsyncClient
 
 
-class PyClientParityTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        cls.url = "http://127.0.0.1:%d" % cls.daemon.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.close()
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="agentd-pyparity-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.c = ac.Client(self.url, token="test-token")
-        self.addCleanup(self.c.close)
+class PyClientParityTest(PyClientCase):
+    SCRATCH_PREFIX = "agentd-pyparity-"
 
     def test_start_exec_and_wait_answers_the_exit_and_output_in_one_request(self):
         exec_id = ac.mint_exec_id("pp")

@@ -9,12 +9,11 @@ import os
 import shutil
 import socket
 import socketserver
-import tempfile
 import threading
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
-from lib.agentd_test import Daemon
+from lib.pyclient_case import PyClientCase
 from lib.cutting_proxy import CuttingProxy
 
 import agentd_client as ac
@@ -55,21 +54,8 @@ def closed_port():
     return port
 
 
-class PyClientReactiveTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        cls.url = "http://127.0.0.1:%d" % cls.daemon.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.close()
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="agentd-pyreact-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.c = ac.Client(self.url, token="test-token")
-        self.addCleanup(self.c.close)
+class PyClientReactiveTest(PyClientCase):
+    SCRATCH_PREFIX = "agentd-pyreact-"
 
     def echo(self):
         server = EchoServer()

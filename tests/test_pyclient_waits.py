@@ -4,61 +4,46 @@ says when the exec ended without one."""
 
 import asyncio
 import os
-import shutil
 import socket
-import tempfile
 import threading
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
-from lib.agentd_test import Daemon
+from lib.pyclient_case import PyClientCase
 
 import agentd_client as ac
 from agentd_client.aio import AsyncClient
 
 
-class PyClientWaitsTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        cls.url = "http://127.0.0.1:%d" % cls.daemon.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.close()
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="agentd-pywait-")
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.client = ac.Client(self.url, token="test-token")
-        self.addCleanup(self.client.close)
+class PyClientWaitsTest(PyClientCase):
+    SCRATCH_PREFIX = "agentd-pywait-"
 
     def gated(self, before, after):
         """An exec printing `before`, then `after` once the returned marker exists."""
         marker = os.path.join(self.dir, "go")
         exec_id = ac.mint_exec_id("pw")
-        self.client.start_exec(exec_id, command="printf '%s'; while [ ! -e %s ]; do sleep 0.01; done;"
+        self.c.start_exec(exec_id, command="printf '%s'; while [ ! -e %s ]; do sleep 0.01; done;"
                           " printf '%s'; sleep 600" % (before, marker, after))
-        self.addCleanup(self.client.kill_exec, exec_id, "KILL")
+        self.addCleanup(self.c.kill_exec, exec_id, "KILL")
         # `before` is in the log before the marker exists.
-        while self.client.poll_exec(exec_id, stdout_from=0, wait_ms=10000).stdout.next < len(before):
+        while self.c.poll_exec(exec_id, stdout_from=0, wait_ms=10000).stdout.next < len(before):
             pass
         return exec_id, marker
 
     def test_wait_for_output_finds_a_match_split_across_chunks(self):
         exec_id, marker = self.gated("rea", "dy")
-        early = self.client.wait_for_output(exec_id, "ready", timeout=0)
+        early = self.c.wait_for_output(exec_id, "ready", timeout=0)
         self.assertEqual((early.matched, early.reason, early.next), (False, "timeout", 0))
         threading.Thread(target=lambda: open(marker, "w").close()).start()
-        m = self.client.wait_for_output(exec_id, "re.dy")
+        m = self.c.wait_for_output(exec_id, "re.dy")
         self.assertTrue(m.matched, m)
         self.assertEqual((m.text, m.offset, m.end, m.next), (b"ready", 0, 5, 5))
         self.assertTrue(m.exec.running)
 
     def test_wait_for_output_says_the_exec_ended_without_a_match(self):
         exec_id = ac.mint_exec_id("pw")
-        self.client.start_exec(exec_id, command="echo done >&2; exit 4")
-        m = self.client.wait_for_output(exec_id, "nothing like this", stream="stderr")
+        self.c.start_exec(exec_id, command="echo done >&2; exit 4")
+        m = self.c.wait_for_output(exec_id, "nothing like this", stream="stderr")
         self.assertEqual((m.matched, m.reason, m.stream, m.next), (False, "exited", "stderr", 5))
         self.assertEqual(m.exec.exit_code, 4)
 
@@ -79,17 +64,17 @@ class PyClientWaitsTest(unittest.TestCase):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         try:
-            self.assertFalse(self.client.wait_for_port(port, timeout=0))
+            self.assertFalse(self.c.wait_for_port(port, timeout=0))
             s.listen()
-            self.assertTrue(self.client.wait_for_port(port, timeout=120))
+            self.assertTrue(self.c.wait_for_port(port, timeout=120))
         finally:
             s.close()
         target = os.path.join(self.dir, "flag")
-        self.assertFalse(self.client.wait_for_path(target, timeout=0))
+        self.assertFalse(self.c.wait_for_path(target, timeout=0))
         threading.Thread(target=lambda: open(target, "w").close()).start()
-        self.assertTrue(self.client.wait_for_path(target, timeout=120))
+        self.assertTrue(self.c.wait_for_path(target, timeout=120))
         threading.Thread(target=os.unlink, args=(target,)).start()
-        self.assertTrue(self.client.wait_for_path(target, gone=True, timeout=120))
+        self.assertTrue(self.c.wait_for_path(target, gone=True, timeout=120))
 
 
 if __name__ == "__main__":
