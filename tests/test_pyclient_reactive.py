@@ -8,50 +8,17 @@ import asyncio
 import os
 import shutil
 import socket
-import socketserver
 import threading
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
+from lib.echo_server import EchoServer, free_port
 from lib.pyclient_case import PyClientCase
 from lib.cutting_proxy import CuttingProxy
 
 import agentd_client as ac
 from agentd_client.aio import AsyncClient
 from agentd_client.tunnel import MAX_HEAD, TunnelForwarder
-
-
-class EchoServer(socketserver.ThreadingTCPServer):
-    """Echoes every byte; on the client's half-close, answers "bye" and closes."""
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 64
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), EchoHandler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def port(self):
-        return self.server_address[1]
-
-
-class EchoHandler(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            data = self.request.recv(65536)
-            if not data:
-                self.request.sendall(b"bye")
-                return
-            self.request.sendall(data)
-
-
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class PyClientReactiveTest(PyClientCase):
@@ -177,7 +144,7 @@ class PyClientReactiveTest(PyClientCase):
 
     def test_a_tunnel_to_a_closed_port_is_port_unreachable_at_once(self):
         with self.assertRaises(ac.PortUnreachable) as cm:
-            self.c.open_tunnel(closed_port())
+            self.c.open_tunnel(free_port())
         self.assertEqual(cm.exception.status, 502)
         with self.assertRaises(ac.InvalidRequest):
             self.c.open_tunnel(70000)
