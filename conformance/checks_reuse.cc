@@ -26,17 +26,17 @@ const SuiteOptions& RequireReusePath(CheckContext& ctx) {
   return o;
 }
 
-// Runs `script` with the canary split in two variables, so no command line
-// of the check itself contains the canary: only what tenant A left can.
-client::RunResult RunWithCanary(CheckContext& ctx, const std::string& canary,
-                                const std::string& script) {
+// `script` with the canary split in two variables, so no command line of
+// the check itself contains the canary: only what tenant A left can.
+ExecStartRequest WithCanary(CheckContext& ctx, const std::string& canary,
+                            const std::string& script) {
   ExecStartRequest req = Sh(script);
   req.env.emplace_back("CA", canary.substr(0, canary.size() / 2));
   req.env.emplace_back("CB", canary.substr(canary.size() / 2));
   const SuiteOptions& o = ctx.suite().options();
   req.env.emplace_back("P", o.reuse_path);
   req.env.emplace_back("S", o.reuse_scratch);
-  return ExpectOk(ctx.client().Run(req), "run");
+  return req;
 }
 
 // Tenant A: a canary in the reset path (its name and contents), in the
@@ -98,8 +98,9 @@ std::string LeftoverField(const std::string& out, const std::string& key) {
 void NextTenantFindsNoTrace(CheckContext& ctx) {
   const SuiteOptions& o = RequireReusePath(ctx);
   std::string canary = "cn" + RandomHex(30);
-  client::RunResult a = RunWithCanary(
-      ctx, canary, o.reuse_ipc ? "IPC=1; " + std::string(kTenantA) : std::string(kTenantA));
+  ExecStartRequest tenant_a = WithCanary(ctx, canary, kTenantA);
+  tenant_a.env.emplace_back("IPC", o.reuse_ipc ? "1" : "0");
+  client::RunResult a = ExpectOk(ctx.client().Run(tenant_a), "tenant A");
   if (a.exit_code != 0) {
     throw CheckFailure{"tenant A could not leave its traces (exit " + std::to_string(a.exit_code) +
                        "): " + a.stderr_data};
@@ -136,13 +137,9 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
   client::SearchResult found =
       ExpectOk(ctx.client().Search(o.reuse_path, canary, search), "search");
   Expect(found.matches.empty(), "a content search of the reset path finds no canary");
-  ExecStartRequest look = Sh(kTenantB);
+  ExecStartRequest look = WithCanary(ctx, canary, kTenantB);
   look.env.emplace_back("INODE", inode);
   look.env.emplace_back("SHM", shm);
-  look.env.emplace_back("CA", canary.substr(0, canary.size() / 2));
-  look.env.emplace_back("CB", canary.substr(canary.size() / 2));
-  look.env.emplace_back("P", o.reuse_path);
-  look.env.emplace_back("S", o.reuse_scratch);
   client::RunResult b = ExpectOk(ctx.client().Run(look), "tenant B's look");
   Expect(b.exit_code == 0 && b.stdout_data.empty(),
          "tenant B finds no canary by name, content, inode, process or IPC list: " + b.stdout_data +
