@@ -15,7 +15,8 @@ const std::vector<ExitCodeInfo>& ExitCodeTable() {
       {kExitConflict, "conflict", "conflict with the daemon's state (HTTP 409, 410, 412)"},
       {kExitStorage, "storage", "insufficient storage or an I/O error in the guest"},
       {kExitTimeout, "timeout", "agentctl's --timeout passed before the daemon answered"},
-      {kExitProtocol, "protocol", "the answer was not the agentd protocol"},
+      {kExitProtocol, "protocol",
+       "the answer was not the agentd protocol, or another protocol version"},
       {kExitAuth, "auth", "the daemon is not bootstrapped or the token is wrong"},
   };
   return table;
@@ -30,6 +31,7 @@ int ExitCodeFor(const Status& status) {
     case ErrorCode::kDeadlineExceeded:
       return kExitTimeout;
     case ErrorCode::kProtocolError:
+    case ErrorCode::kProtocolMismatch:
       return kExitProtocol;
     case ErrorCode::kUnauthorized:
     case ErrorCode::kNotBootstrapped:

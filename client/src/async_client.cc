@@ -24,7 +24,14 @@ asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
   HttpRequest req;
   req.target = "/v1/health";
   req.idempotent = true;
-  co_return DecodeAnswer<HealthResponse>(co_await transport_->Call(req), &DecodeHealthResponse);
+  Result<HttpResponse> r = co_await transport_->Call(req);
+  // Health answers whatever protocol the daemon speaks; the other calls
+  // learn from it (docs/CLIENT.md, "Version negotiation").
+  if (r.ok()) {
+    Result<json::Value> doc = json::Parse(r->body);
+    if (doc.ok() && doc->is_object()) transport_->NoteHealth(*doc);
+  }
+  co_return DecodeAnswer<HealthResponse>(r, &DecodeHealthResponse);
 }
 
 asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapRequest request) {

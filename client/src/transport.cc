@@ -2,11 +2,13 @@
 
 #include <asio/experimental/as_tuple.hpp>
 #include <charconv>
+#include <optional>
 
 namespace agentd::client {
 namespace {
 
 constexpr size_t kMaxErrorBody = 1 << 20;
+constexpr size_t kMaxHealthBody = 1 << 20;
 // Bodies above this wait for "100 Continue" (see Exchange).
 constexpr size_t kExpectContinueBytes = 1 << 20;
 // How long to wait for "100 Continue" before sending the body anyway.
@@ -16,6 +18,20 @@ asio::awaitable<void> Sleep(asio::any_io_executor ex, std::chrono::milliseconds 
   asio::steady_timer t(ex, d);
   auto [ec] = co_await t.async_wait(asio::experimental::as_tuple(asio::use_awaitable));
   (void)ec;
+}
+
+// The major of a health `protocol`: 1, or a "1" / "1.2" string.
+std::optional<int64_t> ProtocolMajor(const json::Value& v) {
+  if (v.is_int()) return v.as_int();
+  if (!v.is_string()) return std::nullopt;
+  const std::string& text = v.as_string();
+  int64_t major = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), major);
+  if (ec != std::errc() || end == text.data() ||
+      (end != text.data() + text.size() && *end != '.')) {
+    return std::nullopt;
+  }
+  return major;
 }
 
 }  // namespace
@@ -163,10 +179,52 @@ asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpReques
   co_return Attempt{std::move(*conn), std::move(*response)};
 }
 
+void Transport::NoteHealth(const json::Value& health) {
+  const json::Value* protocol = health.Find("protocol");
+  std::optional<int64_t> major = protocol ? ProtocolMajor(*protocol) : std::nullopt;
+  if (!major) return;
+  if (*major == kClientProtocolMajor) {
+    protocol_ok_ = true;
+    mismatch_ = Status::Ok();
+    return;
+  }
+  const json::Value* version = health.Find("version");
+  std::string daemon_version = version && version->is_string() ? version->as_string() : "";
+  std::string named = protocol->is_int() ? std::to_string(*major) : protocol->as_string();
+  mismatch_ =
+      Status::Error(ErrorCode::kProtocolMismatch,
+                    "the daemon at " + options_.url + " speaks protocol " + named +
+                        (daemon_version.empty() ? "" : " (agentd " + daemon_version + ")") +
+                        "; this client speaks protocol " + std::to_string(kClientProtocolMajor))
+          .With("daemon_protocol", *protocol)
+          .With("client_protocol", kClientProtocolMajor)
+          .With("daemon_version", daemon_version);
+}
+
+asio::awaitable<Status> Transport::EnsureProtocol() {
+  if (protocol_ok_ || !mismatch_.ok()) co_return mismatch_;
+  HttpRequest req;
+  req.target = "/v1/health";
+  Deadline deadline = Clock::now() + options_.request_timeout;
+  bool sent = false;
+  Result<Attempt> a = co_await Exchange(req, deadline, &sent);
+  if (!a.ok()) co_return Status::Ok();  // no answer: the call itself retries and reports
+  Result<std::string> body = co_await a->conn->ReadBodyAll(kMaxHealthBody, deadline);
+  if (!body.ok()) co_return Status::Ok();
+  Recycle(std::move(a->conn));
+  Result<json::Value> doc = json::Parse(*body);
+  if (doc.ok() && doc->is_object()) NoteHealth(*doc);
+  co_return mismatch_;
+}
+
 template <typename T>
 asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
                                                   AnswerReader<T> read_answer) {
   if (!endpoint_status_.ok()) co_return endpoint_status_;
+  if (!protocol_ok_ && !request.target.starts_with("/v1/health")) {
+    Status s = co_await EnsureProtocol();
+    if (!s.ok()) co_return s;
+  }
   for (int attempt = 1;; ++attempt) {
     if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
     Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;

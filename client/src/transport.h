@@ -95,6 +95,11 @@ class Transport {
   // the head arrives.
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Open(const HttpRequest& request);
 
+  // Records the protocol a health answer names (docs/CLIENT.md, "Version
+  // negotiation"): this client's major is accepted from then on, another
+  // one refuses every later call. No protocol member: nothing learnt.
+  void NoteHealth(const json::Value& health);
+
   // The delay before attempt `attempt` (1-based retries), jittered.
   std::chrono::milliseconds Backoff(int attempt);
   void Recycle(std::unique_ptr<HttpConnection> conn);
@@ -123,6 +128,9 @@ class Transport {
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,
                                             bool* sent);
   asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline);
+  // On first use: one GET /v1/health (not retried; no readable answer
+  // decides nothing). Answers protocol_mismatch for another major.
+  asio::awaitable<Status> EnsureProtocol();
   std::string RequestHead(const HttpRequest& request, bool expect_continue) const;
   asio::awaitable<Status> SendBody(HttpConnection& c, const HttpRequest& request,
                                    Deadline deadline);
@@ -133,7 +141,12 @@ class Transport {
   Status endpoint_status_;
   std::vector<std::unique_ptr<HttpConnection>> idle_;
   std::mt19937 rng_{std::random_device{}()};
+  bool protocol_ok_ = false;
+  Status mismatch_;  // ok until a health named another protocol major
 };
+
+// The protocol major this client speaks (docs/PROTOCOL.md, "Compatibility").
+inline constexpr int64_t kClientProtocolMajor = 1;
 
 bool IsRetryableStatus(int http_status);
 
