@@ -73,7 +73,7 @@ export class Client extends ReactiveCalls {
   /**
    * GET /v1/health (no token needed). Answers whatever protocol the daemon
    * speaks, and records it: the calls after refuse a daemon whose protocol
-   * major this client does not speak (protocol_error naming both).
+   * major this client does not speak (protocol_mismatch naming both).
    */
   async health(): Promise<Health> {
     const a = await this.t.call({ method: "GET", path: "/v1/health", idempotent: true, negotiate: false });

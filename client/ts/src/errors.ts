@@ -3,11 +3,12 @@
 // back), the daemon's message and its details; and one subclass per code,
 // named as in docs/CLIENT.md, "Error classes" (the same names in all three
 // clients), with UnknownError for a code this client does not know.
-// Three codes never appear on the wire: transport_error (no answer),
-// deadline_exceeded (a client deadline passed) and protocol_error (an
-// answer that is not this protocol).
+// Four codes never appear on the wire: transport_error (no answer),
+// deadline_exceeded (a client deadline passed), protocol_error (an answer
+// that is not this protocol) and protocol_mismatch (the daemon's
+// /v1/health names a protocol major this client does not speak).
 
-/** The stable codes of docs/PROTOCOL.md plus the three client-side ones. */
+/** The stable codes of docs/PROTOCOL.md plus the four client-side ones. */
 export type ErrorCode =
   | "invalid_request" | "invalid_json" | "payload_too_large" | "headers_too_large"
   | "route_not_found" | "method_not_allowed" | "request_timeout" | "too_many_connections"
@@ -21,7 +22,7 @@ export type ErrorCode =
   | "internal" | "cross_device" | "too_many_watches" | "quarantined" | "resetting"
   | "too_many_waits"
   | "precondition_failed" | "edit_mismatch" | "restricted_user_unknown" | "profile_unsupported"
-  | "transport_error" | "deadline_exceeded" | "protocol_error";
+  | "transport_error" | "deadline_exceeded" | "protocol_error" | "protocol_mismatch";
 
 export type ErrorDetails = Record<string, unknown>;
 
@@ -100,6 +101,8 @@ export class EditMismatch extends AgentdError { override name = "EditMismatch"; 
 export class TransportError extends AgentdError { override name = "TransportError"; }
 export class DeadlineExceeded extends AgentdError { override name = "DeadlineExceeded"; }
 export class ProtocolError extends AgentdError { override name = "ProtocolError"; }
+/** The daemon speaks another protocol major (docs/CLIENT.md, "Version negotiation"). */
+export class ProtocolMismatch extends AgentdError { override name = "ProtocolMismatch"; }
 /** A code this client does not know (a newer daemon's), carried as sent. */
 export class UnknownError extends AgentdError { override name = "UnknownError"; }
 
@@ -156,6 +159,7 @@ const CLASSES: Record<string, new (...a: ConstructorParameters<typeof AgentdErro
   transport_error: TransportError,
   deadline_exceeded: DeadlineExceeded,
   protocol_error: ProtocolError,
+  protocol_mismatch: ProtocolMismatch,
 };
 
 /** The error of `code`, as an instance of its class (UnknownError for a code not in the table). */
@@ -174,6 +178,10 @@ export function deadlineExceeded(message: string, details: ErrorDetails = {}): A
 
 export function protocolError(message: string, details: ErrorDetails = {}): AgentdError {
   return makeError("protocol_error", message, 0, details);
+}
+
+export function protocolMismatch(message: string, details: ErrorDetails = {}): AgentdError {
+  return makeError("protocol_mismatch", message, 0, details);
 }
 
 export function invalidRequest(message: string, details: ErrorDetails = {}): AgentdError {

@@ -18,7 +18,7 @@ export {
   PermissionDenied, DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
   ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, RestrictedUserUnknown,
   ProfileUnsupported, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
-  Quarantined, Resetting, PreconditionFailed, EditMismatch, TransportError, DeadlineExceeded, ProtocolError,
+  Quarantined, Resetting, PreconditionFailed, EditMismatch, TransportError, DeadlineExceeded, ProtocolError, ProtocolMismatch,
   UnknownError,
 } from "./errors.js";
 export type { ErrorCode, ErrorDetails } from "./errors.js";

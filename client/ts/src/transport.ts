@@ -130,7 +130,7 @@ export class Transport {
 
   /**
    * On first use: reads `protocol` from /v1/health and refuses a daemon
-   * whose protocol major this client does not speak (protocol_error naming
+   * whose protocol major this client does not speak (protocol_mismatch naming
    * both). A health the daemon cannot answer now (another status, such as
    * a proxy's) leaves the check to the next call; a lost connection is the
    * call's own failure.

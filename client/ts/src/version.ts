@@ -1,8 +1,9 @@
 // Version negotiation (docs/PROTOCOL.md, "Compatibility"): the protocol
 // major this client speaks, and the check of what a daemon's /v1/health
 // says it speaks. A newer minor (added fields, routes, codes) is welcome;
-// another major is refused, naming both.
-import { AgentdError, protocolError } from "./errors.js";
+// another major is refused with protocol_mismatch (ProtocolMismatch),
+// naming both, as the C++ and Python clients do.
+import { AgentdError, protocolError, protocolMismatch } from "./errors.js";
 
 /** The protocol this client speaks: every route under /v1. */
 export const PROTOCOL_MAJOR = 1;
@@ -31,8 +32,8 @@ export function protocolRefusal(health: unknown, url: string): AgentdError | und
       `(version ${version}); this client speaks protocol ${PROTOCOL_MAJOR}`, details);
   }
   if (major !== PROTOCOL_MAJOR) {
-    return protocolError(`the daemon at ${url} speaks protocol ${String(doc?.protocol)} (agentd ${version}); ` +
-      `this client speaks protocol ${PROTOCOL_MAJOR} only`, details);
+    return protocolMismatch(`the daemon at ${url} speaks protocol ${String(doc?.protocol)} (agentd ${version}); ` +
+      `this client speaks protocol ${PROTOCOL_MAJOR}`, details);
   }
   return undefined;
 }

@@ -7,7 +7,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 
-import { Client, PROTOCOL_MAJOR } from "../src/index.js";
+import { AgentdError, Client, PROTOCOL_MAJOR, ProtocolError, ProtocolMismatch } from "../src/index.js";
 import { rejection } from "./helpers.js";
 
 interface Fake {
@@ -55,12 +55,18 @@ test("a daemon of another protocol major is refused on first use, naming both ve
   const c = new Client({ url: fake.url, token: "t" });
   try {
     const e = await rejection(c.listExecs());
-    assert.equal(e.code, "protocol_error");
-    assert.match(e.message, /speaks protocol 2 \(agentd 2\.0\.0\); this client speaks protocol 1 only/);
+    // The same class and code as the C++ and Python clients (docs/CLIENT.md, "Error classes").
+    assert.ok(e instanceof ProtocolMismatch, `${e.name} is a ProtocolMismatch`);
+    assert.ok(e instanceof AgentdError && !(e instanceof ProtocolError));
+    assert.equal(e.name, "ProtocolMismatch");
+    assert.equal(e.code, "protocol_mismatch");
+    assert.equal(e.status, 0);
+    assert.equal(e.message,
+      `the daemon at ${fake.url} speaks protocol 2 (agentd 2.0.0); this client speaks protocol 1`);
     assert.deepEqual(e.details, { daemon_protocol: 2, daemon_version: "2.0.0", client_protocol: PROTOCOL_MAJOR });
     // Kept: later calls, tunnels included, are refused without asking again.
-    assert.equal((await rejection(c.stat("/"))).code, "protocol_error");
-    assert.equal((await rejection(c.openTunnel(80))).code, "protocol_error");
+    assert.equal((await rejection(c.stat("/"))).code, "protocol_mismatch");
+    assert.equal((await rejection(c.openTunnel(80))).code, "protocol_mismatch");
     assert.deepEqual(fake.seen, ["GET /v1/health"], "nothing but the health check reached the daemon");
     // health() itself answers, so a caller can see what the daemon speaks.
     assert.equal((await c.health()).protocol, 2);
@@ -75,7 +81,9 @@ test("health() first records the protocol: the next call is refused without anot
   const c = new Client({ url: fake.url, token: "t" });
   try {
     assert.equal((await c.health()).protocol, 0);
-    assert.match((await rejection(c.listExecs())).message, /speaks protocol 0 .*this client speaks protocol 1/);
+    const e = await rejection(c.listExecs());
+    assert.ok(e instanceof ProtocolMismatch);
+    assert.match(e.message, /speaks protocol 0 .*this client speaks protocol 1/);
     assert.deepEqual(fake.seen, ["GET /v1/health"]);
   } finally {
     c.close();
@@ -102,8 +110,10 @@ test("a server without /v1/health or without a protocol is refused", async () =>
   const noRoute = await fakeDaemon(undefined, 404);
   const c = new Client({ url: noRoute.url, token: "t" });
   try {
+    // Not a daemon of another protocol but not one of this protocol either: protocol_error.
     const e = await rejection(c.listExecs());
     assert.equal(e.code, "protocol_error");
+    assert.ok(e instanceof ProtocolError);
     assert.match(e.message, /has no \/v1\/health/);
   } finally {
     c.close();
