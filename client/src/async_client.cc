@@ -34,6 +34,15 @@ asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
   co_return DecodeAnswer<HealthResponse>(r, &DecodeHealthResponse);
 }
 
+asio::awaitable<Result<std::string>> AsyncClient::Metrics(size_t max_bytes) {
+  HttpRequest req;
+  req.target = "/v1/metrics";
+  req.idempotent = true;
+  Result<HttpResponse> r = co_await transport_->Call(req, max_bytes);
+  if (!r.ok()) co_return r.status();
+  co_return std::move(r->body);
+}
+
 asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapRequest request) {
   HttpRequest req;
   req.method = "POST";
@@ -60,6 +69,12 @@ asio::awaitable<Result<ResetReport>> AsyncClient::Reset(ResetRequest request) {
       DecodeAnswer<ResetReport>(co_await transport_->Call(req), &DecodeResetReport);
   if (r.ok() && r->clean && request.next) transport_->set_token(request.next->token);
   co_return r;
+}
+
+asio::awaitable<Result<OutputChunk>> AsyncClient::ReadOutput(std::string id, std::string stream,
+                                                             uint64_t start, size_t max_bytes) {
+  co_return co_await ReadOutputCall(*transport_, std::move(id), std::move(stream), start,
+                                    max_bytes);
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::StartExec(std::string id, ExecStartRequest request) {

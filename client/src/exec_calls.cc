@@ -1,6 +1,7 @@
 #include "exec_calls.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <random>
 #include <tuple>
@@ -316,6 +317,47 @@ asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
     asio::steady_timer pause(t.executor(), t.Backoff(std::max(quiet_failures, 1)));
     co_await pause.async_wait(kNothrow);
   }
+}
+
+namespace {
+
+// An offset header of the raw output route (Agentd-From, Agentd-Next).
+std::optional<uint64_t> OffsetHeader(const HttpResponse& r, std::string_view lower_name) {
+  const std::string* v = r.Header(lower_name);
+  if (!v || v->empty() || v->size() > 19) return std::nullopt;
+  uint64_t out = 0;
+  auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec != std::errc() || end != v->data() + v->size()) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<Result<OutputChunk>> ReadOutputCall(Transport& t, std::string id,
+                                                    std::string stream, uint64_t start,
+                                                    size_t max_bytes) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  if (stream != "stdout" && stream != "stderr") {
+    co_return Status::InvalidRequest("stream must be \"stdout\" or \"stderr\"")
+        .With("field", "stream");
+  }
+  HttpRequest req;
+  req.target = ExecPath(id) + "/" + stream + "?from=" + std::to_string(start);
+  req.idempotent = true;
+  Result<HttpResponse> r = co_await t.Call(req, max_bytes);
+  if (!r.ok()) co_return r.status();
+  std::optional<uint64_t> first = OffsetHeader(*r, "agentd-from");
+  std::optional<uint64_t> next = OffsetHeader(*r, "agentd-next");
+  // The daemon names both offsets and sends exactly the bytes in between;
+  // anything else would hand the caller cursors that skip or repeat bytes.
+  if (!first || !next || *first < start || *next < *first || *next - *first != r->body.size()) {
+    co_return Status::Error(ErrorCode::kProtocolError,
+                            "the output answer's Agentd-From/Agentd-Next do not frame its " +
+                                std::to_string(r->body.size()) + " bytes");
+  }
+  OutputChunk out{*first, *next, std::move(r->body), std::nullopt};
+  if (*first > start) out.gap = std::make_pair(start, *first);
+  co_return out;
 }
 
 asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest request,

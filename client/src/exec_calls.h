@@ -32,6 +32,11 @@ asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, u
                                                  std::string bytes, bool eof);
 asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
                                                  StreamCursors cursors, StreamCallbacks callbacks);
+// GET /v1/execs/{id}/stdout|stderr without follow: the retained bytes from
+// `start`, at most `max_bytes` (more is protocol_error).
+asio::awaitable<Result<OutputChunk>> ReadOutputCall(Transport& t, std::string id,
+                                                    std::string stream, uint64_t start,
+                                                    size_t max_bytes);
 asio::awaitable<Result<RunResult>> RunCall(Transport& t, ExecStartRequest request,
                                            RunOptions options);
 

@@ -51,7 +51,9 @@ using namespace agentd::client;
   X(DownloadDir)             \
   X(Watch)                   \
   X(ListPorts)               \
-  X(OpenTunnel)
+  X(OpenTunnel)              \
+  X(Metrics)                 \
+  X(ReadOutput)
 
 // Instantiates only when `Method` names a member (a missing one: no compile).
 template <auto Method>
@@ -66,7 +68,7 @@ TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClie
   names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
-  CHECK(names.size() == 38);
+  CHECK(names.size() == 40);
 }
 
 TEST_CASE("every error code has its error class, and an unknown code is UnknownError",

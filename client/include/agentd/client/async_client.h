@@ -73,6 +73,9 @@ class AsyncClient {
 
   // GET /v1/health (no auth needed).
   asio::awaitable<Result<HealthResponse>> Health();
+  // GET /v1/metrics: the daemon's Prometheus text exposition (docs/PROTOCOL.md,
+  // "Metrics"), at most `max_bytes` (more is protocol_error).
+  asio::awaitable<Result<std::string>> Metrics(size_t max_bytes = kMetricsMaxBytes);
   // POST /v1/bootstrap. Retried safely: a replay with the same token is
   // answered "replayed". On success the client uses the token from then on.
   asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
@@ -121,6 +124,13 @@ class AsyncClient {
                                            StreamCallbacks callbacks);
   // POST /v1/execs/{id}/resize: a PTY exec's terminal size (SIGWINCH).
   asio::awaitable<Result<ExecInfo>> ResizeExec(std::string id, int rows, int cols);
+  // GET /v1/execs/{id}/stdout|stderr (no follow): the bytes of `stream`
+  // ("stdout" or "stderr") the daemon retains from offset `start`, at
+  // most `max_bytes` (a longer answer is protocol_error; read on from
+  // `next`). `gap` is set when bytes from `start` on are no longer retained.
+  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id, std::string stream = "stdout",
+                                                  uint64_t start = 0,
+                                                  size_t max_bytes = kReadOutputMaxBytes);
   // Start, stream, wait, ack: the blocking convenience of harnesses.
   asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
   // POST /v1/run (docs/PROTOCOL.md, "Run code"): one code action to
@@ -207,6 +217,10 @@ class AsyncClient {
   template <typename Token>
   auto AsyncHealth(Token&& token) {
     return detail::Launch(executor_, Health(), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncMetrics(Token&& token) {
+    return detail::Launch(executor_, Metrics(), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncBootstrap(BootstrapRequest request, Token&& token) {
@@ -299,6 +313,11 @@ class AsyncClient {
   template <typename Token>
   auto AsyncOpenTunnel(uint16_t port, Token&& token) {
     return detail::Launch(executor_, OpenTunnel(port), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncReadOutput(std::string id, std::string stream, uint64_t start, Token&& token) {
+    return detail::Launch(executor_, ReadOutput(std::move(id), std::move(stream), start),
+                          std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncRun(ExecStartRequest request, RunOptions options, Token&& token) {

@@ -26,6 +26,9 @@ class Client {
   void SetToken(std::string token) { async_.SetToken(std::move(token)); }
 
   Result<HealthResponse> Health() { return Wait(async_.Health()); }
+  Result<std::string> Metrics(size_t max_bytes = kMetricsMaxBytes) {
+    return Wait(async_.Metrics(max_bytes));
+  }
   Result<ResetReport> Reset(ResetRequest request) { return Wait(async_.Reset(std::move(request))); }
   Result<BootstrapResponse> Bootstrap(BootstrapRequest request) {
     return Wait(async_.Bootstrap(std::move(request)));
@@ -84,6 +87,10 @@ class Client {
     return Wait(async_.OpenTunnel(port));
   }
   Result<std::vector<GuestPort>> ListPorts() { return Wait(async_.ListPorts()); }
+  Result<OutputChunk> ReadOutput(std::string id, std::string stream = "stdout", uint64_t start = 0,
+                                 size_t max_bytes = kReadOutputMaxBytes) {
+    return Wait(async_.ReadOutput(std::move(id), std::move(stream), start, max_bytes));
+  }
   Result<RunResult> Run(ExecStartRequest request, RunOptions options = {}) {
     return Wait(async_.Run(std::move(request), std::move(options)));
   }

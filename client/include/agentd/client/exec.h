@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "agentd/protocol/exec.h"
 
@@ -55,6 +56,22 @@ struct StreamCallbacks {
   // Each reconnect after a lost connection (attempt counts from 1).
   std::function<void(int attempt, const Status& why)> on_reconnect;
 };
+
+// ReadOutput's answer (GET /v1/execs/{id}/stdout|stderr without follow).
+struct OutputChunk {
+  uint64_t start = 0;  // the offset of data's first byte
+  uint64_t next = 0;   // the stream's length when the daemon answered: the next start
+  std::string data;
+  // Set when `start` is past the offset asked for: bytes [gap->first,
+  // gap->second) are no longer retained by the daemon.
+  std::optional<std::pair<uint64_t, uint64_t>> gap;
+};
+
+// The most ReadOutput holds in memory unless told otherwise (the daemon
+// retains more; read it in pieces from `next`).
+inline constexpr size_t kReadOutputMaxBytes = 256u << 20;
+// The metrics text is a few kilobytes; a daemon cannot make the client hold more.
+inline constexpr size_t kMetricsMaxBytes = 4u << 20;
 
 struct RunOptions {
   std::string id;  // empty: minted
