@@ -116,6 +116,29 @@ def client_rows(r: Dict[str, Any]) -> List[Row]:
     ]
 
 
+def language_client_rows(language: str, by_hand: str, r: Dict[str, Any]) -> List[Row]:
+    """The rows of issue 25 for the Python or TypeScript client."""
+    rows = [
+        judged(Row("one-shot exec through the %s client: `run([\"true\"])`" % language,
+                   ms(r["run_p50_ms"] / 1e3), ms(r["run_p99_ms"] / 1e3),
+                   "the same requests (PUT with wait + ack) by hand with %s, one keep-alive "
+                   "connection: %s (p99 %s)" % (by_hand, ms(r["raw_p50_ms"] / 1e3),
+                                                ms(r["raw_p99_ms"] / 1e3)),
+                   r["run_ratio_p50"], "≤ 1.3×"), at_most(1.3)),
+        judged(Row("output read through the %s client's `stream` (SSE, decoded), %d MiB" % (
+            language, r["stream_bytes"] >> 20), "%.0f MiB/s" % r["stream_client_mib_s"],
+            baseline="raw route (`stdout`) read with %s: %.0f MiB/s" % (
+                by_hand, r["stream_raw_mib_s"]),
+            ratio=r["stream_ratio"], target="≥ 0.5×"), at_least(0.5)),
+    ]
+    if "b64_decode_mib_s" in r:
+        rows.append(Row("for orientation: %s's base64 decoder alone on the same bytes" % language,
+                        "%.0f MiB/s" % r["b64_decode_mib_s"],
+                        baseline="raw route: %.0f MiB/s" % r["stream_raw_mib_s"],
+                        ratio=r["b64_decode_mib_s"] / r["stream_raw_mib_s"]))
+    return rows
+
+
 def health_rows(r: Dict[str, Any]) -> List[Row]:
     return [judged(Row(
         "health requests, wrk -t2 -c64 keep-alive, %d s × %d" % (r["seconds"], r["rounds"]),
@@ -246,6 +269,8 @@ def ssh_rows(r: Dict[str, Any]) -> List[Row]:
 ROW_MAKERS: Dict[str, Callable[[Dict[str, Any]], List[Row]]] = {
     "exec": exec_rows,
     "client": client_rows,
+    "pyclient": lambda r: language_client_rows("Python", "http.client", r),
+    "tsclient": lambda r: language_client_rows("TypeScript", "node:http", r),
     "health": health_rows,
     "fs": fs_rows,
     "concurrent": concurrent_rows,

@@ -293,6 +293,33 @@ class PyClientExecTest(unittest.TestCase):
         self.assertFalse(r.stderr_truncated)
         self.assertEqual(r.exec.stdout_bytes, 100000)
 
+    def test_run_answers_a_short_command_in_one_request_and_acks(self):
+        # Start and wait carries the exit and output: PUT, then the ack; no event stream.
+        c = self.client()
+        c.health()  # the protocol check, done before counting
+        seen = []
+
+        def counting(send):
+            def wrapped(req, *a, **kw):
+                seen.append((req.method, req.target.split("?")[0].rsplit("/", 1)[-1]))
+                return send(req, *a, **kw)
+            return wrapped
+
+        c._t.call, c._t.open = counting(c._t.call), counting(c._t.open)
+        r = c.run(["echo", "hi"], id="one-request")
+        self.assertEqual((r.exit_code, r.stdout), (0, b"hi\n"))
+        self.assertEqual(seen, [("PUT", "one-request"), ("POST", "ack")])
+
+    def test_run_hands_over_to_the_event_stream_without_losing_or_repeating_a_byte(self):
+        # More than one answer carries (1 MiB per stream), and output that trickles.
+        c = self.client()
+        big = c.run("seq 1 400000; echo done >&2")
+        self.assertEqual(big.stdout, b"".join(b"%d\n" % i for i in range(1, 400001)))
+        self.assertEqual((big.stderr, big.exit_code), (b"done\n", 0))
+        self.assertFalse(big.stdout_truncated)
+        slow = c.run("for i in 1 2 3; do echo line$i; sleep 0.05; done")
+        self.assertEqual(slow.stdout, b"line1\nline2\nline3\n")
+
     def test_a_missing_program_is_an_exit_127(self):
         r = self.client().run(["/nonexistent/program"])
         self.assertEqual(r.exit_code, 127)
@@ -525,3 +552,36 @@ for ev in c.stream(st["id"], ac.Cursors(*st["cursors"])):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EventDecodingTest(unittest.TestCase):
+    """The event stream's decoder, fed in every split: the daemon's compact
+    output events (sliced, not parsed) and any other JSON spelling decode
+    alike; broken ones are ProtocolError, never wrong bytes."""
+
+    def decode(self, wire):
+        from agentd_client._events import apply_event
+        from agentd_client._sse import SseDecoder
+        for step in (1, 7, len(wire)):
+            dec, events, cursors = SseDecoder(), [], (0, 0)
+            for i in range(0, len(wire), step):
+                for ev in dec.feed(wire[i:i + step]):
+                    event, *cursors = apply_event(ev, *cursors)
+                    events.append(event)
+            yield events, tuple(cursors)
+
+    def test_compact_and_spaced_output_events_give_the_same_bytes(self):
+        wire = (b'event: stdout\ndata: {"offset":0,"data_b64":"aGVsbG8="}\nid: 5:0\n\n'
+                b': keepalive\n\n'
+                b'event: stderr\r\ndata: { "data_b64": "b29w", "offset": 0 }\r\nid: 5:3\r\n\r\n')
+        for events, cursors in self.decode(wire):
+            self.assertEqual([(e.kind, e.offset, e.data) for e in events],
+                             [("stdout", 0, b"hello"), ("stderr", 0, b"oop")])
+            self.assertEqual(cursors, (5, 3))
+
+    def test_a_broken_output_event_is_a_protocol_error(self):
+        for data in (b'{"offset":0,"data_b64":"aGVsbG8"}', b'{"offset":-1,"data_b64":""}',
+                     b'{"offset":0,"data_b64":"aGk="', b'[1]'):
+            with self.subTest(data=data):
+                with self.assertRaises(ac.ProtocolError):
+                    list(self.decode(b"event: stdout\ndata: " + data + b"\nid: 1:0\n\n"))

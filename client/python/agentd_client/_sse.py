@@ -19,7 +19,11 @@ class SseDecoder:
     """Feed bytes in any split; complete events come out in order."""
 
     def __init__(self) -> None:
-        self._buf = b""
+        # Unconsumed bytes, and how far into them no newline exists: an
+        # output event's line (170 KB of base64) arrives in many reads, and
+        # is scanned and copied once, not once per read.
+        self._buf = bytearray()
+        self._scanned = 0
         self._event = ""
         self._data: List[str] = []
         self._id: Optional[str] = None
@@ -27,16 +31,22 @@ class SseDecoder:
 
     def feed(self, chunk: bytes) -> List[SseEvent]:
         from .errors import ProtocolError
-        self._buf += chunk
+        buf = self._buf
+        buf += chunk
         out: List[SseEvent] = []
+        start = 0
         while True:
-            nl = self._buf.find(b"\n")
+            nl = buf.find(b"\n", max(start, self._scanned))
             if nl < 0:
-                if len(self._buf) > MAX_LINE:
+                del buf[:start]
+                self._scanned = len(buf)
+                if len(buf) > MAX_LINE:
                     raise ProtocolError("event stream line longer than %d bytes" % MAX_LINE)
                 return out
-            line = self._buf[:nl].rstrip(b"\r").decode("utf-8", "replace")
-            self._buf = self._buf[nl + 1:]
+            end = nl - 1 if nl > start and buf[nl - 1] == 13 else nl  # a CR before the LF
+            line = buf[start:end].decode("utf-8", "replace")
+            start = nl + 1
+            self._scanned = start
             if not line:
                 if self._data or self._event:
                     out.append(SseEvent(self._event or "message", "\n".join(self._data),

@@ -414,23 +414,45 @@ class Client(FileCalls, ReactiveCalls):
             argv = None
         else:
             argv = list(command)
-        self.start_exec(exec_id, argv, **options)
         out, err = bytearray(), bytearray()
         trunc = {"stdout": False, "stderr": False}
+
+        def keep(kind: str, data: bytes) -> None:
+            buf, limit = (out, max_stdout_bytes) if kind == "stdout" else (err, max_stderr_bytes)
+            room = max(0, limit - len(buf))
+            if len(data) > room:
+                trunc[kind] = True
+            buf += data[:room]
+
+        # Start and wait (docs/PROTOCOL.md, "Start and wait"), as the C++ and
+        # TypeScript clients do: a short command's exit and whole output in
+        # this one request; what it leaves (a longer run, or more output than
+        # one answer carries) the event stream delivers from the cursors reached.
+        first = self.start_exec_and_wait(exec_id, argv, **options)
+        cursors = {"stdout": 0, "stderr": 0}
+        for kind, chunk in (("stdout", first.stdout), ("stderr", first.stderr)):
+            if chunk is None:
+                continue
+            if chunk.gap is not None:
+                trunc[kind] = True
+            keep(kind, chunk.data)
+            cursors[kind] = chunk.next
+        e = first.exec
         final: Optional[ExecInfo] = None
-        for ev in self.stream(exec_id):
-            if isinstance(ev, OutputEvent):
-                buf, limit = (out, max_stdout_bytes) if ev.kind == "stdout" else \
-                    (err, max_stderr_bytes)
-                room = max(0, limit - len(buf))
-                if len(ev.data) > room:
-                    trunc[ev.kind] = True
-                buf += ev.data[:room]
-            elif isinstance(ev, GapEvent):
-                trunc[ev.stream] = True
-            else:
-                final = ev.exec
-        assert final is not None
+        if not e.running and cursors["stdout"] >= e.stdout_bytes and \
+                cursors["stderr"] >= e.stderr_bytes:
+            final = e
+        else:
+            for ev in self.stream(exec_id, Cursors(cursors["stdout"], cursors["stderr"])):
+                if isinstance(ev, OutputEvent):
+                    keep(ev.kind, ev.data)
+                elif isinstance(ev, GapEvent):
+                    trunc[ev.stream] = True
+                else:
+                    final = ev.exec
+        if final is None:
+            raise TransportError("the stream of %s ended without an exit event" % exec_id,
+                                 details={"id": exec_id})
         if ack:
             final = self.ack_exec(exec_id)
         ec = final.exit_code
