@@ -1,5 +1,5 @@
 """The Python client's examples run against the real daemon: the README's
-five-line example, and the evaluation harness killed mid-stream and run
+example exactly as printed (against scripts/dev's daemon on a stock guest), and the evaluation harness killed mid-stream and run
 again (it reattaches from its persisted id and cursors; no byte is lost or
 repeated)."""
 
@@ -14,11 +14,13 @@ import tempfile
 import time
 import unittest
 
+from lib import stock_guest
 from lib.agentd_test import Daemon
 from lib.pyclient import PYCLIENT_DIR
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARNESS = os.path.join(PYCLIENT_DIR, "examples", "eval_harness.py")
+STOCK_GUEST = os.path.join(REPO, "tests", "lib", "stock_guest.py")
 
 GRADE_SH = """\
 i=0
@@ -60,15 +62,43 @@ class PyClientExamplesTest(unittest.TestCase):
         return subprocess.Popen([sys.executable] + args, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, **kw)
 
-    def test_the_readme_example_runs_as_written(self):
+    def test_the_readme_example_runs_exactly_as_printed_against_scripts_devs_daemon(self):
+        # Not a character changed: scripts/dev's address and token file, on
+        # a stock guest without /workspace (tests/lib/stock_guest.py: private
+        # namespaces, a fresh root, the daemon where scripts/dev puts it).
+        why = stock_guest.available()
+        if why:
+            self.skipTest(why)
         code = readme_block(os.path.join(REPO, "README.md"), "python")
-        self.assertEqual(len(code.strip().splitlines()), 5)
-        code = code.replace('"http://10.0.2.15:7700"', repr(self.url)).replace(
-            "/workspace", self.tmp)
-        p = self.python(["-c", 'TOKEN = "test-token"\n' + code])
-        out, err = p.communicate(timeout=60)
+        p = self.python([STOCK_GUEST, self.daemon.binary, "--", sys.executable, "-c", code])
+        out, err = p.communicate(timeout=120)
         self.assertEqual(p.returncode, 0, err)
         self.assertEqual(out, "0 hello from the guest\n\n")
+
+    def test_the_client_readmes_snippets_run_exactly_as_printed(self):
+        why = stock_guest.available()
+        if why:
+            self.skipTest(why)
+        readme = os.path.join(PYCLIENT_DIR, "README.md")
+        with open(readme, encoding="utf-8") as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        self.assertEqual(len(blocks), 3)
+        expected = ["0 testing in /workspace/repo\n \n", "0 from asyncio\n\n"]
+        for code, out_expected in zip(blocks, expected):
+            with self.subTest(code=code.splitlines()[1]):
+                p = self.python([STOCK_GUEST, self.daemon.binary, "--", sys.executable, "-c",
+                                 code])
+                out, err = p.communicate(timeout=120)
+                self.assertEqual(p.returncode, 0, err)
+                self.assertEqual(out, out_expected)
+        # The third is the heart of examples/eval_harness.py (run below): its
+        # lines, in order.
+        with open(HARNESS, encoding="utf-8") as f:
+            harness = [line.strip() for line in f]
+        at = 0
+        for line in filter(None, (l.strip() for l in blocks[2].splitlines())):
+            self.assertIn(line, harness[at:], "README line not in the harness (in order)")
+            at = harness.index(line, at) + 1
 
     def test_the_eval_harness_resumes_after_being_killed_mid_stream(self):
         task = os.path.join(self.tmp, "task")
