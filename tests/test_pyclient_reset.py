@@ -42,6 +42,43 @@ class PyClientResetTest(unittest.TestCase):
         with self.assertRaises(ac.Unauthorized):
             ac.Client("http://127.0.0.1:%d" % d.port, d.token).reset("py-reset-2")
 
+    def test_a_second_client_keeps_the_retired_token_until_set_token(self):
+        # docs/CLIENT.md, "Tokens": only the client that reset switches.
+        url = "http://127.0.0.1:%d" % self.d.port
+        owner, worker = ac.Client(url, self.d.token), ac.Client(url, self.d.token)
+        self.addCleanup(owner.close)
+        self.addCleanup(worker.close)
+        self.assertEqual(worker.run(["true"]).exit_code, 0)
+        nxt = new_token()
+        self.assertTrue(owner.reset(next_token=nxt).clean)
+        with self.assertRaises(ac.Unauthorized):
+            worker.list_execs()
+        worker.set_token(nxt)
+        self.assertEqual(worker.run(["echo", "again"]).stdout, b"again\n")
+        worker.set_token(self.d.token)  # and back: the retired one stays retired
+        with self.assertRaises(ac.Unauthorized):
+            worker.list_execs()
+
+
+class PyClientFreshGuestTest(unittest.TestCase):
+    def test_a_fresh_guest_is_bootstrapped_after_health_says_it_is_not(self):
+        # docs/CLIENT.md, "Tokens": health needs no token; bootstrap installs
+        # one and the client uses it; the same token replays, another conflicts.
+        d = Daemon(bootstrap=False)
+        self.addCleanup(d.close)
+        c = ac.Client("http://127.0.0.1:%d" % d.port)
+        self.addCleanup(c.close)
+        self.assertFalse(c.health().bootstrapped)
+        with self.assertRaises(ac.NotBootstrapped):
+            c.list_execs()
+        token = new_token()
+        self.assertEqual(c.bootstrap(token, env={"TENANT": "a"}).replayed, False)
+        self.assertTrue(c.health().bootstrapped)
+        self.assertEqual(c.run("echo $TENANT").stdout, b"a\n")
+        self.assertTrue(c.bootstrap(token).replayed)
+        with self.assertRaises(ac.AlreadyBootstrapped):
+            ac.Client("http://127.0.0.1:%d" % d.port).bootstrap(new_token())
+
 
 if __name__ == "__main__":
     unittest.main()

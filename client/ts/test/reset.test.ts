@@ -36,3 +36,44 @@ test("reset installs the next token, forgets the last tenant's execs, and a retr
   old.close();
   c.close();
 });
+
+test("a second client keeps the retired token until setToken", async () => {
+  // docs/CLIENT.md, "Tokens": only the client that reset switches.
+  const fresh = await Daemon.start();
+  try {
+    const owner = await fresh.client();
+    const worker = new Client({ url: fresh.url, token: TOKEN });
+    assert.equal((await worker.run(["true"])).exitCode, 0);
+    const next = "ts-second-" + Date.now();
+    assert.equal((await owner.reset({ nextToken: next })).clean, true);
+    await assert.rejects(worker.listExecs(), (e: unknown) => e instanceof AgentdError && e.code === "unauthorized");
+    worker.setToken(next);
+    assert.equal((await worker.run(["echo", "again"])).stdout.toString(), "again\n");
+    worker.setToken(TOKEN); // and back: the retired one stays retired
+    await assert.rejects(worker.listExecs(), (e: unknown) => e instanceof AgentdError && e.code === "unauthorized");
+    owner.close();
+    worker.close();
+  } finally {
+    await fresh.stop();
+  }
+});
+
+test("a fresh guest: health says it is not bootstrapped, bootstrap installs the token the client then uses", async () => {
+  const fresh = await Daemon.start();
+  try {
+    const c = new Client({ url: fresh.url });
+    assert.equal((await c.health()).bootstrapped, false);
+    await assert.rejects(c.listExecs(), (e: unknown) => e instanceof AgentdError && e.code === "not_bootstrapped");
+    assert.equal((await c.bootstrap("ts-fresh-token", { TENANT: "a" })).replayed, false);
+    assert.equal((await c.health()).bootstrapped, true);
+    assert.equal((await c.run("echo $TENANT")).stdout.toString(), "a\n");
+    assert.equal((await c.bootstrap("ts-fresh-token")).replayed, true);
+    const other = new Client({ url: fresh.url });
+    await assert.rejects(other.bootstrap("another-token"),
+      (e: unknown) => e instanceof AgentdError && e.code === "already_bootstrapped");
+    other.close();
+    c.close();
+  } finally {
+    await fresh.stop();
+  }
+});
