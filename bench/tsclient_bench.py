@@ -85,6 +85,8 @@ def main():
         r["run_p99_ms"], r["raw_p99_ms"], r["run_p99_ms"] / r["raw_p99_ms"]))
     print("| %d MiB stream (client SSE vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2fx |" % (
         size >> 20, r["stream_client_mib_s"], r["stream_raw_mib_s"], r["stream_ratio"]))
+    print("| events route read undecoded (output bytes) | %.0f MiB/s | | %.2fx |" % (
+        r["sse_undecoded_mib_s"], r["sse_undecoded_mib_s"] / r["stream_raw_mib_s"]))
 
 
 if __name__ == "__main__":
