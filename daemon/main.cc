@@ -24,6 +24,7 @@
 #include "server/http_server.h"
 #include "server/router.h"
 #include "sys/read_file.h"
+#include "sys/write_probe.h"
 #include "upgrade/handover_state.h"
 #include "upgrade/upgrade_command.h"
 #include "upgrade/upgrader.h"
@@ -188,6 +189,11 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     return 1;
   }
   RegisterResetRoutes(router, ctx, reuse);
+  RegisterDrainGate(router, ctx);
+  // Health checks the state directory with a real write, at most every
+  // quarter second (probes poll every few seconds; a poll loop stays cheap).
+  WriteProbe state_probe(exec.state_dir(), std::chrono::milliseconds(250));
+  ctx.state_dir_writable = [&state_probe] { return state_probe.Check(); };
 
   HttpServer server(io, config.limits, [&router](Request& req, Response& res) {
     return DispatchCounted(router, req, res);
@@ -233,6 +239,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
                     .count();
               },
       });
+  ctx.draining = [&stopping, &init] { return stopping || (init && init->stop_requested()); };
   if (resume) upgrader.Carry(*resume);
   ctx.upgrades = [&upgrader] { return UpgradeCounts{upgrader.upgrades(), upgrader.failures()}; };
 
@@ -243,9 +250,15 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     Log(LogLevel::kInfo, "shutting down", std::move(why));
     exec.Shutdown();
     // Connections drain while the killed execs end, so their exits are
-    // recorded before the daemon stops.
-    server.Shutdown(config.shutdown_grace,
-                    [&] { exec.WhenFinished(config.shutdown_grace, [&io] { io.stop(); }); });
+    // recorded before the daemon stops; the listeners stay open until then
+    // and health answers 503 "draining".
+    server.Shutdown(config.shutdown_grace, [&] {
+      exec.WhenFinished(config.shutdown_grace, [&] {
+        server.StopListening();
+        server.CloseAllBut(nullptr);
+        io.stop();
+      });
+    });
   };
   // PID 1 mode owns the signals (it forwards them); otherwise they stop us,
   // and SIGUSR2 upgrades in place.

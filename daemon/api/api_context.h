@@ -54,6 +54,11 @@ struct ApiContext {
   // exists).
   std::function<void(const Connection*)> close_all_but = [](const Connection*) {};
   std::function<UpgradeCounts()> upgrades = [] { return UpgradeCounts{}; };
+  // SIGTERM arrived and the daemon drains (docs/PROTOCOL.md, "Health"):
+  // health answers 503 "draining" and new work is refused until it exits.
+  std::function<bool()> draining = [] { return false; };
+  // Whether the state directory takes a write (sys/write_probe.h).
+  std::function<Status()> state_dir_writable = [] { return Status::Ok(); };
   // Condition waits in progress (api/wait_slot.h).
   int64_t waits_open = 0;
 };

@@ -40,15 +40,29 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   UpgradeCounts upgrades = ctx.upgrades();
   h.extra.Set("upgrades", upgrades.upgrades);
   h.extra.Set("upgrade_failures", upgrades.failures);
+  // Not able to serve: probes see 503 with the first reason that holds
+  // (docs/PROTOCOL.md, "Health").
   int code = 200;
+  auto unable = [&](std::string status, std::string reason) {
+    if (code != 200) return;
+    code = 503;
+    h.status = std::move(status);
+    h.extra.Set("reason", std::move(reason));
+  };
+  if (ctx.draining()) {
+    unable("draining",
+           "the daemon is stopping (SIGTERM): it ends the running execs and the requests in "
+           "flight, refuses new ones, then exits");
+  }
   if (ctx.reuse) {
     h.extra.Set("generation", ctx.reuse->generation());
     h.extra.Set("boot_id", ctx.reuse->boot_id());
     h.extra.Set("state", std::string(ctx.reuse->state_name()));
-    if (ctx.reuse->state() != GuestReset::State::kReady) {
-      // Not able to serve: probes see 503 (docs/PROTOCOL.md, "Health").
-      code = 503;
-      h.status = std::string(ctx.reuse->state_name());
+    if (ctx.reuse->state() == GuestReset::State::kResetting) {
+      unable("resetting", "a reset is running; the guest serves again when it ends");
+    } else if (ctx.reuse->state() == GuestReset::State::kQuarantined) {
+      unable("quarantined",
+             "a reset could not prove the guest clean (see remaining); restart the daemon");
     }
     if (ctx.reuse->state() == GuestReset::State::kQuarantined) {
       json::Array items;
@@ -57,6 +71,12 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
             json::Object().Set("kind", r.kind).Set("name", r.name).Set("reason", r.reason));
       }
       h.extra.Set("remaining", std::move(items));
+    }
+  }
+  if (code == 200) {
+    if (Status writable = ctx.state_dir_writable(); !writable.ok()) {
+      unable("state_dir_unwritable", writable.message());
+      if (const json::Value* e = writable.details().Find("errno")) h.extra.Set("errno", *e);
     }
   }
   co_await res.SendJson(code, EncodeHealthResponse(h));

@@ -97,7 +97,7 @@ Status Gate(const GuestReset& reuse, const Request& req) {
 
 void RegisterResetRoutes(Router& router, ApiContext& ctx, GuestReset& reuse) {
   ctx.reuse = &reuse;
-  router.SetGate([&reuse](const Request& req) { return Gate(reuse, req); });
+  router.AddGate([&reuse](const Request& req) { return Gate(reuse, req); });
   router.Add(
       "POST", "/v1/reset",
       [&ctx, &reuse](Request& req, Response& res) { return Reset(ctx, reuse, req, res); },

@@ -34,5 +34,8 @@ void RegisterPortRoutes(Router& router, ApiContext& ctx);
 // being reset or is quarantined (docs/PROTOCOL.md, "Reuse"); also sets
 // ctx.reuse (health).
 void RegisterResetRoutes(Router& router, ApiContext& ctx, GuestReset& reuse);
+// The gate that refuses new work (exec and run starts, resets, tunnels,
+// watches) with 503 shutting_down while ctx.draining() (api/drain_gate.cc).
+void RegisterDrainGate(Router& router, ApiContext& ctx);
 
 }  // namespace agentd

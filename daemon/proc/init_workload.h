@@ -55,6 +55,8 @@ class InitWorkload {
   bool running() const { return pid_ > 0; }
   // CMD's pid while it runs (-1 otherwise): a guest reset spares its subtree.
   pid_t pid() const { return pid_; }
+  // SIGTERM or SIGINT arrived: the daemon drains until CMD has exited.
+  bool stop_requested() const { return stop_requested_; }
 
  private:
   void Launch();

@@ -289,6 +289,7 @@ asio::awaitable<bool> Connection::Serve() {
   in_request_ = true;
   RequestHead& head = parser_.head();
   Response res(*this, head.method == "HEAD");
+  if (close_after_request_) res.CloseAfter();  // say so: the client must not reuse it
   std::string route;
   Result<ParsedTarget> target = ParseTarget(head.target);
   if (!target.ok()) {

@@ -85,9 +85,8 @@ void HttpServer::Serve(std::shared_ptr<Acceptor> acceptor, const ListenAddress& 
 
 asio::awaitable<void> HttpServer::AcceptLoop(std::shared_ptr<Acceptor> acceptor,
                                              ListenAddress address) {
-  while (!stopping_) {
+  for (;;) {
     auto [ec, socket] = co_await acceptor->async_accept(kUseNothrow);
-    if (stopping_) break;
     if (ec) {
       if (ec == asio::error::operation_aborted) break;
       // Out of descriptors or memory: log, back off briefly, keep serving.
@@ -108,6 +107,7 @@ asio::awaitable<void> HttpServer::AcceptLoop(std::shared_ptr<Acceptor> acceptor,
     uint64_t id = next_id_++;
     auto conn = std::make_shared<Connection>(std::move(socket), limits_, handler_, *this, id);
     connections_.emplace(id, conn);
+    if (stopping_) conn->CloseAfterRequest();  // a probe while draining: one answer
     conn->Start();
   }
 }
@@ -132,8 +132,9 @@ void HttpServer::Refuse(Socket socket) {
 
 void HttpServer::Remove(uint64_t id) {
   connections_.erase(id);
-  // The last connection gone during shutdown ends the grace period early.
-  if (stopping_ && connections_.empty() && grace_timer_) grace_timer_->cancel();
+  // The last connection busy at shutdown gone ends the grace period early
+  // (those accepted since answer one request each and do not hold it).
+  if (draining_.erase(id) && draining_.empty() && grace_timer_) grace_timer_->cancel();
 }
 
 void HttpServer::CloseAllBut(const Connection* keep) {
@@ -142,12 +143,15 @@ void HttpServer::CloseAllBut(const Connection* keep) {
   }
 }
 
-void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()> done) {
-  stopping_ = true;
+void HttpServer::StopListening() {
   for (auto& acceptor : acceptors_) {
     asio::error_code ec;
     acceptor->close(ec);
   }
+}
+
+void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()> done) {
+  stopping_ = true;
   std::vector<std::shared_ptr<Connection>> busy;
   for (auto& [id, weak] : std::unordered_map(connections_)) {
     if (auto conn = weak.lock()) {
@@ -156,6 +160,7 @@ void HttpServer::Shutdown(std::chrono::milliseconds grace, std::function<void()>
       } else {
         conn->CloseAfterRequest();
         busy.push_back(conn);
+        draining_.insert(id);
       }
     }
   }

@@ -2,9 +2,12 @@
 //
 // Listen() binds one address (TCP, Unix, vsock) and starts accepting on the
 // io_context. Beyond max_connections a new connection is answered 503
-// too_many_connections and closed. Shutdown() stops accepting, closes idle
-// connections at once and the rest after `grace`, then calls `done`. All
-// methods run on the io thread.
+// too_many_connections and closed. Shutdown() starts the drain: idle
+// connections close at once, busy ones after their request (or `grace`),
+// then `done` runs. The listeners stay open until the daemon exits, so
+// probes keep getting answers while it drains (health says "draining");
+// a connection accepted then serves one request and closes. All methods
+// run on the io thread.
 #pragma once
 
 #include <asio.hpp>
@@ -12,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "server/connection.h"
@@ -31,6 +35,8 @@ class HttpServer : public ConnectionRegistry {
   std::vector<int> ListenerFds() const;
   Status Adopt(const ListenAddress& address, int fd);
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
+  // The end of a drain: no more connections.
+  void StopListening();
 
   // Closes every open connection but `keep` (a guest reset ends the last
   // tenant's streams, tunnels and waits).
@@ -55,6 +61,7 @@ class HttpServer : public ConnectionRegistry {
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
+  std::unordered_set<uint64_t> draining_;  // busy at Shutdown(), not yet closed
   std::unique_ptr<asio::steady_timer> grace_timer_;
 };
 

@@ -48,8 +48,8 @@ bool Router::Match(const Route& route, const std::vector<std::string_view>& path
 }
 
 asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
-  if (gate_) {
-    if (Status refused = gate_(req); !refused.ok()) {
+  for (const Gate& gate : gates_) {
+    if (Status refused = gate(req); !refused.ok()) {
       co_await res.SendError(refused);
       co_return;
     }

@@ -23,13 +23,14 @@ class Router {
  public:
   using Authorizer = std::function<Status(const Request&)>;
   // Decides before everything else, for every path (public ones too): a
-  // refusal is answered as is (a quarantined guest, docs/PROTOCOL.md "Reuse").
+  // refusal is answered as is (a quarantined guest, docs/PROTOCOL.md "Reuse";
+  // a draining daemon, "Health"). Gates are asked in the order added.
   using Gate = std::function<Status(const Request&)>;
 
   void Add(std::string method, std::string pattern, RequestHandler handler,
            bool requires_auth = true);
   void SetAuthorizer(Authorizer authorizer) { authorizer_ = std::move(authorizer); }
-  void SetGate(Gate gate) { gate_ = std::move(gate); }
+  void AddGate(Gate gate) { gates_.push_back(std::move(gate)); }
 
   // The RequestHandler the server calls for every request.
   asio::awaitable<void> Dispatch(Request& req, Response& res) const;
@@ -50,7 +51,7 @@ class Router {
 
   std::vector<Route> routes_;
   Authorizer authorizer_;
-  Gate gate_;
+  std::vector<Gate> gates_;
 };
 
 }  // namespace agentd

@@ -58,6 +58,11 @@ class Health:
     #: (docs/OPERATIONS.md, "Upgrade").
     upgrades: int = 0
     upgrade_failures: int = 0
+    #: Why the daemon cannot serve (a 503 health: draining, resetting,
+    #: quarantined, state_dir_unwritable); empty while status is "ok".
+    reason: str = ""
+    #: With state_dir_unwritable: the errno name of the failed write.
+    errno: str = ""
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -72,7 +77,8 @@ class Health:
                       [UnavailableRuntime(str(u.get("runtime", "")), str(u.get("code", "")),
                                           str(u.get("reason", "")))
                        for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)],
-                      _int(d.get("upgrades")), _int(d.get("upgrade_failures")))
+                      _int(d.get("upgrades")), _int(d.get("upgrade_failures")),
+                      str(d.get("reason") or ""), str(d.get("errno") or ""))
 
 
 @dataclass

@@ -3,7 +3,12 @@
 // uptimeMs), decoded and encoded member by member in wire.ts.
 
 export interface Health {
-  status: "ok";
+  /** Anything but "ok" comes with a 503 and `reason` (docs/PROTOCOL.md, "Health"). */
+  status: "ok" | "draining" | "resetting" | "quarantined" | "state_dir_unwritable";
+  /** Why the daemon cannot serve; absent while status is "ok". */
+  reason?: string;
+  /** With state_dir_unwritable: the errno name of the failed write (EROFS, ENOSPC, ...). */
+  errno?: string;
   version: string;
   protocol: number;
   bootstrapped: boolean;

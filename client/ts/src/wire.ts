@@ -140,6 +140,8 @@ export function healthFromWire(v: unknown): Health {
   if (w.generation !== undefined) out.generation = w.generation;
   if (w.boot_id !== undefined) out.bootId = w.boot_id;
   if (w.state !== undefined) out.state = w.state;
+  if (w.reason !== undefined) out.reason = w.reason;
+  if (w.errno !== undefined) out.errno = w.errno;
   if (w.upgrades !== undefined) out.upgrades = w.upgrades;
   if (w.upgrade_failures !== undefined) out.upgradeFailures = w.upgrade_failures;
   return out;
