@@ -65,6 +65,18 @@ int CmdExec(Context& ctx) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   int interrupts = 0;
   bool started = false;
+  Result<ExecInfo> final;
+  bool streamed = false;  // the stream saw the exit: a late kill has nothing to end
+  // A kill asked for by an interrupt that the daemon refused or never got:
+  // the remote process may still run, so agentctl says so and fails rather
+  // than keep streaming as if it had ended.
+  auto kill_failed = [&](const Status& s) {
+    if (streamed) return;
+    final = Status::Error(s.code(), "interrupted, but killing exec \"" + id +
+                                        "\" failed (it may still run): " + s.message());
+    signals.cancel();
+    io.stop();
+  };
   std::function<void()> arm;
   arm = [&] {
     signals.async_wait([&](const asio::error_code& ec, int) {
@@ -74,13 +86,16 @@ int CmdExec(Context& ctx) {
       KillRequest kill;
       kill.signal = ++interrupts == 1 ? "TERM" : "KILL";
       kill.grace_sec = 5;
-      if (started) c.AsyncKillExec(id, kill, [](Result<ExecInfo>) {});
+      if (started) {
+        c.AsyncKillExec(id, kill, [&](Result<ExecInfo> killed) {
+          if (!killed.ok()) kill_failed(killed.status());
+        });
+      }
       arm();
     });
   };
   arm();
 
-  Result<ExecInfo> final;
   std::string out_text, err_text;
   asio::co_spawn(
       io,
@@ -93,8 +108,13 @@ int CmdExec(Context& ctx) {
         }
         started = true;
         if (interrupts > 0) {
+          // Interrupted before the start answered: the kill it asked for.
           KillRequest kill;
-          co_await c.KillExec(id, kill);
+          Result<ExecInfo> killed = co_await c.KillExec(id, kill);
+          if (!killed.ok()) {
+            kill_failed(killed.status());
+            co_return;
+          }
         }
         if (stdin_fd >= 0) asio::co_spawn(io, PumpStdin(c, id, stdin_fd), asio::detached);
         client::StreamCallbacks cb;
@@ -105,6 +125,7 @@ int CmdExec(Context& ctx) {
           json ? void(err_text.append(b)) : WriteAllTo(STDERR_FILENO, b);
         };
         final = co_await c.Stream(id, {}, cb);
+        streamed = true;
         if (final.ok()) {
           Result<ExecInfo> acked = co_await c.AckExec(id);
           if (acked.ok()) final->acked = true;

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "log/log.h"
 #include "server/connection.h"
 
 namespace agentd {
@@ -126,11 +127,11 @@ asio::awaitable<Status> Response::WriteFromFile(int fd, uint64_t offset, uint64_
   co_return Status::Ok();
 }
 
-asio::awaitable<Status> Response::End() {
-  if (finished_) co_return Status::Ok();
-  finished_ = true;
-  if (chunked_) co_return co_await conn_.WriteAll(asio::buffer("0\r\n\r\n", 5));
-  co_return Status::Ok();
+asio::awaitable<void> Response::End() {
+  if (finished_) co_return;
+  Status ended = Status::Ok();
+  if (chunked_) ended = co_await conn_.WriteAll(asio::buffer("0\r\n\r\n", 5));
+  finished_ = ended.ok();
 }
 
 asio::awaitable<Status> Response::SwitchProtocols(std::string_view protocol) {
@@ -145,32 +146,38 @@ asio::awaitable<Status> Response::SwitchProtocols(std::string_view protocol) {
   co_return co_await conn_.WriteAll(asio::buffer(head));
 }
 
-asio::awaitable<Status> Response::Send(int status, std::string_view content_type,
-                                       std::string_view body, const Headers& extra) {
-  if (started_) co_return Status::Internal("response already started");
+asio::awaitable<void> Response::Send(int status, std::string_view content_type,
+                                     std::string_view body, const Headers& extra) {
+  if (started_) {
+    // A handler bug, not the client's doing: the first answer stands.
+    Log(LogLevel::kError, "a second answer to one request was dropped",
+        json::Object().Set("status", status).Set("first_status", status_));
+    co_return;
+  }
   started_ = true;
-  finished_ = true;
   status_ = status;
   std::string head = Head(status, content_type, body.size(), extra);
-  if (head_only_) co_return co_await conn_.WriteAll(asio::buffer(head));
-  body_bytes_ = body.size();
-  std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(body)};
-  co_return co_await conn_.WriteAll(std::move(buffers));
+  std::vector<asio::const_buffer> buffers{asio::buffer(head)};
+  if (!head_only_) {
+    body_bytes_ = body.size();
+    buffers.push_back(asio::buffer(body));
+  }
+  Status sent = co_await conn_.WriteAll(std::move(buffers));
+  finished_ = sent.ok();
 }
 
-asio::awaitable<Status> Response::SendJson(int status, const json::Value& body,
-                                           const Headers& extra) {
+asio::awaitable<void> Response::SendJson(int status, const json::Value& body,
+                                         const Headers& extra) {
   std::string text = json::Serialize(body);
   text += '\n';
-  co_return co_await Send(status, "application/json", text, extra);
+  co_await Send(status, "application/json", text, extra);
 }
 
 asio::awaitable<void> Response::SendError(const Status& error, const Headers& extra) {
   Headers headers = extra;
   if (error.http_status() == 401) headers.emplace_back("WWW-Authenticate", "Bearer");
   int status = error.http_status() ? error.http_status() : 500;
-  Status sent = co_await SendJson(status, ErrorBody(error), headers);
-  (void)sent;
+  co_await SendJson(status, ErrorBody(error), headers);
 }
 
 }  // namespace agentd

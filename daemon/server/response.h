@@ -4,9 +4,17 @@
 // once, then Write / WriteFromFile any number of times, then End. Without a
 // content length the body is sent chunked. Each write completes only when
 // the bytes are in the kernel, so at most one write is in flight and a slow
-// reader pauses its producer (bounded memory). Write failures (the client
-// went away, the write deadline passed) come back as a Status; the handler
-// should then stop. Used only on the connection's strand.
+// reader pauses its producer (bounded memory). A stream's write failures
+// (the client went away, the write deadline passed) come back as a Status
+// the producer must stop on ([[nodiscard]]: ignoring one fails the build).
+//
+// A complete answer and End are the handler's last word, so they return
+// nothing: a handler has nothing left to do either way. A send that fails
+// means the peer is gone, which the connection sees itself (it closes
+// rather than read another request, and finished() stays false for an
+// answer that never went out), and a client that lost an answer asks again
+// (every route is retry-safe: idempotent exec ids, replayed bootstrap and
+// reset). Used only on the connection's strand.
 #pragma once
 
 #include <asio/awaitable.hpp>
@@ -29,12 +37,10 @@ class Response {
  public:
   Response(Connection& conn, bool head_only) : conn_(conn), head_only_(head_only) {}
 
-  asio::awaitable<Status> Send(int status, std::string_view content_type, std::string_view body,
-                               const Headers& extra = {});
-  asio::awaitable<Status> SendJson(int status, const json::Value& body, const Headers& extra = {});
+  asio::awaitable<void> Send(int status, std::string_view content_type, std::string_view body,
+                             const Headers& extra = {});
+  asio::awaitable<void> SendJson(int status, const json::Value& body, const Headers& extra = {});
   // The error shape of docs/PROTOCOL.md, with the status the code maps to.
-  // Nothing to report back: an error is a request's last word, and a send
-  // that fails means the peer is gone, which the connection sees itself.
   asio::awaitable<void> SendError(const Status& error, const Headers& extra = {});
 
   asio::awaitable<Status> Begin(int status, std::string_view content_type,
@@ -43,7 +49,8 @@ class Response {
   // Sends `length` bytes of `fd` from `offset` with sendfile (no copy
   // through user space).
   asio::awaitable<Status> WriteFromFile(int fd, uint64_t offset, uint64_t length);
-  asio::awaitable<Status> End();
+  // Ends a stream (its last chunk).
+  asio::awaitable<void> End();
   // Answers "101 Switching Protocols" to `protocol` (Upgrade: protocol).
   // The response is then complete and the connection is the route's to
   // relay (Connection::TakeOver); it closes when the route returns.
