@@ -8,10 +8,14 @@ succeed when M is L or lies beneath L by the rules below, and fail with
 "not found" otherwise. So the test fails both when the build lets a layer
 reach upward and when it cuts an arrow the rules allow.
 
+It also checks the names a layer keeps to itself (PRIVATE): a source file
+of another layer that includes such a header or names such a type fails.
+
 usage: layer_check.py <build>/daemon/layers.txt <source>/daemon
 """
 import concurrent.futures
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +40,34 @@ RULES = {
     "api": ["auth", "config", "exec", "fs", "log", "metrics", "proc", "reuse", "run", "search",
             "server", "sys"],
 }
+
+# Headers and types only their own layer (and the unit-test helpers) may
+# use: the layers above read an exec through exec/exec_view.h; the mutable
+# record behind it is the engine's.
+PRIVATE = {
+    "exec": {"headers": ["exec/exec_record.h"], "types": ["ExecRecord"]},
+}
+
+
+def private_uses(source):
+    """Every use of another layer's private header or type, as messages."""
+    found = []
+    for owner, names in PRIVATE.items():
+        include = re.compile(r'#\s*include\s*"(' + "|".join(map(re.escape, names["headers"])) + ')"')
+        word = re.compile(r"\b(" + "|".join(names["types"]) + r")\b")
+        for layer in sorted(os.listdir(source)):
+            path = os.path.join(source, layer)
+            if layer in (owner, "testing") or not os.path.isdir(path):
+                continue
+            for name in sorted(os.listdir(path)):
+                if not name.endswith((".h", ".cc")):
+                    continue
+                with open(os.path.join(path, name)) as f:
+                    for n, line in enumerate(f, 1):
+                        if include.search(line) or word.search(line):
+                            found.append(f"{layer}/{name}:{n}: uses {owner}/'s private "
+                                         f"{(include.search(line) or word.search(line)).group(1)}")
+    return found
 
 
 def beneath(layer):
@@ -89,7 +121,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
         pairs = [(l, m) for l in RULES for m in RULES]
         results = list(pool.map(lambda p: probe(p[0], p[1], tmp), pairs))
-    failures = [r for r in results if r]
+    failures = [r for r in results if r] + private_uses(source)
     for r in failures:
         print(r)
     allowed = sum(1 for l, m in pairs if m == l or m in beneath(l))

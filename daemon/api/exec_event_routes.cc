@@ -30,14 +30,14 @@ Result<std::pair<uint64_t, uint64_t>> StartCursors(const Request& req) {
 
 class EventWriter {
  public:
-  EventWriter(ExecRecord& rec, uint64_t out, uint64_t err) : rec_(rec), cursor_{out, err} {}
+  EventWriter(const ExecView& exec, uint64_t out, uint64_t err) : exec_(exec), cursor_{out, err} {}
 
   // Appends the next gap or data event of each stream; false when there
   // was nothing to send.
   Result<bool> Collect() {
     bool any = false;
     for (Stream s : {Stream::kStdout, Stream::kStderr}) {
-      OutputLog& log = rec_.log(s);
+      const OutputLog& log = exec_.log(s);
       uint64_t& cursor = cursor_[static_cast<int>(s)];
       if (cursor < log.retained_from()) {
         std::string data = GapEventData(StreamName(s), cursor, log.retained_from());
@@ -58,24 +58,24 @@ class EventWriter {
     }
     return any;
   }
-  void Exit() { AppendSseEvent(buf_, "exit", json::Serialize(EncodeExecInfo(rec_.Info())), Id()); }
+  void Exit() { AppendSseEvent(buf_, "exit", json::Serialize(EncodeExecInfo(exec_.Info())), Id()); }
   void Keepalive() { AppendSseComment(buf_, "keepalive"); }
   std::string& buffer() { return buf_; }
 
  private:
   std::string Id() const { return FormatExecEventId(cursor_[0], cursor_[1]); }
 
-  ExecRecord& rec_;
+  const ExecView& exec_;
   uint64_t cursor_[2];
   std::string buf_, bytes_;
 };
 
-asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, Response& res) {
+asio::awaitable<void> RunStream(const ExecView& exec, EventWriter& w, Request& req, Response& res) {
   auto last_write = Clock::now();
   for (;;) {
     Result<bool> collected = w.Collect();
     if (!collected.ok()) co_return;  // cut: the client resumes from its last id
-    bool done = !*collected && (rec.finished() || rec.released);
+    bool done = !*collected && exec.ended();
     if (done) w.Exit();
     if (!*collected && !done && Clock::now() - last_write >= kKeepaliveInterval) w.Keepalive();
     if (!w.buffer().empty()) {
@@ -90,7 +90,7 @@ asio::awaitable<void> RunStream(ExecRecord& rec, EventWriter& w, Request& req, R
     }
     if (*collected) continue;
     if (req.PeerClosed()) co_return;
-    co_await rec.changed.Wait(last_write + kKeepaliveInterval);
+    co_await exec.WaitChange(last_write + kKeepaliveInterval);
   }
 }
 
@@ -100,14 +100,14 @@ asio::awaitable<void> Events(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(cursors.status());
     co_return;
   }
-  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
+  Result<ExecView> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
     co_await res.SendError(found.status());
     co_return;
   }
-  std::shared_ptr<ExecRecord> rec = *found;
-  Status ok = CheckCursor("stdout_from", cursors->first, rec->log(Stream::kStdout));
-  if (ok.ok()) ok = CheckCursor("stderr_from", cursors->second, rec->log(Stream::kStderr));
+  const ExecView& exec = *found;
+  Status ok = CheckCursor("stdout_from", cursors->first, exec.log(Stream::kStdout));
+  if (ok.ok()) ok = CheckCursor("stderr_from", cursors->second, exec.log(Stream::kStderr));
   if (!ok.ok()) {
     co_await res.SendError(ok);
     co_return;
@@ -119,8 +119,8 @@ asio::awaitable<void> Events(ExecEngine& engine, Request& req, Response& res) {
     co_await res.End();
     co_return;
   }
-  EventWriter writer(*rec, cursors->first, cursors->second);
-  co_await RunStream(*rec, writer, req, res);
+  EventWriter writer(exec, cursors->first, cursors->second);
+  co_await RunStream(exec, writer, req, res);
 }
 
 }  // namespace

@@ -39,12 +39,11 @@ Status FeedAvailable(OutputMatcher& m, const OutputLog& log, bool ended, Feeding
 
 }  // namespace
 
-asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req,
-                                      std::shared_ptr<ExecRecord> rec, const PollQuery& q,
-                                      Response& res) {
+asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req, ExecView exec,
+                                      const PollQuery& q, Response& res) {
   const MatchQuery& mq = *q.match;
-  OutputLog& log = rec->log(mq.stream);
-  Status ok = CheckPollCursors(*rec, q);
+  const OutputLog& log = exec.log(mq.stream);
+  Status ok = CheckPollCursors(exec, q);
   if (ok.ok()) ok = CheckCursor("cursor", mq.cursor, log);
   Result<std::shared_ptr<const LineMatcher>> matcher =
       LineMatcher::Compile(mq.pattern, {.partial = true});
@@ -68,7 +67,7 @@ asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req,
   auto deadline = ChangeSignal::Clock::now() + std::chrono::milliseconds(q.wait_ms);
   bool watch_client = true;
   for (;;) {
-    bool ended = rec->finished() || rec->released;
+    bool ended = exec.ended();
     Status fed = FeedAvailable(m, log, ended, f);
     if (!fed.ok()) {
       co_await res.SendError(fed);
@@ -102,10 +101,10 @@ asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req,
       break;
     }
     if (req.PeerClosed()) co_return;
-    co_await SleepOrPeer(req, rec->changed, deadline, watch_client);
+    co_await SleepOrPeer(req, exec.change_signal(), deadline, watch_client);
     if (req.PeerClosed()) co_return;
   }
-  Result<ExecPollResponse> body = PollSnapshot(*rec, q);
+  Result<ExecPollResponse> body = PollSnapshot(exec, q);
   if (!body.ok()) {
     co_await res.SendError(body.status());
     co_return;

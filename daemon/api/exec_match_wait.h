@@ -11,7 +11,7 @@
 
 #include "api/api_context.h"
 #include "api/exec_poll_answer.h"
-#include "exec/exec_record.h"
+#include "exec/exec_view.h"
 #include "server/request.h"
 #include "server/response.h"
 
@@ -24,8 +24,7 @@ inline constexpr size_t kMatchWindowBytes = 1 << 20;
 // resume from: the io thread is never held by one wait for long.
 inline constexpr uint64_t kMatchScanBytes = 64 << 20;
 
-asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req,
-                                      std::shared_ptr<ExecRecord> rec, const PollQuery& q,
-                                      Response& res);
+asio::awaitable<void> AnswerMatchPoll(ApiContext& ctx, Request& req, ExecView exec,
+                                      const PollQuery& q, Response& res);
 
 }  // namespace agentd

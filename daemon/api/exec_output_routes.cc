@@ -12,9 +12,10 @@ constexpr uint64_t kSendBytes = 4 << 20;
 // When retention releases bytes this follower has not received, the
 // response ends without its final chunk (the client sees a cut stream; a
 // reconnect from its offset reports the loss in Agentd-From).
-asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, Request& req,
+asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t cursor, Request& req,
                              Response& res) {
-  OutputLog::Pin pin(log, cursor);
+  const OutputLog& log = exec.log(stream);
+  OutputLog::Pin pin = exec.Pin(stream, cursor);
   auto last_check = ChangeSignal::Clock::now();
   for (;;) {
     if (cursor < log.retained_from()) co_return;  // lost: cut the stream
@@ -26,7 +27,7 @@ asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, R
       cursor += len;
       continue;
     }
-    if (rec.finished() || rec.released) {
+    if (exec.ended()) {
       co_await res.End();
       co_return;
     }
@@ -35,7 +36,7 @@ asio::awaitable<void> Follow(ExecRecord& rec, OutputLog& log, uint64_t cursor, R
       if (req.PeerClosed()) co_return;
       last_check = now;
     }
-    co_await rec.changed.Wait(now + kKeepaliveInterval);
+    co_await exec.WaitChange(now + kKeepaliveInterval);
   }
 }
 
@@ -47,13 +48,13 @@ asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Re
     co_await res.SendError(s);
     co_return;
   }
-  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
+  Result<ExecView> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
     co_await res.SendError(found.status());
     co_return;
   }
-  std::shared_ptr<ExecRecord> rec = *found;
-  OutputLog& log = rec->log(stream);
+  const ExecView& exec = *found;
+  const OutputLog& log = exec.log(stream);
   uint64_t cursor = from.value_or(0);
   if (Status ok = CheckCursor("from", cursor, log); !ok.ok()) {
     co_await res.SendError(ok);
@@ -64,7 +65,7 @@ asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Re
   if (!follow) {
     uint64_t next = log.next();
     headers.emplace_back("Agentd-Next", std::to_string(next));
-    OutputLog::Pin pin(log, cursor);
+    OutputLog::Pin pin = exec.Pin(stream, cursor);
     Status began = co_await res.Begin(200, "application/octet-stream", next - cursor, headers);
     if (!began.ok()) co_return;
     Status sent = co_await res.WriteFromFile(log.fd(), cursor, next - cursor);
@@ -79,7 +80,7 @@ asio::awaitable<void> Output(ExecEngine& engine, Stream stream, Request& req, Re
     co_await res.End();
     co_return;
   }
-  co_await Follow(*rec, log, cursor, req, res);
+  co_await Follow(exec, stream, cursor, req, res);
 }
 
 }  // namespace

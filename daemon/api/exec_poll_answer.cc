@@ -8,25 +8,25 @@ namespace {
 
 // Something a long poll answers for: new bytes (or a gap) past a cursor it
 // was given (unless it waits for the exit only), or the exec's end.
-bool HasNews(ExecRecord& rec, const PollQuery& q) {
-  if (rec.finished() || rec.released) return true;
+bool HasNews(const ExecView& exec, const PollQuery& q) {
+  if (exec.ended()) return true;
   if (q.until_exit) return false;
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     const std::optional<uint64_t>& c = q.cursors[static_cast<int>(s)];
-    if (c && *c < rec.log(s).next()) return true;
+    if (c && *c < exec.log(s).next()) return true;
   }
   return false;
 }
 
 }  // namespace
 
-Result<ExecPollResponse> PollSnapshot(ExecRecord& rec, const PollQuery& q) {
+Result<ExecPollResponse> PollSnapshot(const ExecView& exec, const PollQuery& q) {
   ExecPollResponse r;
-  r.exec = rec.Info();
+  r.exec = exec.Info();
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     const std::optional<uint64_t>& cursor = q.cursors[static_cast<int>(s)];
     if (!cursor) continue;
-    OutputLog& log = rec.log(s);
+    const OutputLog& log = exec.log(s);
     OutputSlice slice;
     slice.from = std::max(*cursor, log.retained_from());
     if (*cursor < slice.from) slice.gap_from = *cursor;
@@ -37,10 +37,11 @@ Result<ExecPollResponse> PollSnapshot(ExecRecord& rec, const PollQuery& q) {
   return r;
 }
 
-Status CheckPollCursors(ExecRecord& rec, const PollQuery& q) {
+Status CheckPollCursors(const ExecView& exec, const PollQuery& q) {
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     if (const auto& c = q.cursors[static_cast<int>(s)]) {
-      Status ok = CheckCursor(s == Stream::kStdout ? "stdout_from" : "stderr_from", *c, rec.log(s));
+      Status ok =
+          CheckCursor(s == Stream::kStdout ? "stdout_from" : "stderr_from", *c, exec.log(s));
       if (!ok.ok()) return ok;
     }
   }
@@ -79,16 +80,17 @@ PollQuery ReadPollQuery(QueryReader& q, bool allow_match) {
   return p;
 }
 
-asio::awaitable<void> AnswerPoll(ExecRecord& rec, const PollQuery& q, int status, Response& res) {
-  if (Status ok = CheckPollCursors(rec, q); !ok.ok()) {
+asio::awaitable<void> AnswerPoll(const ExecView& exec, const PollQuery& q, int status,
+                                 Response& res) {
+  if (Status ok = CheckPollCursors(exec, q); !ok.ok()) {
     co_await res.SendError(ok);
     co_return;
   }
   auto deadline = ChangeSignal::Clock::now() + std::chrono::milliseconds(q.wait_ms);
-  while (!HasNews(rec, q) && ChangeSignal::Clock::now() < deadline) {
-    co_await rec.changed.Wait(deadline);
+  while (!HasNews(exec, q) && ChangeSignal::Clock::now() < deadline) {
+    co_await exec.WaitChange(deadline);
   }
-  Result<ExecPollResponse> answer = PollSnapshot(rec, q);
+  Result<ExecPollResponse> answer = PollSnapshot(exec, q);
   if (!answer.ok()) {
     co_await res.SendError(answer.status());
     co_return;

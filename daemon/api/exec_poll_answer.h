@@ -11,7 +11,7 @@
 
 #include "agentd/protocol/status.h"
 #include "api/query_reader.h"
-#include "exec/exec_record.h"
+#include "exec/exec_view.h"
 #include "server/request.h"
 #include "server/response.h"
 
@@ -39,14 +39,15 @@ struct PollQuery {
 PollQuery ReadPollQuery(QueryReader& q, bool allow_match);
 
 // 400 invalid_request (with `next`) when a cursor is past its stream's end.
-Status CheckPollCursors(ExecRecord& rec, const PollQuery& q);
+Status CheckPollCursors(const ExecView& exec, const PollQuery& q);
 // The exec object and the slices asked for, as they are now.
-Result<ExecPollResponse> PollSnapshot(ExecRecord& rec, const PollQuery& q);
+Result<ExecPollResponse> PollSnapshot(const ExecView& exec, const PollQuery& q);
 
 // Checks the cursors against the streams (400 invalid_request with
 // `next` for one past the end), waits up to wait_ms for news (a byte past
 // a cursor, or the exec's end), and answers `status` with the exec object
 // and the slices asked for.
-asio::awaitable<void> AnswerPoll(ExecRecord& rec, const PollQuery& q, int status, Response& res);
+asio::awaitable<void> AnswerPoll(const ExecView& exec, const PollQuery& q, int status,
+                                 Response& res);
 
 }  // namespace agentd

@@ -15,7 +15,7 @@ asio::awaitable<void> Poll(ApiContext& ctx, ExecEngine& engine, Request& req, Re
     co_await res.SendError(s);
     co_return;
   }
-  Result<std::shared_ptr<ExecRecord>> found = engine.Find(req.Param("id"));
+  Result<ExecView> found = engine.Find(req.Param("id"));
   if (!found.ok()) {
     co_await res.SendError(found.status());
     co_return;
@@ -24,7 +24,7 @@ asio::awaitable<void> Poll(ApiContext& ctx, ExecEngine& engine, Request& req, Re
     co_await AnswerMatchPoll(ctx, req, *found, poll, res);
     co_return;
   }
-  co_await AnswerPoll(**found, poll, 200, res);
+  co_await AnswerPoll(*found, poll, 200, res);
 }
 
 asio::awaitable<void> List(ExecEngine& engine, Request& req, Response& res) {

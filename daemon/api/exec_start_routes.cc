@@ -35,13 +35,13 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await res.SendError(started.status());
     co_return;
   }
-  std::shared_ptr<ExecRecord> rec = started->record;
+  const ExecView& exec = started->exec;
   int status = started->created ? 201 : 200;
   if (poll.given) {
-    co_await AnswerPoll(*rec, poll, status, res);
+    co_await AnswerPoll(exec, poll, status, res);
     co_return;
   }
-  json::Value body = EncodeExecInfo(rec->Info());
+  json::Value body = EncodeExecInfo(exec.Info());
   co_await res.SendJson(status, body);
 }
 

@@ -255,7 +255,8 @@ Result<ExecEngine::Started> ExecEngine::StartRun(Prepared prepared) {
   return Insert(id, std::move(fingerprint), std::move(prepared), /*internal=*/true);
 }
 
-void ExecEngine::Discard(const SharedRecord& rec) {
+void ExecEngine::Discard(const ExecView& exec) {
+  const SharedRecord& rec = exec.record();
   if (rec->released) return;
   rec->released = true;
   if (auto it = table_.find(rec->id); it != table_.end() && it->second == rec) table_.erase(it);
@@ -270,7 +271,7 @@ Result<ExecEngine::Started> ExecEngine::Start(const ExecId& exec_id, ExecStartRe
   const std::string& id = exec_id.str();
   std::string fingerprint = ExecFingerprint(request);
   if (auto it = table_.find(id); it != table_.end()) {
-    if (it->second->fingerprint == fingerprint) return Started{it->second, false};
+    if (it->second->fingerprint == fingerprint) return Started{ExecView(it->second), false};
     return Status::Error(ErrorCode::kExecIdConflict,
                          "exec \"" + id + "\" exists with a different start request")
         .With("id", id);
@@ -289,13 +290,13 @@ asio::awaitable<Result<ExecEngine::Started>> ExecEngine::StartLaunched(const Exe
                                                                        ExecStartRequest& request) {
   Result<Started> started = Start(id, std::move(request));
   if (started.ok()) {
-    SharedRecord rec = started->record;
-    co_await Launched(rec);
+    co_await Launched(started->exec);
   }
   co_return started;
 }
 
-asio::awaitable<void> ExecEngine::Launched(SharedRecord rec) {
+asio::awaitable<void> ExecEngine::Launched(ExecView exec) {
+  SharedRecord rec = exec.record();
   // LaunchInGroup notifies once the process is spawned or failed; nothing
   // awaits between the check and the wait, so that wake-up is not lost.
   while (rec->launching) co_await rec->changed.Wait(ChangeSignal::Clock::time_point::max());
@@ -332,10 +333,10 @@ Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::strin
   metrics::Daemon().execs_started.With({internal ? "run" : "exec"}).Inc();
   Launch(rec, prepared);
   Persist(*rec);
-  return Started{rec, true};
+  return Started{ExecView(rec), true};
 }
 
-Result<std::shared_ptr<ExecRecord>> ExecEngine::Find(std::string_view id) {
+Result<ExecEngine::SharedRecord> ExecEngine::FindRecord(std::string_view id) {
   AGENTD_RETURN_IF_ERROR(ValidateExecId(id));
   if (auto it = table_.find(std::string(id)); it != table_.end()) return it->second;
   if (tombstones_.Contains(id, SystemClock::now())) {
@@ -354,6 +355,12 @@ Result<std::shared_ptr<ExecRecord>> ExecEngine::Find(std::string_view id) {
   }
   return Status::Error(ErrorCode::kExecNotFound, "no exec \"" + std::string(id) + "\"")
       .With("id", std::string(id));
+}
+
+Result<ExecView> ExecEngine::Find(std::string_view id) {
+  Result<SharedRecord> found = FindRecord(id);
+  if (!found.ok()) return found.status();
+  return ExecView(*found);
 }
 
 void ExecEngine::KillAll() {
@@ -401,7 +408,7 @@ std::vector<std::string> ExecEngine::DropAll() {
 }
 
 Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
-  Result<SharedRecord> found = Find(id);
+  Result<SharedRecord> found = FindRecord(id);
   if (!found.ok()) return found.status();
   SharedRecord rec = *found;
   if (!rec->finished()) {
@@ -426,7 +433,7 @@ Result<ExecInfo> ExecEngine::Ack(std::string_view id) {
 }
 
 Result<ExecInfo> ExecEngine::Resize(std::string_view id, const ResizeRequest& request) {
-  Result<SharedRecord> found = Find(id);
+  Result<SharedRecord> found = FindRecord(id);
   if (!found.ok()) return found.status();
   const ExecRecord& rec = **found;
   if (!rec.pty) {
@@ -443,7 +450,7 @@ Result<ExecInfo> ExecEngine::Resize(std::string_view id, const ResizeRequest& re
 
 asio::awaitable<Result<std::unique_ptr<StdinWrite>>> ExecEngine::BeginStdin(
     std::string_view id, uint64_t offset, std::chrono::milliseconds io_timeout) {
-  Result<SharedRecord> found = Find(id);
+  Result<SharedRecord> found = FindRecord(id);
   if (!found.ok()) co_return found.status();
   Result<std::unique_ptr<StdinWrite>> write =
       co_await StdinWrite::Begin(*found, offset, io_timeout);
@@ -461,7 +468,7 @@ Result<ExecInfo> ExecEngine::Kill(std::string_view id, const KillRequest& reques
     }
     signo = *parsed;
   }
-  Result<SharedRecord> found = Find(id);
+  Result<SharedRecord> found = FindRecord(id);
   if (!found.ok()) return found.status();
   SharedRecord rec = *found;
   if (rec->finished()) return rec->Info();  // nothing left to signal

@@ -28,6 +28,7 @@
 #include "exec/exec_record.h"
 #include "exec/exec_stdin.h"
 #include "exec/exec_store.h"
+#include "exec/exec_view.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
 #include "proc/reaper.h"
@@ -66,7 +67,7 @@ class ExecEngine {
   const std::optional<struct rlimit>& child_nofile() const { return child_nofile_; }
 
   struct Started {
-    std::shared_ptr<ExecRecord> record;
+    ExecView exec;
     bool created = false;
   };
   // A start request checked against the guest, once: its user resolved,
@@ -94,8 +95,8 @@ class ExecEngine {
   // answer shows the process (or the spawn failure) for every exec. `id`
   // and `request` must live until it completes.
   asio::awaitable<Result<Started>> StartLaunched(const ExecId& id, ExecStartRequest& request);
-  // Completes once `rec` is launched (at once for most execs).
-  asio::awaitable<void> Launched(std::shared_ptr<ExecRecord> rec);
+  // Completes once `exec` is launched (at once for most execs).
+  asio::awaitable<void> Launched(ExecView exec);
   // A /v1/run, checked by Prepare() first: an internal record with an id
   // the daemon mints ("run.<n>.<pid>").
   Result<Started> StartRun(Prepared prepared);
@@ -104,9 +105,9 @@ class ExecEngine {
   // Every runtime with why it cannot run (health's runtimes_unavailable).
   std::vector<RuntimeCheck> RuntimeChecks() const;
   // Removes a finished internal record and its files (no tombstone).
-  void Discard(const std::shared_ptr<ExecRecord>& rec);
+  void Discard(const ExecView& exec);
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.
-  Result<std::shared_ptr<ExecRecord>> Find(std::string_view id);
+  Result<ExecView> Find(std::string_view id);
   Result<ExecInfo> Ack(std::string_view id);
   Result<ExecInfo> Kill(std::string_view id, const KillRequest& request);
   // Sets a PTY exec's window size (the terminal's foreground group gets
@@ -158,6 +159,7 @@ class ExecEngine {
   using SharedRecord = std::shared_ptr<ExecRecord>;
 
   // exec_engine.cc: the table, persistence, recovery, release.
+  Result<SharedRecord> FindRecord(std::string_view id);
   asio::awaitable<void> WaitFinished(std::chrono::milliseconds limit, std::function<void()> done);
   void RecoverAll();
   void Recover(StoredExec stored, std::chrono::system_clock::time_point now);

@@ -29,11 +29,11 @@ asio::awaitable<Result<ExecEngine::Started>> StartLaunched(ExecEngine& engine, E
   co_return started;
 }
 
-asio::awaitable<ExecInfo> WaitExited(std::shared_ptr<ExecRecord> rec) {
-  while (!rec->finished()) {
-    co_await rec->changed.Wait(ChangeSignal::Clock::now() + std::chrono::seconds(1));
+asio::awaitable<ExecInfo> WaitExited(ExecView exec) {
+  while (!exec.finished()) {
+    co_await exec.WaitChange(ChangeSignal::Clock::now() + std::chrono::seconds(1));
   }
-  co_return rec->Info();
+  co_return exec.Info();
 }
 
 }  // namespace
@@ -44,8 +44,8 @@ TEST_CASE("exec engine: a start completes with the process launched", "[exec_eng
       f.Await(StartLaunched(f.engine(), Id("e1"), Argv({"/bin/sh", "-c", "echo out"})));
   REQUIRE(started.ok());
   CHECK(started->created);
-  CHECK(started->record->pid > 0);
-  ExecInfo info = f.Await(WaitExited(started->record));
+  CHECK(started->exec.Info().pid > 0);
+  ExecInfo info = f.Await(WaitExited(started->exec));
   CHECK(info.exit_code == 0);
   CHECK(info.stdout_bytes == 4);
 }
@@ -56,8 +56,8 @@ TEST_CASE("exec engine: a spawn failure is the start's answer, not a later event
   Result<ExecEngine::Started> started =
       f.Await(StartLaunched(f.engine(), Id("e1"), Argv({"/nonexistent/program"})));
   REQUIRE(started.ok());
-  CHECK(started->record->finished());
-  CHECK(started->record->Info().exit_code == 127);
+  CHECK(started->exec.finished());
+  CHECK(started->exec.Info().exit_code == 127);
 }
 
 TEST_CASE("exec engine: the same start answers the record, a different one conflicts",
@@ -68,7 +68,7 @@ TEST_CASE("exec engine: the same start answers the record, a different one confl
   Result<ExecEngine::Started> again = f.engine().Start(Id("same"), Argv({"/bin/true"}));
   REQUIRE(again.ok());
   CHECK_FALSE(again->created);
-  CHECK(again->record == first->record);
+  CHECK(again->exec == first->exec);
   Result<ExecEngine::Started> other = f.engine().Start(Id("same"), Argv({"/bin/false"}));
   REQUIRE_FALSE(other.ok());
   CHECK(other.status().code() == ErrorCode::kExecIdConflict);
@@ -94,7 +94,8 @@ TEST_CASE("exec engine: a PTY exec is resized through the engine", "[exec_engine
   Result<ExecInfo> resized = f.engine().Resize("tty", ResizeRequest{.rows = 33, .cols = 77});
   REQUIRE(resized.ok());
   struct winsize ws {};
-  const auto& master = started->record->pipes[static_cast<int>(Stream::kStdout)];
+  const auto& master =
+      EngineFixture::Record(started->exec).pipes[static_cast<int>(Stream::kStdout)];
   REQUIRE(::ioctl(master->native_handle(), TIOCGWINSZ, &ws) == 0);
   CHECK(ws.ws_row == 33);
   CHECK(ws.ws_col == 77);

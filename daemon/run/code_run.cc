@@ -57,18 +57,20 @@ std::function<Scanned()> MakeScan(const std::string& root, const ScanOptions& op
   };
 }
 
-asio::awaitable<void> WaitForRun(ExecEngine& engine, std::shared_ptr<ExecRecord> rec,
+asio::awaitable<void> WaitForRun(ExecEngine& engine, ExecView exec,
                                  const std::function<bool()>& client_gone) {
   bool killed = false;
-  while (!rec->finished()) {
+  while (!exec.finished()) {
     if (!killed && client_gone && client_gone()) {
       // Nobody will read the answer: end the run now rather than at its timeout.
       KillRequest kill;
       kill.signal = "KILL";
-      (void)engine.Kill(rec->id, kill);
+      // Nobody to tell either way: a kill that found the run already over
+      // changes nothing, and the loop below waits for the end regardless.
+      (void)engine.Kill(exec.id(), kill);
       killed = true;
     }
-    co_await rec->changed.Wait(SteadyClock::now() + kPeerCheckInterval);
+    co_await exec.WaitChange(SteadyClock::now() + kPeerCheckInterval);
   }
 }
 
@@ -119,10 +121,10 @@ std::string StdoutWithoutResults(const OutputLog& log, const std::string& marker
   return lines.Text(cut);
 }
 
-RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, const RunRequest& run,
+RunResponse BuildAnswer(const ExecView& exec, const std::string& cwd, const RunRequest& run,
                         const TreeDiff& diff, std::optional<RunException> exception) {
   Runtime runtime = run.runtime;
-  ExecInfo info = rec.Info();
+  ExecInfo info = exec.Info();
   RunResponse r;
   r.exit_code = info.exit_code;
   r.signal = info.signal;
@@ -139,10 +141,10 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, const Run
   r.success = info.exit_code == 0 && !info.killed_by && !info.error;
   bool cut_out = false;
   bool cut_err = false;
-  r.stdout_text = run.result_marker.empty()
-                      ? RunAnswerText(*rec.logs[0], &cut_out)
-                      : StdoutWithoutResults(*rec.logs[0], run.result_marker, &cut_out, &r);
-  r.stderr_text = RunAnswerText(*rec.logs[1], &cut_err);
+  r.stdout_text = run.result_marker.empty() ? RunAnswerText(exec.log(Stream::kStdout), &cut_out)
+                                            : StdoutWithoutResults(exec.log(Stream::kStdout),
+                                                                   run.result_marker, &cut_out, &r);
+  r.stderr_text = RunAnswerText(exec.log(Stream::kStderr), &cut_err);
   r.truncated = cut_out || cut_err;
   r.stdout_bytes = info.stdout_bytes;
   r.stderr_bytes = info.stderr_bytes;
@@ -151,7 +153,7 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, const Run
   r.changed_files_bound = diff.bound;
   r.runtime = std::string(RuntimeName(runtime));
   r.cwd = cwd;
-  r.timeout_sec = rec.timeout_sec.value_or(0);
+  r.timeout_sec = info.limit_timeout_sec.value_or(0);
   RunOutcome o;
   o.exit_code = info.exit_code;
   o.signal = info.signal;
@@ -161,7 +163,7 @@ RunResponse BuildAnswer(const ExecRecord& rec, const std::string& cwd, const Run
   o.changed_files = diff.total;
   // A directory that was not scanned (cwd "/") is not news in every summary.
   o.changed_files_truncated = diff.truncated && diff.bound && diff.bound->name != "not_scanned";
-  o.stderr_tail = StderrTail(*rec.logs[1]);
+  o.stderr_tail = StderrTail(exec.log(Stream::kStderr));
   o.exception = r.exception;
   r.summary = RunSummary(o);
   return r;
@@ -228,9 +230,9 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
 
   Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));
   if (!started.ok()) co_return started.status();
-  std::shared_ptr<ExecRecord> rec = started->record;
+  ExecView exec = started->exec;
   auto t_exec = SteadyClock::now();
-  co_await WaitForRun(engine_, rec, client_gone);
+  co_await WaitForRun(engine_, exec, client_gone);
   m.run_phase.With({"execution"}).Observe(Since(t_exec));
 
   TreeDiff diff;
@@ -249,8 +251,8 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
       diff.truncated = true;  // the directory went away
     }
   }
-  RunResponse answer = BuildAnswer(*rec, cwd, run, diff, ReadReport(report));
-  engine_.Discard(rec);
+  RunResponse answer = BuildAnswer(exec, cwd, run, diff, ReadReport(report));
+  engine_.Discard(exec);
   co_return answer;
 }
 

@@ -29,6 +29,9 @@ class EngineFixture {
   ExecEngine& engine() { return engine_; }
   asio::thread_pool& blocking() { return blocking_; }
   const TempDir& dir() const { return dir_; }
+  // The engine's side of an exec, for tests that check what the engine
+  // did to it (the routes see only the view).
+  static const ExecRecord& Record(const ExecView& exec) { return *exec.record(); }
 
   // Runs `work` (an asio::awaitable<T>) on the engine's thread to its end.
   template <typename T>
