@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Guest reset between tenants (docs/PROTOCOL.md, "Reuse"; docs/BENCHMARKS.md,
+"Reset"), each against the plain Unix way of doing the same work, in the
+same run and on the same filesystem:
+
+  files      a tenant left --files files (--file-kib each, 100 to a
+             directory) in a reset path whose golden state is empty;
+             `POST /v1/reset` (delete, then verify by a fresh walk) vs
+             `rm -rf` of the same tree made in a sibling directory
+  processes  a tenant left --procs setsid'd `sleep` processes (its exec
+             already exited, so only the subreaper tree finds them);
+             `POST /v1/reset` (kill, wait, verify) vs SIGKILL to as many
+             `sleep` processes this script started, and waiting for them
+
+Rounds alternate the two sides. The reset is timed from the request to its
+answer (the daemon's own duration_ms is recorded too).
+
+Usage: bench/reset_bench.py [--agentd PATH] [--files 10000] [--file-kib 20]
+                            [--procs 100] [--rounds 5] [--smoke] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import time
+from typing import Any, Dict, List
+
+from exec_bench import ROOT, TOKEN, Daemon
+
+PER_DIR = 100
+
+
+def make_tree(root: str, files: int, size: int) -> None:
+    data = os.urandom(size)
+    for i in range(files):
+        d = os.path.join(root, "d%03d" % (i // PER_DIR))
+        if i % PER_DIR == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "f%05d" % i), "wb") as f:
+            f.write(data)
+
+
+def timed_reset(d: Daemon, n: int) -> Dict[str, Any]:
+    conn = d.conn()
+    try:
+        t0 = time.perf_counter()
+        status, report = d.call(conn, "POST", "/v1/reset",
+                                {"reset_id": "bench-%d-%d" % (os.getpid(), n),
+                                 "next": {"token": TOKEN}})
+        elapsed = time.perf_counter() - t0
+    finally:
+        conn.close()
+    if status != 200 or not report.get("clean"):
+        raise RuntimeError("reset: %d %s" % (status, report))
+    return {"s": elapsed, "daemon_ms": report["duration_ms"], "report": report}
+
+
+def leave_processes(d: Daemon, count: int, n: int) -> None:
+    script = ('i=0; while [ $i -lt %d ]; do setsid sleep 1000 </dev/null >/dev/null 2>&1 & '
+              'i=$((i+1)); done' % count)
+    conn = d.conn()
+    try:
+        status, body = d.call(conn, "PUT", "/v1/execs/procs-%d?wait_ms=60000&until=exit" % n,
+                              {"argv": ["/bin/sh", "-c", script]})
+    finally:
+        conn.close()
+    if status != 201 or body["exit_code"] != 0:
+        raise RuntimeError("could not leave processes: %d %s" % (status, body))
+
+
+def kill_baseline(count: int) -> float:
+    procs = [subprocess.Popen(["sleep", "1000"], start_new_session=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for _ in range(count)]
+    t0 = time.perf_counter()
+    for p in procs:
+        os.kill(p.pid, signal.SIGKILL)
+    for p in procs:
+        p.wait()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--file-kib", type=int, default=20)
+    ap.add_argument("--procs", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--smoke", action="store_true", help="200 files, 10 processes, 1 round")
+    ap.add_argument("--json", help="also write the measurements to this file")
+    args = ap.parse_args()
+    if args.smoke:
+        args.files, args.procs, args.rounds = 200, 10, 1
+    size = args.file_kib << 10
+
+    work = tempfile.mkdtemp(prefix="agentd-reset-bench-")
+    reset_path = os.path.join(work, "workspace")
+    os.mkdir(reset_path)
+    d = Daemon(args.agentd, "--reset-path", reset_path)
+    files: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "baseline_s": []}
+    procs: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "baseline_s": []}
+    try:
+        for n in range(args.rounds):
+            make_tree(reset_path, args.files, size)
+            subprocess.run(["sync"], check=True)
+            r = timed_reset(d, 2 * n)
+            if r["report"]["removed"]["entries"] < args.files:
+                raise RuntimeError("the reset removed too little: %s" % r["report"])
+            files["agentd_s"].append(r["s"])
+            files["daemon_ms"].append(r["daemon_ms"])
+
+            other = os.path.join(work, "rm-%d" % n)
+            make_tree(other, args.files, size)
+            subprocess.run(["sync"], check=True)
+            t0 = time.perf_counter()
+            subprocess.run(["rm", "-rf", other], check=True)
+            files["baseline_s"].append(time.perf_counter() - t0)
+
+            leave_processes(d, args.procs, n)
+            r = timed_reset(d, 2 * n + 1)
+            if r["report"]["killed_processes"] < args.procs:
+                raise RuntimeError("the reset killed too few: %s" % r["report"])
+            procs["agentd_s"].append(r["s"])
+            procs["daemon_ms"].append(r["daemon_ms"])
+            procs["baseline_s"].append(kill_baseline(args.procs))
+    finally:
+        d.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = statistics.median
+    out = {"files": args.files, "file_bytes": size, "procs": args.procs, "rounds": args.rounds,
+           "files_reset": files, "procs_reset": procs,
+           "files_ratio": med(files["agentd_s"]) / med(files["baseline_s"]),
+           "procs_ratio": med(procs["agentd_s"]) / med(procs["baseline_s"])}
+    print("reset of %d files (%d MiB): %.1f ms; rm -rf: %.1f ms; %.2fx" % (
+        args.files, args.files * size >> 20, med(files["agentd_s"]) * 1e3,
+        med(files["baseline_s"]) * 1e3, out["files_ratio"]))
+    print("reset of %d processes: %.1f ms; kill + wait: %.1f ms; %.2fx" % (
+        args.procs, med(procs["agentd_s"]) * 1e3, med(procs["baseline_s"]) * 1e3,
+        out["procs_ratio"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
