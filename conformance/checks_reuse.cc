@@ -2,7 +2,11 @@
 // tenants leaves the second no trace of the first. Destructive (it ends
 // every process and drops every exec record), so the group runs last and
 // only when the operator names a reset path of the guest (--reuse-path).
+// Its last check leaves the guest quarantined until it restarts, so it
+// also needs --reuse-quarantine.
 #include <random>
+
+#include "agentd/protocol/json.h"
 
 #include "checks.h"
 #include "suite.h"
@@ -163,6 +167,70 @@ void RetriedResetAnswersTheRecordedReport(CheckContext& ctx) {
   Expect(ExpectOk(ctx.client().ListExecs(), "list execs").empty(), "the next token is in force");
 }
 
+// Tenant A makes a file in the reset path that the reset cannot remove: the
+// immutable flag (chattr +i) stops even root's unlink until it is cleared,
+// and a reset never clears it. Exit 3 and chattr's words when the guest
+// cannot (not root, or a file system without the flag: tmpfs, overlayfs).
+constexpr const char* kUnremovable = R"(
+f="$P/stuck-$CA$CB"
+printf 'tenant A\n' > "$f" || exit 3
+if ! out=$(chattr +i "$f" 2>&1); then rm -f "$f"; echo "chattr +i: $out"; exit 3; fi
+echo "$f"
+)";
+
+// The status code and the JSON body of one raw answer.
+std::pair<int, json::Value> RawJson(CheckContext& ctx, const std::string& request) {
+  std::string raw = ctx.RawExchange(request, std::chrono::seconds(5));
+  int status = raw.rfind("HTTP/1.1 ", 0) == 0 ? std::atoi(raw.c_str() + 9) : 0;
+  size_t body = raw.find("\r\n\r\n");
+  Result<json::Value> doc = json::Parse(body == std::string::npos ? "" : raw.substr(body + 4));
+  return {status, doc.ok() ? std::move(*doc) : json::Value()};
+}
+
+void UncleanableGuestIsQuarantined(CheckContext& ctx) {
+  const SuiteOptions& o = RequireReusePath(ctx);
+  if (!o.reuse_quarantine) {
+    throw CheckSkipped{"leaves the guest quarantined until it restarts: pass --reuse-quarantine"};
+  }
+  std::string canary = "cn" + RandomHex(30);
+  client::RunResult a =
+      ExpectOk(ctx.client().Run(WithCanary(ctx, canary, kUnremovable)), "tenant A");
+  if (a.exit_code == 3) {
+    throw CheckSkipped{"the guest cannot make an unremovable file: " + a.stdout_data};
+  }
+  Expect(a.exit_code == 0, "tenant A made its immutable file: " + a.stderr_data);
+  std::string stuck = a.stdout_data.substr(0, a.stdout_data.find('\n'));
+
+  ResetRequest reset;
+  reset.reset_id = ctx.NewId("quarantine");
+  reset.next = BootstrapRequest{RandomHex(40), {}};
+  ResetReport report = ExpectOk(ctx.client().Reset(reset), "reset");
+  Expect(!report.clean, "a reset that cannot remove " + stuck + " is not clean");
+  bool named = false;
+  for (const ResetRemaining& r : report.remaining) {
+    named = named || (r.kind == "path" && r.name.find("stuck-" + canary) != std::string::npos);
+  }
+  Expect(named, "the report names the file it could not remove");
+
+  auto [status, health] =
+      RawJson(ctx, "GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  Expect(status == 503, "health answers 503, got " + std::to_string(status));
+  const json::Value* state = health.is_object() ? health.as_object().Find("state") : nullptr;
+  Expect(state && state->is_string() && state->as_string() == "quarantined",
+         "health says \"state\": \"quarantined\"");
+  const json::Value* remaining = health.as_object().Find("remaining");
+  Expect(remaining && json::Serialize(*remaining).find("stuck-" + canary) != std::string::npos,
+         "health names the file among what remained");
+
+  ExpectError(ctx.client().StartExec(ctx.NewId("after"), Sh("true")), ErrorCode::kQuarantined,
+              "the next start");
+  ResetRequest again;
+  again.reset_id = ctx.NewId("handed-on");
+  again.next = BootstrapRequest{RandomHex(40), {}};
+  ExpectError(ctx.client().Reset(again), ErrorCode::kQuarantined,
+              "another reset that would hand the guest on");
+}
+
 }  // namespace
 
 void AddReuseChecks(std::vector<Check>& checks) {
@@ -170,6 +238,10 @@ void AddReuseChecks(std::vector<Check>& checks) {
                     NextTenantFindsNoTrace});
   checks.push_back({"reuse", "a retried reset answers the recorded report",
                     RetriedResetAnswersTheRecordedReport});
+  // Last: the guest is quarantined after it.
+  checks.push_back({"reuse",
+                    "a guest the reset cannot clean is quarantined and refuses the next start",
+                    UncleanableGuestIsQuarantined});
 }
 
 }  // namespace agentd::conformance

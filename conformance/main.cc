@@ -19,7 +19,8 @@ constexpr const char* kSynopsis =
     "usage: agentd-conformance --url URL (--token-file F | --token T)\n"
     "                          [--filter PATTERN] [--junit FILE] [--scratch-root DIR]\n"
     "                          [--small-fs GUEST_DIR] [--reuse-path GUEST_DIR\n"
-    "                          [--reuse-scratch GUEST_DIR] [--reuse-ipc]] [--list]\n"
+    "                          [--reuse-scratch GUEST_DIR] [--reuse-ipc] [--reuse-quarantine]] "
+    "[--list]\n"
     "       agentd-conformance --targets FILE [--parallel N] [--filter PATTERN]\n"
     "                          [--scratch-root DIR] [--small-fs GUEST_DIR]\n";
 
@@ -54,6 +55,10 @@ int Help() {
       "  --reuse-scratch DIR  a scratch dir of the guest (--reset-scratch) the reuse\n"
       "                       group leaves a canary in\n"
       "  --reuse-ipc          the guest sweeps System V IPC (--reset-ipc or PID 1)\n"
+      "  --reuse-quarantine   also check that a guest the reset cannot clean (an\n"
+      "                       immutable file, chattr +i, in the reset path) is\n"
+      "                       quarantined; the guest then needs a restart and\n"
+      "                       `chattr -i` of that file (skipped without it)\n"
       "  --list               print every check as \"area: name\" and exit\n"
       "  --targets FILE       check every guest FILE lists, one \"URL TOKEN-FILE\" a\n"
       "                       line (# comments): a row per guest and a total\n"
@@ -126,6 +131,9 @@ int main(int argc, char** argv) {
       shared.insert(shared.end(), {arg, v});
     } else if (arg == "--reuse-ipc") {
       options.reuse_ipc = true;
+      shared.push_back(arg);
+    } else if (arg == "--reuse-quarantine") {
+      options.reuse_quarantine = true;
       shared.push_back(arg);
     } else if (arg == "--scratch-root" && (v = value("--scratch-root"))) {
       options.scratch_root = v;

@@ -25,6 +25,9 @@ struct SuiteOptions {
   std::string reuse_path;
   std::string reuse_scratch;
   bool reuse_ipc = false;
+  // The reuse group's last check may leave the guest quarantined (it must
+  // then restart; an immutable file stays in the reset path).
+  bool reuse_quarantine = false;
 };
 
 struct CheckResult {

@@ -31,6 +31,19 @@ def small_tmpfs():
     return path if r.returncode == 0 else None
 
 
+def can_make_immutable(directory):
+    """Root on a file system with the immutable flag (ext4, xfs; not tmpfs)."""
+    if not shutil.which("chattr"):
+        return False
+    probe = os.path.join(directory, ".immutable-probe")
+    open(probe, "w").close()
+    made = subprocess.run(["chattr", "+i", probe], capture_output=True).returncode == 0
+    if made:
+        subprocess.run(["chattr", "-i", probe], check=True)
+    os.unlink(probe)
+    return made
+
+
 DISK_CHECK = "disk: writes beyond free space are 507 with needed and available, leaving nothing"
 ABSENT_RUNTIME_CHECK = "run: a runtime the guest lacks is runtime_unavailable"
 
@@ -48,6 +61,14 @@ class ConformanceLocalTest(GuestConformanceCase):
         self.addCleanup(shutil.rmtree, work, True)
         self.addCleanup(shutil.rmtree, scratch, True)
         reuse = ["--reuse-path", work, "--reuse-scratch", scratch]
+        # The quarantine check leaves an immutable file in the reset path and
+        # the daemon quarantined (it is stopped after the suite anyway).
+        if can_make_immutable(work):
+            reuse.append("--reuse-quarantine")
+            self.addCleanup(subprocess.run, ["chattr", "-R", "-i", work], capture_output=True)
+        suite_scratch = tempfile.mkdtemp(prefix="agentd-conformance-scratch-")
+        self.addCleanup(shutil.rmtree, suite_scratch, True)
+        reuse += ["--scratch-root", suite_scratch]
         daemon_args = list(CONFORMANCE_DAEMON_ARGS) + ["--reset-path", work,
                                                        "--reset-scratch", scratch]
         wrapper = ()

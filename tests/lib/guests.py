@@ -163,6 +163,11 @@ class SuiteRun:
         return "%d passed, %d failed, %d skipped in %.1f s" % (*self.counts, self.seconds)
 
 
+# The reuse group's last check: it runs only with --reuse-quarantine, since
+# the guest stays quarantined after it.
+QUARANTINE_CHECK = ("reuse: a guest the reset cannot clean is quarantined and refuses the next "
+                    "start")
+
 def parse_junit(path):
     """{"area: name": "PASS" | "FAIL" | "SKIP"} from a JUnit file."""
     verdicts = {}
@@ -207,5 +212,7 @@ class GuestConformanceCase(unittest.TestCase):
         expected = dict(self.EXPECTED_SKIPS)
         if "--reuse-path" not in run.args:
             expected.update({c: "destructive" for c in checks if c.startswith("reuse: ")})
+        elif "--reuse-quarantine" not in run.args:
+            expected[QUARANTINE_CHECK] = "leaves the guest quarantined"
         self.assertEqual(sorted(run.with_verdict("SKIP")), sorted(expected), report)
         print("\n%s: %s" % (self.id(), run.summary()))
