@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "search/literal_finder.h"
 #include "search/required_literal.h"
 
 namespace agentd {
@@ -113,11 +114,10 @@ Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_vi
   while (pos < buf.size()) {
     size_t line_start = pos;
     if (!required_.empty()) {
-      // Only a line holding the literal can match: memmem to it.
-      const void* lit =
-          ::memmem(buf.data() + pos, buf.size() - pos, required_.data(), required_.size());
+      // Only a line holding the literal can match: skip to it.
+      const char* lit = FindLiteral(buf.substr(pos), required_);
       if (!lit) return std::optional<LineHit>();
-      line_start = line_start_of(pos, static_cast<const char*>(lit) - buf.data());
+      line_start = line_start_of(pos, lit - buf.data());
     } else if (!per_line_) {
       // Leftmost match anywhere from here; its line is the candidate.
       Result<size_t> at = MatchIn(buf, pos, buf.size(), s);

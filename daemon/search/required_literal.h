@@ -1,7 +1,7 @@
 // RequiredLiteral: the longest run of literal bytes that every match of a
 // regular expression must contain, found by a deliberately conservative
-// reading of the pattern. The line matcher uses it as a prefilter: memmem
-// skips to the few lines holding the literal and only those reach PCRE2
+// reading of the pattern. The line matcher uses it as a prefilter: a literal
+// search (search/literal_finder.h) skips to the few lines holding it; only those reach PCRE2
 // (grep's DFA and rg's literal search skip the same way; PCRE2's own start
 // optimisation knows only a first byte). Anything the reader does not fully
 // understand (alternation, groups, inline options, \Q..\E, verbs, classes
