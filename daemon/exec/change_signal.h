@@ -23,11 +23,9 @@ class ChangeSignal {
   }
 
   // Returns at the next Notify() or at `deadline`, whichever comes first.
-  asio::awaitable<void> Wait(Clock::time_point deadline) {
-    asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
-    Registration reg(*this, &timer);
-    co_await timer.async_wait(kUseNothrow);
-  }
+  // Out of line: a coroutine defined in a header gets a frame type per
+  // translation unit, which link-time optimisation reports as an ODR clash.
+  asio::awaitable<void> Wait(Clock::time_point deadline);
 
   size_t waiters() const { return waiters_.size(); }
 
