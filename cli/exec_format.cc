@@ -88,6 +88,9 @@ std::string DescribeExec(const ExecInfo& e) {
                                        "), no capabilities, no_new_privs, " +
                                        std::to_string(r.seccomp_refused_syscalls) +
                                        " system calls refused"});
+    std::string readonly;
+    for (const std::string& p : r.readonly_paths) readonly += (readonly.empty() ? "" : " ") + p;
+    rows.push_back({"read-only", readonly.empty() ? std::string("none") : readonly});
   }
   if (e.error) rows.push_back({"error", *e.error});
   return Output::Table(rows);

@@ -88,6 +88,9 @@ json::Object EncodeExecRestriction(const ExecRestriction& r) {
   o.Set("no_new_privs", r.no_new_privs);
   o.Set("capabilities", r.capabilities);
   o.Set("seccomp_refused_syscalls", r.seccomp_refused_syscalls);
+  json::Array readonly;
+  for (const std::string& p : r.readonly_paths) readonly.emplace_back(p);
+  o.Set("readonly_paths", std::move(readonly));
   return o;
 }
 
@@ -105,6 +108,11 @@ std::optional<ExecRestriction> DecodeExecRestriction(const json::Value* v) {
   }
   if (const json::Value* x = v->Find("seccomp_refused_syscalls"); x && x->is_int()) {
     r.seccomp_refused_syscalls = x->as_int();
+  }
+  if (const json::Value* x = v->Find("readonly_paths"); x && x->is_array()) {
+    for (const json::Value& p : x->as_array()) {
+      if (p.is_string()) r.readonly_paths.push_back(p.as_string());
+    }
   }
   return r;
 }

@@ -32,6 +32,12 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     } else {
       restricted.Set("why", engine.restricted_unavailable());
     }
+    json::Array readonly;
+    for (const std::string& p : engine.readonly_paths()) readonly.emplace_back(p);
+    restricted.Set("readonly_paths", std::move(readonly));
+    if (!engine.readonly_unavailable().empty()) {
+      restricted.Set("readonly_why", engine.readonly_unavailable());
+    }
     return json::Object()
         .Set("default", o.default_profile)
         .Set("restricted", std::move(restricted));

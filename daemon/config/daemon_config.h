@@ -54,6 +54,8 @@ struct DaemonConfig {
   std::string default_profile = "unrestricted";
   std::string restricted_user = "nobody";
   bool reset_requires_restricted = false;  // a privileged generation quarantines
+  std::vector<std::string> readonly_paths;  // --readonly-path: must be applied
+  bool default_readonly_paths = true;       // --no-default-readonly-paths clears it
 
   // Code runs (docs/PROTOCOL.md, "Run code").
   int64_t run_timeout_sec = 60;            // when a run gives none (clamped to 300)
@@ -98,6 +100,8 @@ inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
                            .child_oom_score_adj = c.child_oom_score_adj,
                            .default_profile = c.default_profile,
                            .restricted_user = c.restricted_user,
+                           .readonly_paths = c.readonly_paths,
+                           .default_readonly_paths = c.default_readonly_paths,
                            .disabled_runtimes = c.disabled_runtimes};
 }
 

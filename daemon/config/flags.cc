@@ -253,6 +253,24 @@ const std::vector<Flag>& Flags() {
          c.restricted_user = v;
          return Status::Ok();
        }},
+      {"readonly-path", "PATH",
+       "A file or directory restricted execs see read-only (a bind in their own mount "
+       "namespace), on top of the defaults; the daemon does not start when it cannot "
+       "apply it. Repeatable.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v.empty() || v[0] != '/' || v.find('\0') != std::string_view::npos) {
+           return BadValue("readonly-path", v, "an absolute path");
+         }
+         c.readonly_paths.emplace_back(v);
+         return Status::Ok();
+       }},
+      {"no-default-readonly-paths", nullptr,
+       "Restricted execs see only the --readonly-path list read-only, not the defaults "
+       "(/usr, /etc, /bin, /sbin, /lib*, the daemon's binary and state directory).",
+       [](DaemonConfig& c, std::string_view) {
+         c.default_readonly_paths = false;
+         return Status::Ok();
+       }},
       {"reset-requires-restricted", nullptr,
        "A reset quarantines the guest instead of calling it clean when an exec of the "
        "generation ran unrestricted as root (docs/SECURITY.md).",

@@ -11,6 +11,7 @@
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
 #include "proc/process_group.h"
+#include "proc/readonly_mounts.h"
 #include "proc/runtimes.h"
 #include "proc/signals.h"
 #include "sys/awaitable.h"
@@ -71,7 +72,7 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
-  OpenRestriction();
+  AGENTD_RETURN_IF_ERROR(OpenRestriction());
   Log(LogLevel::kInfo, "limits",
       json::Object()
           .Set("mechanism", std::string(limiter_.mechanism_name()))
@@ -125,7 +126,7 @@ asio::awaitable<void> ExecEngine::WaitFinished(std::chrono::milliseconds limit,
   done();
 }
 
-void ExecEngine::OpenRestriction() {
+Status ExecEngine::OpenRestriction() {
   // Compiled once here: the spawn child may not allocate (proc/spawn.h).
   if (SeccompFilterSupported(&restricted_unavailable_)) {
     Result<std::unique_ptr<RefusalFilter>> filter = BuildRefusalFilter();
@@ -135,12 +136,36 @@ void ExecEngine::OpenRestriction() {
       restricted_unavailable_ = filter.status().message();
     }
   }
+  // The defaults, the daemon's binary and its state are bound where the
+  // daemon can; paths the operator named must be, or the daemon does not
+  // start (an exec never runs with less than the operator asked for).
+  std::vector<std::string> optional;
+  if (options_.default_readonly_paths) {
+    optional = DefaultReadonlyPaths();
+    optional.push_back("/proc/self/exe");
+    optional.push_back(state_dir_);
+  }
+  Result<std::vector<std::string>> paths =
+      ResolveReadonlyPaths(optional, options_.readonly_paths);
+  if (!paths.ok()) return paths.status();
+  readonly_unavailable_ = ProbeReadonlyMounts(*paths);
+  if (readonly_unavailable_.empty()) {
+    readonly_paths_ = std::move(*paths);
+  } else if (!options_.readonly_paths.empty()) {
+    return Status::InvalidRequest("--readonly-path " + options_.readonly_paths.front() +
+                                  ": " + readonly_unavailable_);
+  }
+  json::Array readonly;
+  for (const std::string& p : readonly_paths_) readonly.emplace_back(p);
   Log(refusal_filter_ ? LogLevel::kInfo : LogLevel::kWarn, "restricted profile",
       json::Object()
           .Set("available", refusal_filter_ != nullptr)
           .Set("default_profile", options_.default_profile)
           .Set("user", options_.restricted_user)
-          .Set("why", restricted_unavailable_));
+          .Set("why", restricted_unavailable_)
+          .Set("readonly_paths", std::move(readonly))
+          .Set("readonly_why", readonly_unavailable_));
+  return Status::Ok();
 }
 
 Result<std::optional<Credentials>> ExecEngine::ResolveRestrictedIdentity(

@@ -141,6 +141,10 @@ class ExecEngine {
   // (restricted_unavailable() says why).
   const RefusalFilter* refusal_filter() const { return refusal_filter_.get(); }
   const std::string& restricted_unavailable() const { return restricted_unavailable_; }
+  // What restricted execs get bound read-only (proc/readonly_mounts.h);
+  // empty with readonly_unavailable() saying why when the daemon cannot.
+  const std::vector<std::string>& readonly_paths() const { return readonly_paths_; }
+  const std::string& readonly_unavailable() const { return readonly_unavailable_; }
   // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
   // "Reuse"): nothing a reset checks proves what it may have changed.
   bool privileged_generation() const { return privileged_generation_; }
@@ -171,7 +175,7 @@ class ExecEngine {
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
-  void OpenRestriction();
+  Status OpenRestriction();
   Result<std::optional<Credentials>> ResolveRestrictedIdentity(const ExecStartRequest& request);
   Status CheckCapacity() const;
   Result<Started> Insert(const std::string& id, std::string fingerprint, Prepared prepared,
@@ -227,6 +231,8 @@ class ExecEngine {
   int64_t generation_ = 0;
   std::unique_ptr<RefusalFilter> refusal_filter_;
   std::string restricted_unavailable_;
+  std::vector<std::string> readonly_paths_;
+  std::string readonly_unavailable_;
   bool privileged_generation_ = false;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()
 };

@@ -29,6 +29,11 @@ struct ExecEngineOptions {
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";  // for execs and runs that name none
   std::string restricted_user = "nobody";        // who a restricted exec runs as
+  // Bound read-only for restricted execs (proc/readonly_mounts.h): the
+  // operator's --readonly-path list, which must be applied, and whether the
+  // defaults (system directories, the daemon's binary and state) are too.
+  std::vector<std::string> readonly_paths;
+  bool default_readonly_paths = true;
   // --disable-runtime: runtimes refused (runtime_unavailable,
   // disabled_by_flag) whatever the PATH holds.
   std::vector<Runtime> disabled_runtimes;

@@ -198,7 +198,10 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   }
   spec.oom_score_adj = options_.child_oom_score_adj;
   // Prepare() refuses a restricted exec when there is no filter.
-  if (prepared.restricted) spec.seccomp_filter = &refusal_filter_->fprog;
+  if (prepared.restricted) {
+    spec.seccomp_filter = &refusal_filter_->fprog;
+    spec.readonly_paths = readonly_paths_;
+  }
   Result<SpawnResult> spawned = Spawn(spec);
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
@@ -219,6 +222,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     applied.uid = *creds->uid;
     applied.gid = creds->gid;
     applied.seccomp_refused_syscalls = static_cast<int64_t>(refusal_filter_->refused.size());
+    applied.readonly_paths = readonly_paths_;
     rec->restriction = std::move(applied);
   } else if (creds && creds->uid ? *creds->uid == 0 : ::geteuid() == 0) {
     privileged_generation_ = true;

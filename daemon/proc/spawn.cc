@@ -17,22 +17,14 @@
 #include <cstring>
 
 #include "proc/child_env.h"
+#include "proc/child_side.h"
+#include "proc/readonly_mounts.h"
 #include "sys/posix_error.h"
 
 namespace agentd {
 namespace {
 
 constexpr size_t kChildStackBytes = 64 * 1024;
-
-// The child runs in the parent's address space (CLONE_VM | CLONE_VFORK) on
-// a stack the sanitizers never saw, until execve. Instrumented code there
-// would use the parent's shadow memory, fake stacks and thread state, and
-// report (or corrupt) the parent's; so the child side is uninstrumented,
-// and it makes raw system calls only: a libc wrapper may be a sanitizer's
-// interceptor, and those keep tables in that shared memory (ThreadSanitizer
-// records signal handlers and descriptors; a child resetting its handlers
-// through sigaction() would reset the parent's in TSan's table).
-#define AGENTD_CHILD_SIDE __attribute__((no_sanitize("address", "undefined", "thread")))
 
 #if defined(__SANITIZE_THREAD__)
 #define AGENTD_THREAD_SANITIZER 1
@@ -76,6 +68,7 @@ enum class Step : int {
   kGid,
   kUid,
   kChdir,
+  kReadonly,
   kBounding,
   kCapabilities,
   kNoNewPrivs,
@@ -106,6 +99,8 @@ struct ChildArgs {
   char oom_score_adj[16];  // decimal text
   size_t oom_score_adj_len;
   const struct sock_fprog* seccomp_filter;
+  const char* const* readonly_paths;
+  size_t readonly_path_count;
   int err;
   Step step;
   const char* failed_path;
@@ -196,6 +191,12 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   }
   if (a->controlling_terminal && ::syscall(SYS_ioctl, 0, TIOCSCTTY, 0) != 0) {
     Fail(a, Step::kTty, errno);
+  }
+  if (a->readonly_path_count > 0) {
+    // While the capability to mount is still there.
+    const char* failed = nullptr;
+    int err = ApplyReadonlyMounts(a->readonly_paths, a->readonly_path_count, &failed);
+    if (err != 0) Fail(a, Step::kReadonly, err, failed);
   }
   if (a->seccomp_filter) {
     // While still root: nothing exec'd later can regain a dropped bounding
@@ -307,6 +308,10 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kUid:
       what = "cannot switch to user " + std::to_string(*spec.credentials->uid);
       break;
+    case Step::kReadonly:
+      what = path ? "cannot bind " + std::string(path) + " read-only"
+                  : std::string("cannot create the exec's mount namespace");
+      break;
     case Step::kBounding:
       what = "cannot drop the capability bounding set";
       break;
@@ -365,6 +370,10 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   }
 
   args.seccomp_filter = spec.seccomp_filter;
+  std::vector<const char*> readonly_ptrs;
+  for (const std::string& p : spec.readonly_paths) readonly_ptrs.push_back(p.c_str());
+  args.readonly_paths = readonly_ptrs.data();
+  args.readonly_path_count = readonly_ptrs.size();
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -27,7 +27,7 @@
 // privilege); and it sets its rlimits before it drops privileges.
 //
 // A restricted spawn (docs/SECURITY.md, "Restricted execs") adds, in this
-// order: every capability dropped from the bounding set and the ambient set
+// order: its read-only paths bound in a mount namespace of its own, every capability dropped from the bounding set and the ambient set
 // cleared (while still root), the identity switch above, the permitted,
 // effective and inheritable sets emptied with capset, no_new_privs, and
 // last, just before execve, the seccomp filter prepared at start-up
@@ -75,6 +75,9 @@ struct SpawnSpec {
   // The restricted profile: set, the child drops every capability, sets
   // no_new_privs and loads this filter (it must outlive the call).
   const struct sock_fprog* seccomp_filter = nullptr;
+  // Bound read-only in a private mount namespace of the child
+  // (proc/readonly_mounts.h), before it gives up its capabilities.
+  std::vector<std::string> readonly_paths;
 };
 
 struct SpawnResult {

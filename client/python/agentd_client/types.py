@@ -145,7 +145,7 @@ class ExecInfo:
     #: "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles").
     profile: str = "unrestricted"
     #: Restricted: what was applied: {"user", "uid", "gid", "no_new_privs",
-    #: "capabilities": "none", "seccomp_refused_syscalls"}.
+    #: "capabilities": "none", "seccomp_refused_syscalls", "readonly_paths"}.
     restriction: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 

@@ -52,6 +52,8 @@ export interface Restriction {
   noNewPrivs: boolean;
   capabilities: "none";
   seccompRefusedSyscalls: number;
+  /** Bound read-only in the exec's own mount namespace (empty: none could be). */
+  readonlyPaths: string[];
 }
 
 /** A runtime this guest cannot run, with a stable code and a one-line reason. */

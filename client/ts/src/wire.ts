@@ -48,7 +48,7 @@ function restriction(v: unknown): Restriction | undefined {
   const w = v as Wire;
   return {
     user: w.user, uid: w.uid, gid: w.gid, noNewPrivs: w.no_new_privs, capabilities: w.capabilities,
-    seccompRefusedSyscalls: w.seccomp_refused_syscalls,
+    seccompRefusedSyscalls: w.seccomp_refused_syscalls, readonlyPaths: w.readonly_paths ?? [],
   };
 }
 

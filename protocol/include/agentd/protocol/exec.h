@@ -52,6 +52,8 @@ struct ExecRestriction {
   // and ambient sets empty.
   std::string capabilities = "none";
   int64_t seccomp_refused_syscalls = 0;  // how many calls the filter answers EPERM
+  // Bound read-only in the exec's own mount namespace (empty: none could be).
+  std::vector<std::string> readonly_paths;
 };
 json::Object EncodeExecRestriction(const ExecRestriction& r);
 std::optional<ExecRestriction> DecodeExecRestriction(const json::Value* v);
