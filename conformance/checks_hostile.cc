@@ -4,6 +4,7 @@
 // descriptor, or read another exec's output, and what it leaves running must
 // end with its exec. The tests' probe (tests/lib/hostile_probe.py) covers
 // more with Python; these need only a POSIX shell in the guest.
+#include <algorithm>
 #include <thread>
 
 #include "checks.h"
@@ -27,6 +28,31 @@ void NeedRootDaemonAndNobody(CheckContext& ctx) {
   if (nobody.exit_code != 0) throw CheckSkipped{"the guest has no user 'nobody'"};
 }
 
+// Who runs the probes: an unprivileged user named by the request, or the
+// restricted profile (docs/SECURITY.md, "Restricted execs"), whose defenses
+// must hold as well as the plain user's.
+enum class Tenant { kNobody, kRestricted };
+
+ExecStartRequest AsTenant(ExecStartRequest req, Tenant tenant) {
+  if (tenant == Tenant::kNobody) {
+    req.user = "nobody";
+  } else {
+    req.profile = kProfileRestricted;
+  }
+  return req;
+}
+
+void NeedTenant(CheckContext& ctx, Tenant tenant) {
+  NeedRootDaemonAndNobody(ctx);
+  if (tenant == Tenant::kNobody) return;
+  Result<client::RunResult> r = ctx.client().Run(AsTenant(Sh("true"), tenant));
+  if (!r.ok() && (r.status().code() == ErrorCode::kProfileUnsupported ||
+                  r.status().code() == ErrorCode::kRestrictedUserUnknown)) {
+    throw CheckSkipped{"the guest cannot run restricted execs: " + r.status().message()};
+  }
+  ExpectOk(std::move(r), "a restricted exec");
+}
+
 // Lines of "name=result" written by a probe script.
 std::string Field(const std::string& out, const std::string& name) {
   size_t at = out.find(name + "=");
@@ -35,8 +61,8 @@ std::string Field(const std::string& out, const std::string& name) {
   return out.substr(at + name.size() + 1, end - at - name.size() - 1);
 }
 
-void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx) {
-  NeedRootDaemonAndNobody(ctx);
+void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx, Tenant tenant) {
+  NeedTenant(ctx, tenant);
   // $PPID of a shell-mode command is the daemon that forked it. Reading
   // mem, environ and the fd directory all need ptrace access to it.
   ExecStartRequest req =
@@ -44,24 +70,24 @@ void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx) {
          "echo signal=$(try kill -0 $PPID)\n"
          "echo mem=$(try head -c 1 /proc/$PPID/mem)\n"
          "echo environ=$(try cat /proc/$PPID/environ)\n"
-         "echo fds=$(try ls /proc/$PPID/fd/)\n",
-         "nobody");
-  client::RunResult r = RunSh(ctx, req, "probing the daemon as nobody");
+         "echo fds=$(try ls /proc/$PPID/fd/)\n");
+  client::RunResult r = RunSh(ctx, AsTenant(req, tenant), "probing the daemon as the tenant");
   for (const char* what : {"signal", "mem", "environ", "fds"}) {
     Expect(Field(r.stdout_data, what) == "denied",
-           std::string("as nobody, ") + what + " of the daemon was " + Field(r.stdout_data, what));
+           std::string("as the tenant, ") + what + " of the daemon was " +
+               Field(r.stdout_data, what));
   }
   ExpectOk(ctx.client().Health(), "health after the probe");
 }
 
-void AChildInheritsOnlyItsThreeStreams(CheckContext& ctx) {
-  NeedRootDaemonAndNobody(ctx);
+void AChildInheritsOnlyItsThreeStreams(CheckContext& ctx, Tenant tenant) {
+  NeedTenant(ctx, tenant);
   // ls (a child of the shell) lists the shell's descriptors: no glob, pipe
   // or command substitution of the shell's own can add one of its own. The
   // "; true" keeps shells that exec their last command from making ls the
   // shell (its directory descriptor would show up).
   client::RunResult r =
-      RunSh(ctx, Sh("ls /proc/$$/fd; true", "nobody"), "listing inherited descriptors");
+      RunSh(ctx, AsTenant(Sh("ls /proc/$$/fd; true"), tenant), "listing inherited descriptors");
   Expect(r.exit_code == 0, "the listing ran: " + r.stderr_data);
   std::vector<std::string> fds;
   for (size_t i = 0; i < r.stdout_data.size();) {
@@ -74,8 +100,8 @@ void AChildInheritsOnlyItsThreeStreams(CheckContext& ctx) {
          "the child holds descriptors beyond 0-2: " + r.stdout_data);
 }
 
-void AChildCannotReadAnotherExecsOutput(CheckContext& ctx) {
-  NeedRootDaemonAndNobody(ctx);
+void AChildCannotReadAnotherExecsOutput(CheckContext& ctx, Tenant tenant) {
+  NeedTenant(ctx, tenant);
   std::string secret = "conformance-secret-" + ctx.NewId("s");
   std::string victim = ctx.NewId("victim");
   // The victim (root) holds its output open while the thief (nobody) tries
@@ -86,13 +112,13 @@ void AChildCannotReadAnotherExecsOutput(CheckContext& ctx) {
                                   "\n"
                                   "ls /proc/$p/fd/ 2>/dev/null\n"
                                   "for f in /proc/$p/fd/*; do cat $f 2>/dev/null; done\n"
-                                  "true",
-                              "nobody");
-  client::RunResult r = RunSh(ctx, thief, "looking for the victim's output as nobody");
+                                  "true");
+  client::RunResult r =
+      RunSh(ctx, AsTenant(thief, tenant), "looking for the victim's output as the tenant");
   ExpectOk(ctx.client().KillExec(victim), "killing the victim");
   ExpectOk(ctx.client().WaitExec(victim, std::chrono::seconds(30)), "waiting for the victim");
   ExpectOk(ctx.client().AckExec(victim), "acking the victim");
-  Expect(r.stdout_data.empty(), "nobody reached another exec's output: " + r.stdout_data);
+  Expect(r.stdout_data.empty(), "the tenant reached another exec's output: " + r.stdout_data);
 }
 
 bool Alive(CheckContext& ctx, const std::string& pid) {
@@ -110,11 +136,11 @@ bool GoneWithin5s(CheckContext& ctx, const std::string& pid) {
   return false;
 }
 
-void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx) {
-  NeedRootDaemonAndNobody(ctx);
+void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx, Tenant tenant) {
+  NeedTenant(ctx, tenant);
   std::string id = ctx.NewId("leftover");
   client::RunResult r =
-      ExpectOk(ctx.client().Run(Sh("sleep 300 >/dev/null 2>&1 & echo $!", "nobody"),
+      ExpectOk(ctx.client().Run(AsTenant(Sh("sleep 300 >/dev/null 2>&1 & echo $!"), tenant),
                                 {.id = id, .ack = false}),
                "an exec that leaves a child behind");
   std::string pid = r.stdout_data.substr(0, r.stdout_data.find('\n'));
@@ -124,10 +150,10 @@ void WhatAnExecLeavesRunningEndsWithItsAck(CheckContext& ctx) {
   Expect(gone, "pid " + pid + " outlived the ack of its exec");
 }
 
-void AKilledExecLeavesNothingRunning(CheckContext& ctx) {
-  NeedRootDaemonAndNobody(ctx);
+void AKilledExecLeavesNothingRunning(CheckContext& ctx, Tenant tenant) {
+  NeedTenant(ctx, tenant);
   std::string id = ctx.NewId("killtree");
-  ExecStartRequest req = Sh("sleep 300 & echo $!; sleep 300", "nobody");
+  ExecStartRequest req = AsTenant(Sh("sleep 300 & echo $!; sleep 300"), tenant);
   ExpectOk(ctx.client().StartExec(id, req), "starting an exec with a background child");
   std::string pid;
   for (int i = 0; i < 100 && pid.empty(); ++i) {
@@ -187,21 +213,75 @@ void ARestrictedExecHasNoPrivilegeAndSaysSo(CheckContext& ctx) {
          "the child does not run as the reported uid: " + r.stdout_data);
 }
 
+// Read-only paths (docs/SECURITY.md, "Restricted execs"): a file in /etc
+// that the tenant's user may write (the control shows it can, unrestricted)
+// is refused to a restricted exec, which reports the paths it got.
+void ARestrictedExecCannotWriteTheReadonlyPaths(CheckContext& ctx) {
+  NeedTenant(ctx, Tenant::kRestricted);
+  std::string file = "/etc/agentd-conformance-" + ctx.NewId("ro");
+  client::RunResult made =
+      RunSh(ctx, Sh("echo before > " + file + " && chmod 0666 " + file), "making " + file);
+  if (made.exit_code != 0) {
+    throw CheckSkipped{"root cannot write /etc in this guest: " + made.stderr_data};
+  }
+  auto append = [&](Tenant tenant) {
+    return RunSh(ctx, AsTenant(Sh("echo appended >> " + file), tenant), "appending to " + file);
+  };
+  client::RunResult control = append(Tenant::kNobody);
+  client::RunResult restricted = append(Tenant::kRestricted);
+  client::RunResult removed = RunSh(ctx, Sh("rm -f " + file), "removing " + file);
+  Expect(control.exit_code == 0, "nobody, unrestricted, could not append to a 0666 file in /etc "
+                                 "(the control): " + control.stderr_data);
+  Expect(restricted.exec.restriction.has_value(), "the exec object lacks \"restriction\"");
+  const std::vector<std::string>& paths = restricted.exec.restriction->readonly_paths;
+  if (std::find(paths.begin(), paths.end(), "/etc") == paths.end()) {
+    throw CheckSkipped{"the daemon binds no read-only paths here (health's "
+                       "profiles.restricted.readonly_why says why)"};
+  }
+  Expect(restricted.exit_code != 0 &&
+             restricted.stderr_data.find("Read-only file system") != std::string::npos,
+         "a restricted exec appended to " + file + ": exit " +
+             std::to_string(restricted.exit_code) + ", " + restricted.stderr_data);
+  Expect(removed.exit_code == 0, "cannot remove " + file + ": " + removed.stderr_data);
+}
+
 }  // namespace
 
 void AddHostileChecks(std::vector<Check>& checks) {
   checks.push_back({"hostile", "a restricted exec has no capability, no_new_privs and a filter",
                     ARestrictedExecHasNoPrivilegeAndSaysSo});
-  checks.push_back({"hostile", "a child running as nobody cannot signal, trace or read the daemon",
-                    AChildCannotSignalTraceOrReadTheDaemon});
-  checks.push_back({"hostile", "a child inherits no descriptor beyond its three streams",
-                    AChildInheritsOnlyItsThreeStreams});
-  checks.push_back({"hostile", "a child running as nobody cannot read another exec's output",
-                    AChildCannotReadAnotherExecsOutput});
-  checks.push_back({"hostile", "what an exec leaves running ends when it is acked",
-                    WhatAnExecLeavesRunningEndsWithItsAck});
-  checks.push_back(
-      {"hostile", "a killed exec leaves nothing running", AKilledExecLeavesNothingRunning});
+  checks.push_back({"hostile", "a restricted exec cannot write the read-only paths",
+                    ARestrictedExecCannotWriteTheReadonlyPaths});
+  // Each defense against a tenant, as a plain unprivileged user and again
+  // under the restricted profile.
+  struct TenantCheck {
+    const char* as_nobody;
+    const char* restricted;
+    void (*run)(CheckContext&, Tenant);
+  };
+  static const TenantCheck kTenantChecks[] = {
+      {"a child running as nobody cannot signal, trace or read the daemon",
+       "a restricted child cannot signal, trace or read the daemon",
+       AChildCannotSignalTraceOrReadTheDaemon},
+      {"a child inherits no descriptor beyond its three streams",
+       "a restricted child inherits no descriptor beyond its three streams",
+       AChildInheritsOnlyItsThreeStreams},
+      {"a child running as nobody cannot read another exec's output",
+       "a restricted child cannot read another exec's output", AChildCannotReadAnotherExecsOutput},
+      {"what an exec leaves running ends when it is acked",
+       "what a restricted exec leaves running ends when it is acked",
+       WhatAnExecLeavesRunningEndsWithItsAck},
+      {"a killed exec leaves nothing running", "a killed restricted exec leaves nothing running",
+       AKilledExecLeavesNothingRunning},
+  };
+  for (const TenantCheck& c : kTenantChecks) {
+    checks.push_back({"hostile", c.as_nobody, [run = c.run](CheckContext& ctx) {
+                        run(ctx, Tenant::kNobody);
+                      }});
+    checks.push_back({"hostile", c.restricted, [run = c.run](CheckContext& ctx) {
+                        run(ctx, Tenant::kRestricted);
+                      }});
+  }
 }
 
 }  // namespace agentd::conformance
