@@ -25,10 +25,11 @@ export interface Health {
   /** The limit mechanism in force, what it enforces, and the defaults. */
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
              defaults: Limits; runTimeoutSec: number };
-  /** The default profile, the restricted user and the calls the filter refuses. */
+  /** The default profile, the restricted user, the calls the filter refuses and the
+   *  paths restricted execs see read-only (readonlyWhy: why none can be bound here). */
   profiles?: { default: Profile;
                restricted: { available: boolean; user: string; refusedSyscalls?: string[];
-                             why?: string } };
+                             why?: string; readonlyPaths?: string[]; readonlyWhy?: string } };
   /** An exec of this generation ran unrestricted as root (a reset clears it). */
   privilegedGeneration?: boolean;
   /** 0 at start, one more after each reset ("Reuse"). */

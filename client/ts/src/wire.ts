@@ -135,6 +135,8 @@ export function healthFromWire(v: unknown): Health {
     out.profiles = { default: p.default, restricted: { available: r.available, user: r.user } };
     if (r.refused_syscalls !== undefined) out.profiles.restricted.refusedSyscalls = r.refused_syscalls;
     if (r.why !== undefined) out.profiles.restricted.why = r.why;
+    if (Array.isArray(r.readonly_paths)) out.profiles.restricted.readonlyPaths = r.readonly_paths;
+    if (r.readonly_why !== undefined) out.profiles.restricted.readonlyWhy = r.readonly_why;
   }
   if (w.privileged_generation !== undefined) out.privilegedGeneration = w.privileged_generation;
   if (w.generation !== undefined) out.generation = w.generation;

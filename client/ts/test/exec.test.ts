@@ -207,6 +207,18 @@ describe("exec", () => {
     assert.deepEqual([...bytes.stdout], [0, 255, 1]);
   });
 
+  test("a restricted run reports the paths it saw read-only, as health lists them", async (t) => {
+    if (process.getuid?.() !== 0) return t.skip("restricted execs need a root daemon");
+    const health = await c.health();
+    const listed = health.profiles?.restricted.readonlyPaths;
+    assert.ok(Array.isArray(listed), "health lists profiles.restricted.readonlyPaths");
+    const r = await c.run("true", { profile: "restricted" });
+    assert.equal(r.exitCode, 0);
+    assert.deepEqual(r.exec.restriction?.readonlyPaths, listed);
+    if (listed.length > 0) assert.ok(listed.includes("/usr"), String(listed));
+    else assert.ok(health.profiles?.restricted.readonlyWhy, "an empty list says why");
+  });
+
   test("run carries output beyond one start-and-wait answer on through the stream, byte for byte", async () => {
     const job = noisy(3 << 20, "run-beyond"); // over the 1 MiB a poll answer carries per stream
     const r = await c.run(job.command);
