@@ -73,9 +73,9 @@ void AChildCannotSignalTraceOrReadTheDaemon(CheckContext& ctx, Tenant tenant) {
          "echo fds=$(try ls /proc/$PPID/fd/)\n");
   client::RunResult r = RunSh(ctx, AsTenant(req, tenant), "probing the daemon as the tenant");
   for (const char* what : {"signal", "mem", "environ", "fds"}) {
-    Expect(Field(r.stdout_data, what) == "denied",
-           std::string("as the tenant, ") + what + " of the daemon was " +
-               Field(r.stdout_data, what));
+    Expect(
+        Field(r.stdout_data, what) == "denied",
+        std::string("as the tenant, ") + what + " of the daemon was " + Field(r.stdout_data, what));
   }
   ExpectOk(ctx.client().Health(), "health after the probe");
 }
@@ -109,10 +109,10 @@ void AChildCannotReadAnotherExecsOutput(CheckContext& ctx, Tenant tenant) {
   ExecStartRequest v = Sh("echo " + secret + "; sleep 30");
   ExecInfo vi = ExpectOk(ctx.client().StartExec(victim, v), "starting the victim");
   ExecStartRequest thief = Sh("p=" + std::to_string(vi.pid) +
-                                  "\n"
-                                  "ls /proc/$p/fd/ 2>/dev/null\n"
-                                  "for f in /proc/$p/fd/*; do cat $f 2>/dev/null; done\n"
-                                  "true");
+                              "\n"
+                              "ls /proc/$p/fd/ 2>/dev/null\n"
+                              "for f in /proc/$p/fd/*; do cat $f 2>/dev/null; done\n"
+                              "true");
   client::RunResult r =
       RunSh(ctx, AsTenant(thief, tenant), "looking for the victim's output as the tenant");
   ExpectOk(ctx.client().KillExec(victim), "killing the victim");
@@ -230,13 +230,16 @@ void ARestrictedExecCannotWriteTheReadonlyPaths(CheckContext& ctx) {
   client::RunResult control = append(Tenant::kNobody);
   client::RunResult restricted = append(Tenant::kRestricted);
   client::RunResult removed = RunSh(ctx, Sh("rm -f " + file), "removing " + file);
-  Expect(control.exit_code == 0, "nobody, unrestricted, could not append to a 0666 file in /etc "
-                                 "(the control): " + control.stderr_data);
+  Expect(control.exit_code == 0,
+         "nobody, unrestricted, could not append to a 0666 file in /etc "
+         "(the control): " +
+             control.stderr_data);
   Expect(restricted.exec.restriction.has_value(), "the exec object lacks \"restriction\"");
   const std::vector<std::string>& paths = restricted.exec.restriction->readonly_paths;
   if (std::find(paths.begin(), paths.end(), "/etc") == paths.end()) {
-    throw CheckSkipped{"the daemon binds no read-only paths here (health's "
-                       "profiles.restricted.readonly_why says why)"};
+    throw CheckSkipped{
+        "the daemon binds no read-only paths here (health's "
+        "profiles.restricted.readonly_why says why)"};
   }
   Expect(restricted.exit_code != 0 &&
              restricted.stderr_data.find("Read-only file system") != std::string::npos,
@@ -275,12 +278,10 @@ void AddHostileChecks(std::vector<Check>& checks) {
        AKilledExecLeavesNothingRunning},
   };
   for (const TenantCheck& c : kTenantChecks) {
-    checks.push_back({"hostile", c.as_nobody, [run = c.run](CheckContext& ctx) {
-                        run(ctx, Tenant::kNobody);
-                      }});
-    checks.push_back({"hostile", c.restricted, [run = c.run](CheckContext& ctx) {
-                        run(ctx, Tenant::kRestricted);
-                      }});
+    checks.push_back(
+        {"hostile", c.as_nobody, [run = c.run](CheckContext& ctx) { run(ctx, Tenant::kNobody); }});
+    checks.push_back({"hostile", c.restricted,
+                      [run = c.run](CheckContext& ctx) { run(ctx, Tenant::kRestricted); }});
   }
 }
 

@@ -53,7 +53,7 @@ struct DaemonConfig {
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";
   std::string restricted_user = "nobody";
-  bool reset_requires_restricted = false;  // a privileged generation quarantines
+  bool reset_requires_restricted = false;   // a privileged generation quarantines
   std::vector<std::string> readonly_paths;  // --readonly-path: must be applied
   bool default_readonly_paths = true;       // --no-default-readonly-paths clears it
 

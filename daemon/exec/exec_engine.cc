@@ -145,15 +145,14 @@ Status ExecEngine::OpenRestriction() {
     optional.push_back("/proc/self/exe");
     optional.push_back(state_dir_);
   }
-  Result<std::vector<std::string>> paths =
-      ResolveReadonlyPaths(optional, options_.readonly_paths);
+  Result<std::vector<std::string>> paths = ResolveReadonlyPaths(optional, options_.readonly_paths);
   if (!paths.ok()) return paths.status();
   readonly_unavailable_ = ProbeReadonlyMounts(*paths);
   if (readonly_unavailable_.empty()) {
     readonly_paths_ = std::move(*paths);
   } else if (!options_.readonly_paths.empty()) {
-    return Status::InvalidRequest("--readonly-path " + options_.readonly_paths.front() +
-                                  ": " + readonly_unavailable_);
+    return Status::InvalidRequest("--readonly-path " + options_.readonly_paths.front() + ": " +
+                                  readonly_unavailable_);
   }
   json::Array readonly;
   for (const std::string& p : readonly_paths_) readonly.emplace_back(p);

@@ -19,8 +19,8 @@
 namespace agentd {
 
 const std::vector<std::string>& DefaultReadonlyPaths() {
-  static const std::vector<std::string> paths = {"/usr",   "/etc",   "/bin",   "/sbin",
-                                                 "/lib",   "/lib32", "/lib64", "/libx32"};
+  static const std::vector<std::string> paths = {"/usr", "/etc",   "/bin",   "/sbin",
+                                                 "/lib", "/lib32", "/lib64", "/libx32"};
   return paths;
 }
 
@@ -76,8 +76,7 @@ AGENTD_CHILD_SIDE int ApplyReadonlyMounts(const char* const* paths, size_t count
     }
     struct mount_attr attr = {};
     attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (::syscall(SYS_mount_setattr, AT_FDCWD, paths[i], AT_RECURSIVE, &attr, sizeof(attr)) ==
-        0) {
+    if (::syscall(SYS_mount_setattr, AT_FDCWD, paths[i], AT_RECURSIVE, &attr, sizeof(attr)) == 0) {
       continue;
     }
     if (errno != ENOSYS) return errno;

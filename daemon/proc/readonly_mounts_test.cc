@@ -27,8 +27,8 @@ struct Tree : testing::TempDir {
 TEST_CASE("read-only paths are resolved, sorted and a path inside another is dropped",
           "[readonly_mounts]") {
   Tree t;
-  Result<std::vector<std::string>> paths = ResolveReadonlyPaths(
-      {t.root + "/sys/lib", t.root + "/other"}, {t.root + "/link-to-sys"});
+  Result<std::vector<std::string>> paths =
+      ResolveReadonlyPaths({t.root + "/sys/lib", t.root + "/other"}, {t.root + "/link-to-sys"});
   REQUIRE(paths.ok());
   // The symlink counts as its target, which covers sys/lib.
   CHECK(*paths == std::vector<std::string>{t.root + "/other", t.root + "/sys"});

@@ -27,12 +27,11 @@
 // privilege); and it sets its rlimits before it drops privileges.
 //
 // A restricted spawn (docs/SECURITY.md, "Restricted execs") adds, in this
-// order: its read-only paths bound in a mount namespace of its own, every capability dropped from the bounding set and the ambient set
-// cleared (while still root), the identity switch above, the permitted,
-// effective and inheritable sets emptied with capset, no_new_privs, and
-// last, just before execve, the seccomp filter prepared at start-up
-// (proc/refusal_filter.h). A step that fails fails the spawn: a restricted
-// exec never runs with less than it reports.
+// order: its read-only paths bound in a mount namespace of its own, every capability dropped from
+// the bounding set and the ambient set cleared (while still root), the identity switch above, the
+// permitted, effective and inheritable sets emptied with capset, no_new_privs, and last, just
+// before execve, the seccomp filter prepared at start-up (proc/refusal_filter.h). A step that fails
+// fails the spawn: a restricted exec never runs with less than it reports.
 //
 // Called on the io thread only (the thread is suspended until the child
 // has exec'd or exited, typically well under a millisecond).
