@@ -80,6 +80,13 @@ Status ValidateProfile(std::string_view name, std::string_view field) {
       .With("field", std::string(field));
 }
 
+Status ValidateNetwork(std::string_view value) {
+  if (value == kNetworkNone) return Status::Ok();
+  return Status::InvalidRequest("field \"network\" must be \"none\" (leave it out for the "
+                                "guest's network)")
+      .With("field", std::string("network"));
+}
+
 json::Object EncodeExecRestriction(const ExecRestriction& r) {
   json::Object o;
   o.Set("user", r.user);
@@ -134,6 +141,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   req.user = r.String("user");
   req.group = r.String("group");
   req.profile = r.String("profile");
+  req.network = r.String("network");
   std::optional<std::string> stdin_text = r.String("stdin");
   std::optional<std::string> stdin_b64 = r.String("stdin_b64");
   req.stdin_stream = r.Bool("stdin_stream").value_or(false);
@@ -190,6 +198,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   }
   AGENTD_RETURN_IF_ERROR(r.Finish());
   if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
+  if (req.network) AGENTD_RETURN_IF_ERROR(ValidateNetwork(*req.network));
   if (env) {
     AGENTD_RETURN_IF_ERROR(CheckEnv(*env));
     req.env = std::move(*env);
@@ -219,6 +228,7 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   if (req.user) o.Set("user", *req.user);
   if (req.group) o.Set("group", *req.group);
   if (req.profile) o.Set("profile", *req.profile);
+  if (req.network) o.Set("network", *req.network);
   if (req.stdin_data) {
     if (req.stdin_was_b64) {
       o.Set("stdin_b64", Base64Encode(*req.stdin_data));

@@ -139,6 +139,7 @@ json::Object EncodeExecInfoObject(const ExecInfo& e) {
   }
   o.Set("profile", e.profile);
   if (e.restriction) o.Set("restriction", EncodeExecRestriction(*e.restriction));
+  if (e.network) o.Set("network", *e.network);
   return o;
 }
 
@@ -179,6 +180,7 @@ Result<ExecInfo> DecodeExecInfo(const json::Value& doc) {
   // Records written before profiles existed ran unrestricted.
   e.profile = GetOptString(doc, "profile").value_or(kProfileUnrestricted);
   e.restriction = DecodeExecRestriction(doc.Find("restriction"));
+  e.network = GetOptString(doc, "network");
   return e;
 }
 

@@ -41,6 +41,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   req.group = r.String("group");
   req.stdin_data = r.String("stdin");
   req.profile = r.String("profile");
+  req.network = r.String("network");
   req.scan_changes = r.Bool("scan_changes").value_or(true);
   std::optional<std::string> marker = r.String("result_marker");
   req.limits = ReadExecLimits(r);
@@ -73,6 +74,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   }
   AGENTD_RETURN_IF_ERROR(r.Finish());
   if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
+  if (req.network) AGENTD_RETURN_IF_ERROR(ValidateNetwork(*req.network));
   req.code = std::move(*code);
   if (env) {
     for (const auto& [name, value] : *env) {
@@ -103,6 +105,7 @@ json::Value EncodeRunRequest(const RunRequest& req) {
   if (req.group) o.Set("group", *req.group);
   if (req.stdin_data) o.Set("stdin", *req.stdin_data);
   if (req.profile) o.Set("profile", *req.profile);
+  if (req.network) o.Set("network", *req.network);
   if (!req.scan_changes) o.Set("scan_changes", false);
   if (req.result_marker != kDefaultResultMarker) o.Set("result_marker", req.result_marker);
   WriteExecLimits(o, req.limits);
@@ -119,6 +122,7 @@ ExecStartRequest RunToExecRequest(const RunRequest& req, std::string cwd, int64_
   e.group = req.group;
   e.stdin_data = req.stdin_data;
   e.profile = req.profile;
+  e.network = req.network;
   e.timeout_sec = timeout_sec;
   e.kill_grace_sec = 2;  // a run is waited for: a short TERM-to-KILL grace
   e.limits = req.limits;
@@ -158,6 +162,7 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("error", OptString(r.error));
   o.Set("profile", r.profile);
   if (r.restriction) o.Set("restriction", EncodeExecRestriction(*r.restriction));
+  if (r.network) o.Set("network", *r.network);
   o.Set("exception", r.exception ? EncodeRunException(*r.exception) : json::Value());
   if (r.result) o.Set("result", *r.result);
   o.Set("result_error", OptString(r.result_error));
@@ -208,6 +213,7 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   r.error = GetString(doc, "error");
   r.profile = GetString(doc, "profile").value_or(kProfileUnrestricted);
   r.restriction = DecodeExecRestriction(doc.Find("restriction"));
+  r.network = GetString(doc, "network");
   if (const json::Value* v = doc.Find("exception"); v && v->is_object()) {
     Result<RunException> e = DecodeRunException(*v);
     if (e.ok()) r.exception = std::move(*e);

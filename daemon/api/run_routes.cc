@@ -51,6 +51,7 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     const Limiter& l = engine.limiter();
     json::Array supported;
     for (const std::string& name : l.Supported()) supported.emplace_back(name);
+    if (engine.network_unavailable().empty()) supported.emplace_back(std::string("network"));
     json::Object defaults;
     if (ctx.config.default_timeout_sec > 0)
       defaults.Set("timeout_sec", ctx.config.default_timeout_sec);
@@ -60,6 +61,7 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     o.Set("supported", std::move(supported));
     o.Set("defaults", std::move(defaults));
     o.Set("run_timeout_sec", ctx.config.run_timeout_sec);
+    if (!engine.network_unavailable().empty()) o.Set("network_why", engine.network_unavailable());
     return o;
   };
   auto runner =

@@ -10,6 +10,7 @@
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
+#include "proc/empty_network.h"
 #include "proc/process_group.h"
 #include "proc/readonly_mounts.h"
 #include "proc/runtimes.h"
@@ -73,6 +74,11 @@ Status ExecEngine::Open() {
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
   AGENTD_RETURN_IF_ERROR(OpenRestriction());
+  network_unavailable_ = ProbeEmptyNetwork();
+  if (!network_unavailable_.empty()) {
+    Log(LogLevel::kInfo, "network none unavailable",
+        json::Object().Set("why", network_unavailable_));
+  }
   Log(LogLevel::kInfo, "limits",
       json::Object()
           .Set("mechanism", std::string(limiter_.mechanism_name()))
@@ -237,6 +243,12 @@ Status CheckRuntime(const ExecEngineOptions& options, Runtime runtime,
 
 Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   bool restricted = request.profile.value_or(options_.default_profile) == kProfileRestricted;
+  if (request.network && !network_unavailable_.empty()) {
+    return Status::Error(ErrorCode::kLimitUnsupported,
+                         "\"network\": \"none\" is not available in this guest: " +
+                             network_unavailable_)
+        .With("field", std::string("network"));
+  }
   Result<std::optional<Credentials>> identity =
       restricted ? ResolveRestrictedIdentity(request) : ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
@@ -345,6 +357,7 @@ Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::strin
   rec->dir = store_->DirFor(id);
   rec->kill_grace_sec = prepared.request.kill_grace_sec.value_or(kDefaultKillGraceSec);
   rec->profile = prepared.restricted ? kProfileRestricted : kProfileUnrestricted;
+  rec->network = prepared.request.network;
   AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     rec->logs[static_cast<int>(s)] = OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));

@@ -145,6 +145,8 @@ class ExecEngine {
   // empty with readonly_unavailable() saying why when the daemon cannot.
   const std::vector<std::string>& readonly_paths() const { return readonly_paths_; }
   const std::string& readonly_unavailable() const { return readonly_unavailable_; }
+  // Why "network": "none" cannot be applied here ("" when it can).
+  const std::string& network_unavailable() const { return network_unavailable_; }
   // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
   // "Reuse"): nothing a reset checks proves what it may have changed.
   bool privileged_generation() const { return privileged_generation_; }
@@ -233,6 +235,7 @@ class ExecEngine {
   std::string restricted_unavailable_;
   std::vector<std::string> readonly_paths_;
   std::string readonly_unavailable_;
+  std::string network_unavailable_;
   bool privileged_generation_ = false;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()
 };

@@ -197,6 +197,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.rlimits.emplace_back(r.resource, r.value);
   }
   spec.oom_score_adj = options_.child_oom_score_adj;
+  spec.empty_network = rec->network.has_value();
   // Prepare() refuses a restricted exec when there is no filter.
   if (prepared.restricted) {
     spec.seccomp_filter = &refusal_filter_->fprog;

@@ -35,6 +35,7 @@ ExecInfo ExecRecord::Info() const {
   e.limits = limits;
   e.profile = profile;
   e.restriction = restriction;
+  e.network = network;
   return e;
 }
 

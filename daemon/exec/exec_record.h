@@ -70,6 +70,7 @@ struct ExecRecord {
   ExecLimits limits;
   // The profile it runs under and, once spawned restricted, what was applied.
   std::string profile = kProfileUnrestricted;
+  std::optional<std::string> network;  // "none": run in an empty network namespace
   std::optional<ExecRestriction> restriction;
   std::optional<int64_t> timeout_sec;
   std::optional<LimitHit> limit;

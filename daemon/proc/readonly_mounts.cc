@@ -2,11 +2,9 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include <cstring>
 
 #include "proc/child_side.h"
+#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -92,42 +91,21 @@ AGENTD_CHILD_SIDE int ApplyReadonlyMounts(const char* const* paths, size_t count
   return 0;
 }
 
-namespace {
-
-struct ProbeArgs {
-  const char* const* paths;
-  size_t count;
-};
-
-// A forked copy of the daemon (not sharing its memory) that applies the
-// mounts in its own namespace and exits with the errno.
-[[noreturn]] AGENTD_CHILD_SIDE void ProbeChild(const ProbeArgs& a) {
-  const char* failed = nullptr;
-  // Every errno fits the exit status's byte.
-  ::syscall(SYS_exit_group, ApplyReadonlyMounts(a.paths, a.count, &failed));
-  __builtin_unreachable();
-}
-
-}  // namespace
-
 std::string ProbeReadonlyMounts(const std::vector<std::string>& paths) {
   if (paths.empty()) return "";
   std::vector<const char*> c_paths;
   for (const std::string& p : paths) c_paths.push_back(p.c_str());
-  ProbeArgs args{c_paths.data(), c_paths.size()};
-  // A plain fork by raw system call: the child touches only its own copy
-  // of memory and exits; libc's fork handlers have nothing to do here.
-  long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0) return std::string("cannot create a probe process: ") + std::strerror(errno);
-  if (pid == 0) ProbeChild(args);
-  int status = 0;
-  while (::waitpid(static_cast<pid_t>(pid), &status, __WALL) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (!WIFEXITED(status)) return "the mount probe was killed by a signal";
-  int err = WEXITSTATUS(status);
-  std::string why = "cannot bind paths read-only in a private mount namespace (" +
-                    std::string(std::strerror(err)) + ")";
+  std::string why;
+  int err = RunInProbeChild(
+      [](const void* arg) {
+        const auto* list = static_cast<const std::vector<const char*>*>(arg);
+        const char* failed = nullptr;
+        return ApplyReadonlyMounts(list->data(), list->size(), &failed);
+      },
+      &c_paths, &why);
+  if (err <= 0) return err == 0 ? "" : why;
+  why = "cannot bind paths read-only in a private mount namespace (" +
+        std::string(std::strerror(err)) + ")";
   if (err == EPERM) why += ": it needs CAP_SYS_ADMIN and a seccomp policy that allows mounts";
   return why;
 }

@@ -18,6 +18,7 @@
 
 #include "proc/child_env.h"
 #include "proc/child_side.h"
+#include "proc/empty_network.h"
 #include "proc/readonly_mounts.h"
 #include "sys/posix_error.h"
 
@@ -68,6 +69,7 @@ enum class Step : int {
   kGid,
   kUid,
   kChdir,
+  kNetwork,
   kReadonly,
   kBounding,
   kCapabilities,
@@ -101,6 +103,7 @@ struct ChildArgs {
   const struct sock_fprog* seccomp_filter;
   const char* const* readonly_paths;
   size_t readonly_path_count;
+  bool empty_network;
   int err;
   Step step;
   const char* failed_path;
@@ -191,6 +194,10 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   }
   if (a->controlling_terminal && ::syscall(SYS_ioctl, 0, TIOCSCTTY, 0) != 0) {
     Fail(a, Step::kTty, errno);
+  }
+  if (a->empty_network) {
+    int err = EnterEmptyNetwork();
+    if (err != 0) Fail(a, Step::kNetwork, err);
   }
   if (a->readonly_path_count > 0) {
     // While the capability to mount is still there.
@@ -308,6 +315,9 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kUid:
       what = "cannot switch to user " + std::to_string(*spec.credentials->uid);
       break;
+    case Step::kNetwork:
+      what = "cannot give the exec an empty network";
+      break;
     case Step::kReadonly:
       what = path ? "cannot bind " + std::string(path) + " read-only"
                   : std::string("cannot create the exec's mount namespace");
@@ -374,6 +384,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   for (const std::string& p : spec.readonly_paths) readonly_ptrs.push_back(p.c_str());
   args.readonly_paths = readonly_ptrs.data();
   args.readonly_path_count = readonly_ptrs.size();
+  args.empty_network = spec.empty_network;
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -77,6 +77,9 @@ struct SpawnSpec {
   // Bound read-only in a private mount namespace of the child
   // (proc/readonly_mounts.h), before it gives up its capabilities.
   std::vector<std::string> readonly_paths;
+  // "network": "none": a network namespace of its own with only loopback
+  // (proc/empty_network.h), entered while the child may still.
+  bool empty_network = false;
 };
 
 struct SpawnResult {

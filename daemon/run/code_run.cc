@@ -135,6 +135,7 @@ RunResponse BuildAnswer(const ExecView& exec, const std::string& cwd, const RunR
   r.error = info.error;
   r.profile = info.profile;
   r.restriction = info.restriction;
+  r.network = info.network;
   // Only a failed run has an exception (a report beside exit 0 was
   // written by the code itself).
   if (info.exit_code != 0) r.exception = std::move(exception);

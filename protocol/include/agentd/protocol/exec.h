@@ -40,6 +40,12 @@ inline constexpr char kProfileRestricted[] = "restricted";
 // invalid_request naming `field` unless `name` is one of the two.
 Status ValidateProfile(std::string_view name, std::string_view field = "profile");
 
+// "network": "none" (docs/PROTOCOL.md, "No network"): the exec gets a
+// network namespace of its own with only loopback, up.
+inline constexpr char kNetworkNone[] = "none";
+// invalid_request naming the field unless `value` is "none".
+Status ValidateNetwork(std::string_view value);
+
 // What a restricted exec actually ran with: the "restriction" member of the
 // exec object and of the /v1/run answer. Every item is in force when the
 // member is present (a step that cannot be applied fails the spawn).
@@ -76,6 +82,7 @@ struct ExecStartRequest {
   std::optional<std::string> user;
   std::optional<std::string> group;
   std::optional<std::string> profile;  // "restricted" | "unrestricted"; unset: the daemon's default
+  std::optional<std::string> network;  // "none"; unset: the guest's network
   // Whole stdin, as sent: `stdin` (text) or `stdin_b64` (decoded here into
   // `stdin_data`, with `stdin_was_b64` remembering the spelling).
   std::optional<std::string> stdin_data;
@@ -124,6 +131,7 @@ struct ExecInfo {
   ExecLimits limits;
   std::string profile = kProfileUnrestricted;  // the profile it ran under
   std::optional<ExecRestriction> restriction;  // restricted: what was applied
+  std::optional<std::string> network;          // "none" when it ran without network
 };
 
 json::Value EncodeExecInfo(const ExecInfo& info);

@@ -41,6 +41,7 @@ struct RunRequest {
   std::optional<std::string> group;
   std::optional<std::string> stdin_data;  // `stdin`, text
   std::optional<std::string> profile;     // as in the start request
+  std::optional<std::string> network;     // as in the start request
   bool scan_changes = true;               // false: no changed_files scan
   ExecLimits limits;
   // A stdout line starting with it carries the result; "" turns it off.
@@ -84,6 +85,7 @@ struct RunResponse {
   std::optional<std::string> error;            // spawn failure
   std::string profile = kProfileUnrestricted;  // as in the exec object
   std::optional<ExecRestriction> restriction;
+  std::optional<std::string> network;  // as in the exec object
   // What a python run raised (its driver's report); null when it raised
   // nothing, or for shell.
   std::optional<RunException> exception;
