@@ -68,6 +68,10 @@ int CmdRun(Context& ctx) {
   if (req.profile && *req.profile != kProfileRestricted && *req.profile != kProfileUnrestricted) {
     return ctx.out().UsageError("--profile is restricted or unrestricted");
   }
+  req.network = args.Get("network");
+  if (req.network && *req.network != kNetworkNone) {
+    return ctx.out().UsageError("--network takes only none");
+  }
   bool ok = Int(args, "timeout", &req.timeout_sec) &&
             Int(args, "memory-mb", &req.limits.memory_mb) && Int(args, "pids", &req.limits.pids) &&
             Int(args, "cpu-sec", &req.limits.cpu_sec) &&

@@ -13,6 +13,7 @@ std::vector<FlagSpec> StartFlags(bool attached) {
       {"user", "USER", "run as this user (name or uid); HOME, USER, LOGNAME follow"},
       {"group", "GROUP", "run with this group (name or gid)"},
       {"profile", "P", "restricted or unrestricted (default: the daemon's --default-profile)"},
+      {"network", "none", "none: only loopback, in a network namespace of its own"},
       {"cwd", "DIR", "working directory"},
       {"timeout", "SECONDS", "remote timeout: TERM, grace, KILL; exit 124"},
       {"kill-grace", "SECONDS", "grace between TERM and KILL (default 5)"},
@@ -94,6 +95,7 @@ const std::vector<Command>& Commands() {
         {"cpu-sec", "N", "CPU time limit, seconds"},
         {"file-size-mb", "N", "file size limit, MiB"},
         {"profile", "P", "restricted or unrestricted (default: the daemon's --default-profile)"},
+        {"network", "none", "none: only loopback, in a network namespace of its own"},
         {"no-scan", "", "do not report changed files"},
         {"result-marker", "TEXT", "stdout lines starting with TEXT carry the result (default "
                                   "__AGENTD_RESULT__; empty: off)"}},

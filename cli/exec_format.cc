@@ -46,6 +46,10 @@ Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   if (req.profile && *req.profile != kProfileRestricted && *req.profile != kProfileUnrestricted) {
     return Usage("--profile is restricted or unrestricted, got '" + *req.profile + "'");
   }
+  req.network = args.Get("network");
+  if (req.network && *req.network != kNetworkNone) {
+    return Usage("--network takes only none, got '" + *req.network + "'");
+  }
   req.cwd = args.Get("cwd");
   if (auto t = args.Get("timeout")) {
     Result<int64_t> n = Seconds(*t, "timeout");
@@ -82,6 +86,7 @@ std::string DescribeExec(const ExecInfo& e) {
       {"acked", e.acked ? "yes" : "no"},
   };
   rows.push_back({"profile", e.profile});
+  if (e.network) rows.push_back({"network", *e.network});
   if (e.restriction) {
     const ExecRestriction& r = *e.restriction;
     rows.push_back({"restriction", "user " + r.user + " (uid " + std::to_string(r.uid) +

@@ -132,13 +132,15 @@ class Client(FileCalls, ReactiveCalls):
                      kill_grace_sec: Optional[int] = None,
                      pty: Optional[Mapping[str, Any]] = None,
                      profile: Optional[str] = None,
+                     network: Optional[str] = None,
                      **limits: Union[int, float, bool]) -> Dict[str, Any]:
         """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
         command, or runtime with code ("Run code": as a detached exec). `limits`
         are the resource limits of "Limits": memory_mb, pids, cpu_sec,
         file_size_mb, output_bytes, kill_on_output, cpus. `profile` is
         "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles"); unset,
-        the daemon's --default-profile applies."""
+        the daemon's --default-profile applies. `network="none"`: only loopback
+        (docs/PROTOCOL.md, "No network"); unset, the guest's network."""
         body: Dict[str, Any] = {}
         if argv is not None:
             body["argv"] = list(argv)
@@ -146,7 +148,8 @@ class Client(FileCalls, ReactiveCalls):
             body["command"] = command
         for name, value in (("runtime", runtime), ("code", code), ("shell", shell), ("cwd", cwd),
                             ("user", user), ("group", group), ("timeout_sec", timeout_sec),
-                            ("kill_grace_sec", kill_grace_sec), ("profile", profile)):
+                            ("kill_grace_sec", kill_grace_sec), ("profile", profile),
+                            ("network", network)):
             if value is not None:
                 body[name] = value
         body.update(_limits(limits))
@@ -465,19 +468,21 @@ class Client(FileCalls, ReactiveCalls):
                  user: Optional[str] = None, group: Optional[str] = None,
                  stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
                  profile: Optional[str] = None,
+                 network: Optional[str] = None,
                  result_marker: Optional[str] = None,
                  **limits: Union[int, float, bool]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
-        `limits` and `profile` as for exec_request. `result_marker` (daemon default
+        `limits`, `profile` and `network` as for exec_request. `result_marker` (daemon default
         "__AGENTD_RESULT__"; "" turns it off): a stdout line starting with it is the
         JSON result (`result`, `result_error`). Not retried once sent (running code
         twice is not harmless)."""
         body: Dict[str, Any] = {"runtime": runtime, "code": code}
         for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
                             ("group", group), ("stdin", stdin), ("scan_changes", scan_changes),
-                            ("profile", profile), ("result_marker", result_marker)):
+                            ("profile", profile), ("network", network),
+                            ("result_marker", result_marker)):
             if value is not None:
                 body[name] = value
         if env is not None:

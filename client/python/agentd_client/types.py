@@ -147,6 +147,8 @@ class ExecInfo:
     #: Restricted: what was applied: {"user", "uid", "gid", "no_new_privs",
     #: "capabilities": "none", "seccomp_refused_syscalls", "readonly_paths"}.
     restriction: Optional[Dict[str, Any]] = None
+    #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
+    network: Optional[str] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -168,7 +170,8 @@ class ExecInfo:
             acked=bool(d.get("acked")), error=_opt_str(d.get("error")),
             limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")),
             profile=str(d.get("profile") or "unrestricted"),
-            restriction=_opt_dict(d.get("restriction")), raw=d)
+            restriction=_opt_dict(d.get("restriction")), network=_opt_str(d.get("network")),
+            raw=d)
 
 
 @dataclass
@@ -347,6 +350,8 @@ class CodeRunResult:
     result: Any = None
     has_result: bool = False
     result_error: Optional[str] = None
+    #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
+    network: Optional[str] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "CodeRunResult":
@@ -362,7 +367,8 @@ class CodeRunResult:
             str(d.get("runtime", "")), str(d.get("cwd", "")), _int(d.get("timeout_sec")),
             _opt_str(d.get("error")), d, str(d.get("profile") or "unrestricted"),
             _opt_dict(d.get("restriction")), _opt_dict(d.get("exception")),
-            d.get("result"), "result" in d, _opt_str(d.get("result_error")))
+            d.get("result"), "result" in d, _opt_str(d.get("result_error")),
+            _opt_str(d.get("network")))
 
 
 @dataclass

@@ -24,7 +24,7 @@ export interface Health {
   retention: { streamBytes: number; totalBytes: number };
   /** The limit mechanism in force, what it enforces, and the defaults. */
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
-             defaults: Limits; runTimeoutSec: number };
+             defaults: Limits; runTimeoutSec: number; networkWhy?: string };
   /** The default profile, the restricted user, the calls the filter refuses and the
    *  paths restricted execs see read-only (readonlyWhy: why none can be bound here). */
   profiles?: { default: Profile;
@@ -137,6 +137,8 @@ export interface ExecRequest extends Limits {
   killGraceSec?: number;
   pty?: { rows: number; cols: number; term?: string };
   profile?: Profile;
+  /** "none": only loopback, in a network namespace of its own (docs/PROTOCOL.md, "No network"). */
+  network?: "none";
 }
 
 /** What killExec sends: a signal name (default TERM) and the grace before KILL. */
@@ -168,6 +170,8 @@ export interface ExecInfo {
   /** The profile it ran under; restriction: what was applied (restricted only). */
   profile?: Profile;
   restriction?: Restriction;
+  /** "none" when it ran without network. */
+  network?: "none";
 }
 
 /** Bytes [start, next) of one stream from a poll; gap: bytes lost before them. */
@@ -277,6 +281,8 @@ export interface CodeRunResult {
   error: string | null;
   profile?: Profile;
   restriction?: Restriction;
+  /** "none" when it ran without network. */
+  network?: "none";
   /** What a python run raised (absent from older daemons). */
   exception?: RunException | null;
   /** The last result line's JSON value; absent when there was none. */
@@ -322,6 +328,7 @@ export interface RunCodeOptions extends Limits {
   stdin?: string;
   scanChanges?: boolean;
   profile?: Profile;
+  network?: "none";
   /** Default "__AGENTD_RESULT__"; "" turns result lines off. */
   resultMarker?: string;
 }

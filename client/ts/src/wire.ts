@@ -69,6 +69,7 @@ export function execInfoFromWire(v: unknown): ExecInfo {
   if (w.profile !== undefined) out.profile = w.profile;
   const r = restriction(w.restriction);
   if (r) out.restriction = r;
+  if (w.network !== undefined) out.network = w.network;
   return out;
 }
 
@@ -90,6 +91,7 @@ export function execRequestToWire(r: ExecRequest): Wire {
   if (r.killGraceSec !== undefined) w.kill_grace_sec = r.killGraceSec;
   if (r.pty !== undefined) w.pty = r.pty;
   if (r.profile !== undefined) w.profile = r.profile;
+  if (r.network !== undefined) w.network = r.network;
   limitsToWire(r, w);
   return w;
 }
@@ -104,6 +106,7 @@ export function runCodeOptionsToWire(o: RunCodeOptions): Wire {
   if (o.stdin !== undefined) w.stdin = o.stdin;
   if (o.scanChanges !== undefined) w.scan_changes = o.scanChanges;
   if (o.profile !== undefined) w.profile = o.profile;
+  if (o.network !== undefined) w.network = o.network;
   if (o.resultMarker !== undefined) w.result_marker = o.resultMarker;
   limitsToWire(o, w);
   return w;
@@ -128,6 +131,7 @@ export function healthFromWire(v: unknown): Health {
       mechanism: l.mechanism, supported: Array.isArray(l.supported) ? l.supported : [],
       defaults: limitsFromWire(l.defaults), runTimeoutSec: l.run_timeout_sec,
     };
+    if (l.network_why !== undefined) out.limits.networkWhy = l.network_why;
   }
   if (w.profiles !== undefined) {
     const p = obj(w.profiles);
@@ -205,6 +209,7 @@ export function codeRunResultFromWire(v: unknown): CodeRunResult {
   if (w.profile !== undefined) out.profile = w.profile;
   const r = restriction(w.restriction);
   if (r) out.restriction = r;
+  if (w.network !== undefined) out.network = w.network;
   if (w.exception !== undefined) out.exception = runException(w.exception);
   if ("result" in w) out.result = w.result; // the caller's own value, as sent
   if (w.result_error !== undefined) out.resultError = w.result_error;
