@@ -22,6 +22,7 @@ void NeedRuntime(CheckContext& ctx, std::string_view name) {
 struct LimitsInfo {
   std::string mechanism;
   std::vector<std::string> supported;
+  std::string network_why;  // why "network": "none" is not supported ("" when it is)
 };
 
 LimitsInfo Limits(CheckContext& ctx) {
@@ -37,6 +38,9 @@ LimitsInfo Limits(CheckContext& ctx) {
       if (v.is_string()) out.supported.push_back(v.as_string());
     }
   }
+  if (const json::Value* w = limits->Find("network_why"); w && w->is_string()) {
+    out.network_why = w->as_string();
+  }
   return out;
 }
 
@@ -46,6 +50,47 @@ void NeedCgroups(CheckContext& ctx) {
 
 RunResponse Run(CheckContext& ctx, RunRequest req, std::string_view what) {
   return ExpectOk(ctx.client().RunCode(std::move(req)), what);
+}
+
+// "network": "none" (docs/PROTOCOL.md, "No network"): a namespace of the
+// run's own (not the guest's; two runs' cannot be compared, since a freed
+// namespace's inode number is reused) whose only interface is
+// loopback; where health does not list it, the request is refused.
+void ARunWithoutNetworkHasOnlyItsOwnLoopback(CheckContext& ctx) {
+  LimitsInfo limits = Limits(ctx);
+  RunRequest req;
+  req.runtime = Runtime::kShell;
+  req.code = "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '";
+  req.network = kNetworkNone;
+  req.scan_changes = false;
+  if (std::find(limits.supported.begin(), limits.supported.end(), "network") ==
+      limits.supported.end()) {
+    ExpectErrorStatus(ctx.client().RunCode(req), ErrorCode::kLimitUnsupported,
+                      "a run with network none where health does not list it");
+    throw CheckSkipped{"the guest cannot run without network: " + limits.network_why};
+  }
+  RunResponse first = Run(ctx, req, "a run with network none");
+  req.network.reset();
+  RunResponse plain = Run(ctx, req, "a run with the guest's network");
+  Expect(first.network == std::optional<std::string>(kNetworkNone) && !plain.network,
+         "the run answers do not say which ran without network");
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < s.size();) {
+      size_t j = s.find('\n', i);
+      if (j == std::string::npos) j = s.size();
+      out.push_back(s.substr(i, j - i));
+      i = j + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> a = lines(first.stdout_text);
+  std::vector<std::string> p = lines(plain.stdout_text);
+  Expect(a.size() == 2 && a[1] == "lo",
+         "a run with network none sees interfaces other than "
+         "loopback: " +
+             first.stdout_text);
+  Expect(!p.empty() && a[0] != p[0], "a run with network none is in the guest's namespace " + a[0]);
 }
 
 RunRequest Shell(std::string code) {
@@ -297,6 +342,8 @@ void OutputLimitIsGapUnlessKill(CheckContext& ctx) {
 void AddRunChecks(std::vector<Check>& checks) {
   checks.push_back(
       {"run", "each advertised runtime runs its code with one argv", EachAdvertisedRuntimeRuns});
+  checks.push_back({"run", "a run with network none has only its own loopback",
+                    ARunWithoutNetworkHasOnlyItsOwnLoopback});
   checks.push_back(
       {"run", "a runtime the guest lacks is runtime_unavailable", AbsentRuntimeIsRefused});
   checks.push_back({"run", "every runtime is advertised or listed unavailable with a reason",

@@ -82,8 +82,9 @@ Status ValidateProfile(std::string_view name, std::string_view field) {
 
 Status ValidateNetwork(std::string_view value) {
   if (value == kNetworkNone) return Status::Ok();
-  return Status::InvalidRequest("field \"network\" must be \"none\" (leave it out for the "
-                                "guest's network)")
+  return Status::InvalidRequest(
+             "field \"network\" must be \"none\" (leave it out for the "
+             "guest's network)")
       .With("field", std::string("network"));
 }
 

@@ -71,6 +71,18 @@ class RunCommandTest(AgentctlTestCase):
         self.assertEqual(env["result"]["profile"], "restricted")
         self.assertEqual(env["result"]["restriction"]["uid"], 65534)
 
+    @unittest.skipUnless(os.geteuid() == 0, "network namespaces need a root daemon")
+    def test_run_network_none_cannot_reach_the_daemon(self):
+        reach = "exec 3<>/dev/tcp/127.0.0.1/%d && echo reached || echo refused" % self.daemon.port
+        r, env = self.envelope("run", "--no-scan", "--runtime", "shell", "--network", "none",
+                               "bash -c '%s' 2>/dev/null" % reach)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual((env["result"]["stdout"], env["result"]["network"]), ("refused\n", "none"))
+        r, env = self.envelope("run", "--no-scan", "bash -c '%s' 2>/dev/null" % reach)
+        self.assertEqual(env["result"]["stdout"], "reached\n")
+        self.assertNotIn("network", env["result"])
+        self.assertEqual(self.ctl("run", "--network", "some", "true").returncode, 2)
+
     def test_run_usage_errors_and_refusals(self):
         self.assertEqual(self.ctl("run", "--runtime", "cobol", "1").returncode, 2)
         self.assertEqual(self.ctl("run", "--timeout", "soon", "1").returncode, 2)

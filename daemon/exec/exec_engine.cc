@@ -244,9 +244,9 @@ Status CheckRuntime(const ExecEngineOptions& options, Runtime runtime,
 Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   bool restricted = request.profile.value_or(options_.default_profile) == kProfileRestricted;
   if (request.network && !network_unavailable_.empty()) {
-    return Status::Error(ErrorCode::kLimitUnsupported,
-                         "\"network\": \"none\" is not available in this guest: " +
-                             network_unavailable_)
+    return Status::Error(
+               ErrorCode::kLimitUnsupported,
+               "\"network\": \"none\" is not available in this guest: " + network_unavailable_)
         .With("field", std::string("network"));
   }
   Result<std::optional<Credentials>> identity =

@@ -38,8 +38,7 @@ std::string ProbeEmptyNetwork() {
   std::string why;
   int err = RunInProbeChild([](const void*) { return EnterEmptyNetwork(); }, nullptr, &why);
   if (err <= 0) return err == 0 ? "" : why;
-  why = "cannot create a network namespace with loopback (" + std::string(std::strerror(err)) +
-        ")";
+  why = "cannot create a network namespace with loopback (" + std::string(std::strerror(err)) + ")";
   if (err == EPERM) why += ": it needs CAP_SYS_ADMIN and a seccomp policy that allows unshare";
   return why;
 }
