@@ -10,6 +10,7 @@ operator replaces the installed one.
 
 import base64
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
@@ -129,14 +131,23 @@ class UpgradeInPlaceTest(UpgradeCase):
             conn.getresponse().read()
 
     def test_sigusr2_upgrades_too(self):
+        status_file = os.path.join(self.daemon.state_dir, "upgrade-status.json")
         os.kill(self.pid, signal.SIGUSR2)
-        for _ in range(MAX_RECONNECTS * 20):
+        # The daemon writes the outcome once the new binary serves (what
+        # `agentd --upgrade` waits for); a bound only so a miss fails.
+        deadline = time.monotonic() + 120
+        while not os.path.exists(status_file):
+            self.assertLess(time.monotonic(), deadline, "no upgrade outcome was written")
+            time.sleep(0.02)
+        with open(status_file) as f:
+            self.assertTrue(json.load(f)["ok"])
+        for _ in range(MAX_RECONNECTS):
             try:
-                if self.health()["upgrades"] == 1:
-                    break
+                self.assertEqual(self.health()["upgrades"], 1)
+                return
             except (ConnectionError, http.client.HTTPException):
-                pass
-        self.assertEqual(self.health()["upgrades"], 1)
+                continue  # a connection the upgrade closed: ask again
+        self.fail("health did not answer after the upgrade")
 
     def test_an_exec_started_after_the_upgrade_runs(self):
         self.assertEqual(self.upgrade()[0], 0)
