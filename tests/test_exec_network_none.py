@@ -16,6 +16,9 @@ from lib.exec_util import run
 
 from agentd_client import Client  # noqa: E402
 
+# A Python every user can run (the test's own may live under /root).
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
 # Connects to each host:port given and prints {"host:port": "ok" | errno name};
 # first starts its own listener on 127.0.0.1 and tries that too ("self"), from
 # a double-forked grandchild when asked (descendants inherit the namespace).
@@ -87,7 +90,7 @@ class NetworkNoneTest(unittest.TestCase):
 
     def probe(self, exec_id, targets, mode="child", **body):
         obj, out, err = run(self.daemon, exec_id,
-                            dict(body, argv=[sys.executable, "-c", PROBE, mode] + targets))
+                            dict(body, argv=[PYTHON, "-c", PROBE, mode] + targets))
         self.assertEqual(obj["exit_code"], 0, err)
         return obj, json.loads(out)
 
