@@ -65,8 +65,10 @@ void ARunWithoutNetworkHasOnlyItsOwnLoopback(CheckContext& ctx) {
   req.scan_changes = false;
   if (std::find(limits.supported.begin(), limits.supported.end(), "network") ==
       limits.supported.end()) {
-    ExpectErrorStatus(ctx.client().RunCode(req), ErrorCode::kLimitUnsupported,
-                      "a run with network none where health does not list it");
+    Status refused = ExpectErrorStatus(ctx.client().RunCode(req), ErrorCode::kLimitUnsupported,
+                                       "a run with network none where health does not list it");
+    Expect(refused.message().find("network") != std::string::npos,
+           "the refusal does not say it is about the network: " + refused.message());
     throw CheckSkipped{"the guest cannot run without network: " + limits.network_why};
   }
   RunResponse first = Run(ctx, req, "a run with network none");
