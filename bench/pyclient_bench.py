@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 
+from client_report import write_and_print
 from exec_bench import Daemon, HERE, ROOT, TOKEN, pct
 
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
@@ -166,24 +167,10 @@ def main():
         "stream_rounds": [{"client_mib_s": c / mib, "raw_mib_s": w / mib}
                           for c, w in zip(client_rates, raw_rates)],
         "python": sys.version.split()[0],
-        "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release,
-                    "loadavg": os.getloadavg()},
     }
     r["run_ratio_p50"] = r["run_p50_ms"] / r["raw_p50_ms"]
-    out_path = args.json or os.path.join(HERE, "results", "pyclient.json")
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    with open(out_path, "w") as f:
-        json.dump(r, f, indent=2)
-    print("| measurement | Python client | http.client by hand | ratio |")
-    print("|---|---|---|---|")
-    print("| run([\"true\"]) p50 | %.3f ms | %.3f ms | %.2fx |" % (
-        r["run_p50_ms"], r["raw_p50_ms"], r["run_ratio_p50"]))
-    print("| run([\"true\"]) p99 | %.3f ms | %.3f ms | %.2fx |" % (
-        r["run_p99_ms"], r["raw_p99_ms"], r["run_p99_ms"] / r["raw_p99_ms"]))
-    print("| %d MiB stream (client SSE vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2fx |" % (
-        size >> 20, r["stream_client_mib_s"], r["stream_raw_mib_s"], r["stream_ratio"]))
-    print("| events route read undecoded (output bytes) | %.0f MiB/s | | %.2fx |" % (
-        r["sse_undecoded_mib_s"], r["sse_undecoded_mib_s"] / r["stream_raw_mib_s"]))
+    write_and_print(r, args.json or os.path.join(HERE, "results", "pyclient.json"),
+                    "Python client", "http.client by hand", size)
     print("| base64 decode alone (binascii), same bytes | %.0f MiB/s | | %.2fx |" % (
         r["b64_decode_mib_s"], r["b64_decode_mib_s"] / r["stream_raw_mib_s"]))
 

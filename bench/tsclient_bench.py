@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+from client_report import write_and_print
 from exec_bench import Daemon, HERE, ROOT, TOKEN
 
 TS_DIR = os.path.join(ROOT, "client", "ts")
@@ -71,23 +72,8 @@ def main():
     finally:
         shutil.rmtree(build, ignore_errors=True)
     r = json.loads(out)
-    r["machine"] = {"cpus": os.cpu_count(), "kernel": os.uname().release,
-                    "loadavg": os.getloadavg()}
-    out_path = args.json or os.path.join(HERE, "results", "tsclient.json")
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    with open(out_path, "w") as f:
-        json.dump(r, f, indent=2)
-    print("| measurement | TypeScript client | node:http by hand | ratio |")
-    print("|---|---|---|---|")
-    print("| run([\"true\"]) p50 | %.3f ms | %.3f ms | %.2fx |" % (
-        r["run_p50_ms"], r["raw_p50_ms"], r["run_ratio_p50"]))
-    print("| run([\"true\"]) p99 | %.3f ms | %.3f ms | %.2fx |" % (
-        r["run_p99_ms"], r["raw_p99_ms"], r["run_p99_ms"] / r["raw_p99_ms"]))
-    print("| %d MiB stream (client SSE vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2fx |" % (
-        size >> 20, r["stream_client_mib_s"], r["stream_raw_mib_s"], r["stream_ratio"]))
-    print("| events route read undecoded (output bytes) | %.0f MiB/s | | %.2fx |" % (
-        r["sse_undecoded_mib_s"], r["sse_undecoded_mib_s"] / r["stream_raw_mib_s"]))
-
+    write_and_print(r, args.json or os.path.join(HERE, "results", "tsclient.json"),
+                    "TypeScript client", "node:http by hand", size)
 
 if __name__ == "__main__":
     sys.exit(main())
