@@ -19,6 +19,7 @@ from lib import stock_guest
 from lib.agentd_test import Daemon
 from lib.exec_util import wait_until
 from lib.pyclient import PYCLIENT_DIR
+from lib.pyclient_case import DaemonPerClassCase
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HARNESS = os.path.join(PYCLIENT_DIR, "examples", "eval_harness.py")
@@ -46,15 +47,7 @@ def readme_block(path, lang):
     return blocks[0]
 
 
-class PyClientExamplesTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        cls.url = "http://127.0.0.1:%d" % cls.daemon.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.close()
+class PyClientExamplesTest(DaemonPerClassCase):
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pyclient-examples-")

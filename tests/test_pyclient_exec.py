@@ -19,6 +19,7 @@ import unittest
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib.agentd_test import Daemon
 from lib.cutting_proxy import CuttingProxy
+from lib.pyclient_case import DaemonPerClassCase
 
 import agentd_client as ac
 from agentd_client.aio import AsyncClient
@@ -48,15 +49,7 @@ def noisy_argv(n, seed):
     return ["python3", "-c", NOISY, str(n), str(seed)]
 
 
-class PyClientExecTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.daemon = Daemon()
-        cls.url = "http://127.0.0.1:%d" % cls.daemon.port
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.close()
+class PyClientExecTest(DaemonPerClassCase):
 
     def client(self, **kw):
         kw.setdefault("token", "test-token")

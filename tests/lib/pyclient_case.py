@@ -11,8 +11,8 @@ from lib.agentd_test import Daemon
 import agentd_client as ac
 
 
-class PyClientCase(unittest.TestCase):
-    SCRATCH_PREFIX = "agentd-pyclient-"
+class DaemonPerClassCase(unittest.TestCase):
+    """One daemon for the test class, at `self.url`."""
 
     @classmethod
     def setUpClass(cls):
@@ -22,6 +22,10 @@ class PyClientCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.daemon.close()
+
+
+class PyClientCase(DaemonPerClassCase):
+    SCRATCH_PREFIX = "agentd-pyclient-"
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix=self.SCRATCH_PREFIX)
