@@ -5,26 +5,18 @@ and a path wait is confined like every fs route."""
 
 import os
 import shutil
-import socket
 import tempfile
 import threading
 import unittest
 import urllib.parse
 
 from lib.agentd_test import Daemon, DaemonTestCase, error_code
+from lib.echo_server import free_port
 from lib.exec_util import start
 
 
 def url(route, **params):
     return route + "?" + urllib.parse.urlencode(params)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Background:
