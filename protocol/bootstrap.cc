@@ -95,6 +95,8 @@ json::Value EncodeHealthResponse(const HealthResponse& h) {
         json::Object().Set("runtime", u.runtime).Set("code", u.code).Set("reason", u.reason));
   }
   o.Set("runtimes_unavailable", std::move(unavailable));
+  if (h.reason) o.Set("reason", *h.reason);
+  if (h.errno_name) o.Set("errno", *h.errno_name);
   for (const json::Member& m : h.extra.members()) o.Set(m.key, m.value);
   return o;
 }
@@ -118,6 +120,10 @@ Result<HealthResponse> DecodeHealthResponse(const json::Value& doc) {
       h.execs = v.as_int();
     } else if (m.key == "uptime_ms" && v.is_int()) {
       h.uptime_ms = v.as_int();
+    } else if (m.key == "reason" && v.is_string()) {
+      h.reason = v.as_string();
+    } else if (m.key == "errno" && v.is_string()) {
+      h.errno_name = v.as_string();
     } else if (m.key == "runtimes" && v.is_array()) {
       for (const json::Value& r : v.as_array()) {
         if (r.is_string()) h.runtimes.push_back(r.as_string());

@@ -40,4 +40,23 @@ TEST_CASE("health response round-trips, keeping fields it does not know", "[heal
   CHECK(back->runtimes == h.runtimes);
   CHECK(back->runtimes_unavailable == h.runtimes_unavailable);
   CHECK(back->extra.Find("limits")->as_string() == "cgroup2");
+  CHECK_FALSE(back->reason);
+  CHECK_FALSE(back->errno_name);
+  CHECK(back->extra.Find("reason") == nullptr);
+}
+
+TEST_CASE("a 503 health's reason and errno are fields of their own, not extras", "[health]") {
+  HealthResponse h;
+  h.status = "state_dir_unwritable";
+  h.reason = "the state directory takes no write: Read-only file system";
+  h.errno_name = "EROFS";
+  json::Value doc = EncodeHealthResponse(h);
+  CHECK(doc.as_object().Find("errno")->as_string() == "EROFS");
+  auto back = DecodeHealthResponse(doc);
+  REQUIRE(back.ok());
+  CHECK(back->status == "state_dir_unwritable");
+  CHECK(back->reason == h.reason);
+  CHECK(back->errno_name == "EROFS");
+  CHECK(back->extra.Find("reason") == nullptr);
+  CHECK(back->extra.Find("errno") == nullptr);
 }

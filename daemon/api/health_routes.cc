@@ -47,7 +47,7 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
     if (code != 200) return;
     code = 503;
     h.status = std::move(status);
-    h.extra.Set("reason", std::move(reason));
+    h.reason = std::move(reason);
   };
   if (ctx.draining()) {
     unable("draining",
@@ -76,7 +76,9 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   if (code == 200) {
     if (Status writable = ctx.state_dir_writable(); !writable.ok()) {
       unable("state_dir_unwritable", writable.message());
-      if (const json::Value* e = writable.details().Find("errno")) h.extra.Set("errno", *e);
+      if (const json::Value* e = writable.details().Find("errno"); e && e->is_string()) {
+        h.errno_name = e->as_string();
+      }
     }
   }
   co_await res.SendJson(code, EncodeHealthResponse(h));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,12 @@ struct HealthResponse {
   int64_t uptime_ms = 0;
   std::vector<std::string> runtimes;
   std::vector<RuntimeUnavailable> runtimes_unavailable;
+  // Why the daemon cannot serve (a 503 health: draining, resetting,
+  // quarantined, state_dir_unwritable); absent while status is "ok".
+  std::optional<std::string> reason;
+  // With state_dir_unwritable: the errno name of the failed write (EROFS,
+  // ENOSPC, ...). The wire field is "errno", a macro name in C++.
+  std::optional<std::string> errno_name;
   json::Object extra;  // fields added after v1 (limits mechanism, ...)
 };
 json::Value EncodeHealthResponse(const HealthResponse& h);
