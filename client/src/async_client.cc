@@ -11,54 +11,6 @@
 
 namespace agentd::client {
 
-namespace {
-
-// The coroutines behind the methods that have default arguments. GCC 12
-// miscompiles a coroutine whose by-value parameter has a default argument
-// (the default's temporary is destroyed or copied wrongly into the frame:
-// `co_await client.Run(request)` died in free() at -O2), so every such
-// method is a plain function handing each argument on explicitly to a
-// coroutine without defaults. async_defaults_test.cc calls each of them.
-
-asio::awaitable<Result<std::string>> MetricsCall(Transport& transport, size_t max_bytes) {
-  HttpRequest req;
-  req.target = "/v1/metrics";
-  req.idempotent = true;
-  Result<HttpResponse> r = co_await transport.Call(req, max_bytes);
-  if (!r.ok()) co_return r.status();
-  co_return std::move(r->body);
-}
-
-asio::awaitable<Result<TaggedContent>> ReadTaggedFileCall(Transport& transport, std::string path,
-                                                          ReadOptions options) {
-  TaggedContent content;
-  std::string& out = content.data;
-  size_t limit = options.max_bytes;
-  ByteSink sink = [&out, limit](std::string_view bytes) {
-    if (out.size() + bytes.size() > limit) {
-      return Status::Error(ErrorCode::kPayloadTooLarge,
-                           "file is larger than ReadOptions::max_bytes (" + std::to_string(limit) +
-                               "); use ReadFileTo to stream it")
-          .With("limit", limit);
-    }
-    out.append(bytes);
-    return Status::Ok();
-  };
-  Result<uint64_t> n =
-      co_await ReadFileCall(transport, std::move(path), options, std::move(sink), &content.etag);
-  if (!n.ok()) co_return n.status();
-  co_return content;
-}
-
-asio::awaitable<Result<std::string>> ReadWholeFileCall(Transport& transport, std::string path,
-                                                       ReadOptions options) {
-  Result<TaggedContent> r = co_await ReadTaggedFileCall(transport, std::move(path), options);
-  if (!r.ok()) co_return r.status();
-  co_return std::move(r->data);
-}
-
-}  // namespace
-
 AsyncClient::AsyncClient(asio::any_io_executor executor, ClientOptions options)
     : executor_(executor), transport_(std::make_unique<Transport>(executor, std::move(options))) {}
 
@@ -83,7 +35,12 @@ asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
 }
 
 asio::awaitable<Result<std::string>> AsyncClient::Metrics(size_t max_bytes) {
-  return MetricsCall(*transport_, max_bytes);
+  HttpRequest req;
+  req.target = "/v1/metrics";
+  req.idempotent = true;
+  Result<HttpResponse> r = co_await transport_->Call(req, max_bytes);
+  if (!r.ok()) co_return r.status();
+  co_return std::move(r->body);
 }
 
 asio::awaitable<Result<BootstrapResponse>> AsyncClient::Bootstrap(BootstrapRequest request) {
@@ -116,7 +73,8 @@ asio::awaitable<Result<ResetReport>> AsyncClient::Reset(ResetRequest request) {
 
 asio::awaitable<Result<OutputChunk>> AsyncClient::ReadOutput(std::string id, std::string stream,
                                                              uint64_t start, size_t max_bytes) {
-  return ReadOutputCall(*transport_, std::move(id), std::move(stream), start, max_bytes);
+  co_return co_await ReadOutputCall(*transport_, std::move(id), std::move(stream), start,
+                                    max_bytes);
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::StartExec(std::string id, ExecStartRequest request) {
@@ -125,7 +83,7 @@ asio::awaitable<Result<ExecInfo>> AsyncClient::StartExec(std::string id, ExecSta
 
 asio::awaitable<Result<ExecPollResponse>> AsyncClient::PollExec(std::string id,
                                                                 PollOptions options) {
-  return PollExecCall(*transport_, std::move(id), options);
+  co_return co_await PollExecCall(*transport_, std::move(id), options);
 }
 
 asio::awaitable<Result<ExecPollResponse>> AsyncClient::StartExecAndWait(std::string id,
@@ -140,7 +98,7 @@ asio::awaitable<Result<ExecInfo>> AsyncClient::WaitExec(std::string id,
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::KillExec(std::string id, KillRequest request) {
-  return KillExecCall(*transport_, std::move(id), std::move(request));
+  co_return co_await KillExecCall(*transport_, std::move(id), std::move(request));
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::AckExec(std::string id) {
@@ -153,7 +111,7 @@ asio::awaitable<Result<std::vector<ExecInfo>>> AsyncClient::ListExecs() {
 
 asio::awaitable<Result<uint64_t>> AsyncClient::WriteStdin(std::string id, uint64_t offset,
                                                           std::string bytes, bool eof) {
-  return WriteStdinCall(*transport_, std::move(id), offset, std::move(bytes), eof);
+  co_return co_await WriteStdinCall(*transport_, std::move(id), offset, std::move(bytes), eof);
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::Stream(std::string id, StreamCursors cursors,
@@ -162,7 +120,7 @@ asio::awaitable<Result<ExecInfo>> AsyncClient::Stream(std::string id, StreamCurs
 }
 
 asio::awaitable<Result<RunResult>> AsyncClient::Run(ExecStartRequest request, RunOptions options) {
-  return RunCall(*transport_, std::move(request), std::move(options));
+  co_return co_await RunCall(*transport_, std::move(request), std::move(options));
 }
 
 asio::awaitable<Result<RunResponse>> AsyncClient::RunCode(RunRequest request) {
@@ -184,36 +142,57 @@ asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, Read
 }
 
 asio::awaitable<Result<std::string>> AsyncClient::ReadFile(std::string path, ReadOptions options) {
-  return ReadWholeFileCall(*transport_, std::move(path), options);
+  Result<TaggedContent> r = co_await ReadFileWithEtag(std::move(path), options);
+  if (!r.ok()) co_return r.status();
+  co_return std::move(r->data);
 }
 
 asio::awaitable<Result<TaggedContent>> AsyncClient::ReadFileWithEtag(std::string path,
                                                                      ReadOptions options) {
-  return ReadTaggedFileCall(*transport_, std::move(path), options);
+  TaggedContent content;
+  std::string& out = content.data;
+  size_t limit = options.max_bytes;
+  ByteSink sink = [&out, limit](std::string_view bytes) {
+    if (out.size() + bytes.size() > limit) {
+      return Status::Error(ErrorCode::kPayloadTooLarge,
+                           "file is larger than ReadOptions::max_bytes (" + std::to_string(limit) +
+                               "); use ReadFileTo to stream it")
+          .With("limit", limit);
+    }
+    out.append(bytes);
+    return Status::Ok();
+  };
+  Result<uint64_t> n =
+      co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink), &content.etag);
+  if (!n.ok()) co_return n.status();
+  co_return content;
 }
 
 asio::awaitable<Result<FileStat>> AsyncClient::WriteFile(std::string path, std::string contents,
                                                          WriteOptions options) {
-  return WriteFileCall(*transport_, std::move(path), std::move(contents), std::move(options));
+  co_return co_await WriteFileCall(*transport_, std::move(path), std::move(contents),
+                                   std::move(options));
 }
 
 asio::awaitable<Result<FileStat>> AsyncClient::WriteFileFrom(std::string path, ByteSource source,
                                                              WriteOptions options) {
-  return WriteFileFromCall(*transport_, std::move(path), std::move(source), std::move(options));
+  co_return co_await WriteFileFromCall(*transport_, std::move(path), std::move(source),
+                                       std::move(options));
 }
 
 asio::awaitable<Result<FileStat>> AsyncClient::Stat(std::string path, bool follow) {
-  return StatCall(*transport_, std::move(path), follow);
+  co_return co_await StatCall(*transport_, std::move(path), follow);
 }
 
 asio::awaitable<Result<SearchResult>> AsyncClient::Search(std::string path, std::string pattern,
                                                           SearchOptions options) {
-  return SearchCall(*transport_, std::move(path), std::move(pattern), std::move(options));
+  co_return co_await SearchCall(*transport_, std::move(path), std::move(pattern),
+                                std::move(options));
 }
 
 asio::awaitable<Result<GlobResponse>> AsyncClient::Glob(std::string path, std::string pattern,
                                                         WalkQuery query) {
-  return GlobCall(*transport_, std::move(path), std::move(pattern), std::move(query));
+  co_return co_await GlobCall(*transport_, std::move(path), std::move(pattern), std::move(query));
 }
 
 asio::awaitable<Result<ListResponse>> AsyncClient::ListDir(std::string path) {
@@ -225,12 +204,12 @@ asio::awaitable<Result<FileStat>> AsyncClient::MakeDir(MkdirRequest request) {
 }
 
 asio::awaitable<Result<FileStat>> AsyncClient::Rename(RenameRequest request, Preconditions guard) {
-  return RenameCall(*transport_, std::move(request), std::move(guard));
+  co_return co_await RenameCall(*transport_, std::move(request), std::move(guard));
 }
 
 asio::awaitable<Result<DeleteResponse>> AsyncClient::Remove(std::string path, bool recursive,
                                                             std::optional<std::string> if_match) {
-  return RemoveCall(*transport_, std::move(path), recursive, std::move(if_match));
+  co_return co_await RemoveCall(*transport_, std::move(path), recursive, std::move(if_match));
 }
 
 asio::awaitable<Result<EditResponse>> AsyncClient::Edit(EditRequest request) {
@@ -243,12 +222,12 @@ asio::awaitable<Result<std::string>> AsyncClient::Realpath(std::string path) {
 
 asio::awaitable<Result<TreeStats>> AsyncClient::UploadDir(std::string local, std::string remote,
                                                           TarCompression compression) {
-  return UploadTree(*transport_, std::move(local), std::move(remote), compression);
+  co_return co_await UploadTree(*transport_, std::move(local), std::move(remote), compression);
 }
 
 asio::awaitable<Result<TreeStats>> AsyncClient::DownloadDir(std::string remote, std::string local,
                                                             TarCompression compression) {
-  return DownloadTree(*transport_, std::move(remote), std::move(local), compression);
+  co_return co_await DownloadTree(*transport_, std::move(remote), std::move(local), compression);
 }
 
 asio::awaitable<Result<ExecInfo>> AsyncClient::ResizeExec(std::string id, int rows, int cols) {
@@ -267,17 +246,17 @@ asio::awaitable<Result<std::vector<GuestPort>>> AsyncClient::ListPorts() {
 asio::awaitable<Result<ExecPollResponse>> AsyncClient::WaitForOutput(std::string id,
                                                                      std::string pattern,
                                                                      WaitForOutputOptions options) {
-  return WaitForOutputCall(*transport_, std::move(id), std::move(pattern), options);
+  co_return co_await WaitForOutputCall(*transport_, std::move(id), std::move(pattern), options);
 }
 
 asio::awaitable<Result<bool>> AsyncClient::WaitForPort(
     uint16_t port, std::optional<std::chrono::milliseconds> timeout) {
-  return WaitForPortCall(*transport_, port, timeout);
+  co_return co_await WaitForPortCall(*transport_, port, timeout);
 }
 
 asio::awaitable<Result<bool>> AsyncClient::WaitForPath(
     std::string path, bool gone, std::optional<std::chrono::milliseconds> timeout) {
-  return WaitForPathCall(*transport_, std::move(path), gone, timeout);
+  co_return co_await WaitForPathCall(*transport_, std::move(path), gone, timeout);
 }
 
 asio::awaitable<Result<std::unique_ptr<Tunnel>>> AsyncClient::OpenTunnel(uint16_t port) {

@@ -8,11 +8,6 @@
 //    `asio::use_future` (a std::future<Result<T>>), `asio::deferred`, ...
 // So one thread can drive hundreds of guests, one AsyncClient each.
 //
-// Default arguments: a method with defaults is a plain function that hands
-// every argument on explicitly to a coroutine; never give a coroutine a
-// defaulted parameter (GCC 12 miscompiles it: the default's temporary is
-// destroyed or copied wrongly into the coroutine frame).
-//
 // Thread-safety: an AsyncClient is used from its executor only (one strand);
 // calls may overlap (each takes its own pooled connection). It must outlive
 // the calls it started. Callbacks run on the executor.
