@@ -8,6 +8,12 @@
 //    `asio::use_future` (a std::future<Result<T>>), `asio::deferred`, ...
 // So one thread can drive hundreds of guests, one AsyncClient each.
 //
+// No default arguments: a call that leaves trailing arguments out takes an
+// overload that forwards them explicitly. GCC 12 miscompiles a default
+// argument's temporary in a coroutine's co_await expression
+// (`co_await client.Run(request)` died with "free(): invalid pointer" at
+// -O2); async_defaults_test.cc calls every such overload.
+//
 // Thread-safety: an AsyncClient is used from its executor only (one strand);
 // calls may overlap (each takes its own pooled connection). It must outlive
 // the calls it started. Callbacks run on the executor.
@@ -75,7 +81,8 @@ class AsyncClient {
   asio::awaitable<Result<HealthResponse>> Health();
   // GET /v1/metrics: the daemon's Prometheus text exposition (docs/PROTOCOL.md,
   // "Metrics"), at most `max_bytes` (more is protocol_error).
-  asio::awaitable<Result<std::string>> Metrics(size_t max_bytes = kMetricsMaxBytes);
+  asio::awaitable<Result<std::string>> Metrics(size_t max_bytes);
+  asio::awaitable<Result<std::string>> Metrics() { return Metrics(kMetricsMaxBytes); }
   // POST /v1/bootstrap. Retried safely: a replay with the same token is
   // answered "replayed". On success the client uses the token from then on.
   asio::awaitable<Result<BootstrapResponse>> Bootstrap(BootstrapRequest request);
@@ -92,7 +99,10 @@ class AsyncClient {
   // exec, never a second process.
   asio::awaitable<Result<ExecInfo>> StartExec(std::string id, ExecStartRequest request);
   // GET /v1/execs/{id}: read-only; with options.wait a long poll.
-  asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id, PollOptions options = {});
+  asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id, PollOptions options);
+  asio::awaitable<Result<ExecPollResponse>> PollExec(std::string id) {
+    return PollExec(std::move(id), PollOptions{});
+  }
   // PUT /v1/execs/{id} with Poll's query ("Start and wait"): starts like
   // StartExec, answers like PollExec once started. A short command's exit
   // and output in one request: options.wait and until_exit, cursors at 0.
@@ -107,14 +117,23 @@ class AsyncClient {
   // match, or says why there is none ("exited", or "timeout" once
   // options.timeout passed). Read-only.
   asio::awaitable<Result<ExecPollResponse>> WaitForOutput(std::string id, std::string pattern,
-                                                          WaitForOutputOptions options = {});
-  asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request = {});
+                                                          WaitForOutputOptions options);
+  asio::awaitable<Result<ExecPollResponse>> WaitForOutput(std::string id, std::string pattern) {
+    return WaitForOutput(std::move(id), std::move(pattern), WaitForOutputOptions{});
+  }
+  asio::awaitable<Result<ExecInfo>> KillExec(std::string id, KillRequest request);
+  asio::awaitable<Result<ExecInfo>> KillExec(std::string id) {
+    return KillExec(std::move(id), KillRequest{});
+  }
   asio::awaitable<Result<ExecInfo>> AckExec(std::string id);
   asio::awaitable<Result<std::vector<ExecInfo>>> ListExecs();
   // Writes stdin bytes starting at stdin offset `offset`; answers the
   // daemon's next offset. Retried safely (bytes already taken are skipped).
   asio::awaitable<Result<uint64_t>> WriteStdin(std::string id, uint64_t offset, std::string bytes,
-                                               bool eof = false);
+                                               bool eof);
+  asio::awaitable<Result<uint64_t>> WriteStdin(std::string id, uint64_t offset, std::string bytes) {
+    return WriteStdin(std::move(id), offset, std::move(bytes), false);
+  }
   // Streams output from `cursors` until the exec's exit event, reconnecting
   // with Last-Event-ID after a lost connection (bounded, jittered backoff):
   // every byte is delivered exactly once, in order. Answers the final exec
@@ -128,11 +147,23 @@ class AsyncClient {
   // ("stdout" or "stderr") the daemon retains from offset `start`, at
   // most `max_bytes` (a longer answer is protocol_error; read on from
   // `next`). `gap` is set when bytes from `start` on are no longer retained.
-  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id, std::string stream = "stdout",
-                                                  uint64_t start = 0,
-                                                  size_t max_bytes = kReadOutputMaxBytes);
+  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id, std::string stream,
+                                                  uint64_t start, size_t max_bytes);
+  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id, std::string stream,
+                                                  uint64_t start) {
+    return ReadOutput(std::move(id), std::move(stream), start, kReadOutputMaxBytes);
+  }
+  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id, std::string stream) {
+    return ReadOutput(std::move(id), std::move(stream), 0, kReadOutputMaxBytes);
+  }
+  asio::awaitable<Result<OutputChunk>> ReadOutput(std::string id) {
+    return ReadOutput(std::move(id), "stdout", 0, kReadOutputMaxBytes);
+  }
   // Start, stream, wait, ack: the blocking convenience of harnesses.
-  asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options = {});
+  asio::awaitable<Result<RunResult>> Run(ExecStartRequest request, RunOptions options);
+  asio::awaitable<Result<RunResult>> Run(ExecStartRequest request) {
+    return Run(std::move(request), RunOptions{});
+  }
   // POST /v1/run (docs/PROTOCOL.md, "Run code"): one code action to
   // completion. Never retried (it runs code); the per-attempt deadline
   // grows by the run's timeout (300 s when unset) plus 30 s for the scans.
@@ -144,27 +175,48 @@ class AsyncClient {
   asio::awaitable<Result<uint64_t>> ReadFileTo(std::string path, ReadOptions options,
                                                ByteSink sink);
   // The same into a string, refused beyond options.max_bytes.
-  asio::awaitable<Result<std::string>> ReadFile(std::string path, ReadOptions options = {});
+  asio::awaitable<Result<std::string>> ReadFile(std::string path, ReadOptions options);
+  asio::awaitable<Result<std::string>> ReadFile(std::string path) {
+    return ReadFile(std::move(path), ReadOptions{});
+  }
   // The same with the ETag of exactly the bytes read: pass it back as
   // Preconditions::if_match (or EditRequest::if_match) so a write lands
   // only on the version that was read.
-  asio::awaitable<Result<TaggedContent>> ReadFileWithEtag(std::string path,
-                                                          ReadOptions options = {});
+  asio::awaitable<Result<TaggedContent>> ReadFileWithEtag(std::string path, ReadOptions options);
+  asio::awaitable<Result<TaggedContent>> ReadFileWithEtag(std::string path) {
+    return ReadFileWithEtag(std::move(path), ReadOptions{});
+  }
   // PUT /v1/fs/file: atomic replace with exactly options.mode. Retried
   // safely unless options.guard holds a precondition.
   asio::awaitable<Result<FileStat>> WriteFile(std::string path, std::string contents,
-                                              WriteOptions options = {});
+                                              WriteOptions options);
+  asio::awaitable<Result<FileStat>> WriteFile(std::string path, std::string contents) {
+    return WriteFile(std::move(path), std::move(contents), WriteOptions{});
+  }
   // The same from a streaming source (never retried once started).
   asio::awaitable<Result<FileStat>> WriteFileFrom(std::string path, ByteSource source,
-                                                  WriteOptions options = {});
-  asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow = false);
+                                                  WriteOptions options);
+  asio::awaitable<Result<FileStat>> WriteFileFrom(std::string path, ByteSource source) {
+    return WriteFileFrom(std::move(path), std::move(source), WriteOptions{});
+  }
+  asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow);
+  asio::awaitable<Result<FileStat>> Stat(std::string path) { return Stat(std::move(path), false); }
   asio::awaitable<Result<ListResponse>> ListDir(std::string path);
   asio::awaitable<Result<FileStat>> MakeDir(MkdirRequest request);
   // `guard.if_match` applies to `from`, `guard.if_none_match` to `to`.
-  asio::awaitable<Result<FileStat>> Rename(RenameRequest request, Preconditions guard = {});
+  asio::awaitable<Result<FileStat>> Rename(RenameRequest request, Preconditions guard);
+  asio::awaitable<Result<FileStat>> Rename(RenameRequest request) {
+    return Rename(std::move(request), Preconditions{});
+  }
   // With `if_match` only that version of the file is removed.
-  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive = false,
-                                                 std::optional<std::string> if_match = {});
+  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive,
+                                                 std::optional<std::string> if_match);
+  asio::awaitable<Result<DeleteResponse>> Remove(std::string path, bool recursive) {
+    return Remove(std::move(path), recursive, std::nullopt);
+  }
+  asio::awaitable<Result<DeleteResponse>> Remove(std::string path) {
+    return Remove(std::move(path), false, std::nullopt);
+  }
   // POST /v1/fs/edit (docs/PROTOCOL.md, "Edit"): exact and line-range
   // edits applied together by one atomic replace, or none (edit_mismatch
   // names the edit, the count found and its lines). Never retried.
@@ -175,21 +227,33 @@ class AsyncClient {
   // Retried until the stream starts; a stream that ends without its
   // summary is an error (protocol_error or transport_error).
   asio::awaitable<Result<SearchResult>> Search(std::string path, std::string pattern,
-                                               SearchOptions options = {});
+                                               SearchOptions options);
+  asio::awaitable<Result<SearchResult>> Search(std::string path, std::string pattern) {
+    return Search(std::move(path), std::move(pattern), SearchOptions{});
+  }
   // GET /v1/fs/glob: entries below `path` matching `pattern`, sorted.
   asio::awaitable<Result<GlobResponse>> Glob(std::string path, std::string pattern,
-                                             WalkQuery query = {});
+                                             WalkQuery query);
+  asio::awaitable<Result<GlobResponse>> Glob(std::string path, std::string pattern) {
+    return Glob(std::move(path), std::move(pattern), WalkQuery{});
+  }
 
   // Uploads the contents of local directory `local` into guest directory
   // `remote` (PUT /v1/fs/tar): modes, mtimes, symlinks as symlinks, hard
   // links, empty directories. Streams; memory stays flat for any tree.
   asio::awaitable<Result<TreeStats>> UploadDir(std::string local, std::string remote,
-                                               TarCompression compression = TarCompression::kNone);
+                                               TarCompression compression);
+  asio::awaitable<Result<TreeStats>> UploadDir(std::string local, std::string remote) {
+    return UploadDir(std::move(local), std::move(remote), TarCompression::kNone);
+  }
   // Downloads guest directory `remote` into `local` (GET /v1/fs/tar), with
   // the daemon's own confinement rules: whatever the daemon sends, nothing
   // is written outside `local`, and a refused archive changes nothing.
-  asio::awaitable<Result<TreeStats>> DownloadDir(
-      std::string remote, std::string local, TarCompression compression = TarCompression::kNone);
+  asio::awaitable<Result<TreeStats>> DownloadDir(std::string remote, std::string local,
+                                                 TarCompression compression);
+  asio::awaitable<Result<TreeStats>> DownloadDir(std::string remote, std::string local) {
+    return DownloadDir(std::move(remote), std::move(local), TarCompression::kNone);
+  }
 
   // --- Watch and tunnels (docs/CLIENT.md, "Watch" and "Tunnels") ---
   // GET /v1/fs/watch: delivers each change under `path` until on_event
@@ -206,13 +270,19 @@ class AsyncClient {
   asio::awaitable<Result<std::vector<GuestPort>>> ListPorts();
   // GET /v1/ports?wait_for=PORT: true once the port listens in the guest,
   // false when `timeout` (absent: no limit) passed first.
-  asio::awaitable<Result<bool>> WaitForPort(
-      uint16_t port, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  asio::awaitable<Result<bool>> WaitForPort(uint16_t port,
+                                            std::optional<std::chrono::milliseconds> timeout);
+  asio::awaitable<Result<bool>> WaitForPort(uint16_t port) {
+    return WaitForPort(port, std::nullopt);
+  }
   // GET /v1/fs/stat?until=exists|gone: true once `path` exists (or with
   // `gone`, no longer does), false when `timeout` passed first. Confined
   // like every fs call.
-  asio::awaitable<Result<bool>> WaitForPath(
-      std::string path, bool gone, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  asio::awaitable<Result<bool>> WaitForPath(std::string path, bool gone,
+                                            std::optional<std::chrono::milliseconds> timeout);
+  asio::awaitable<Result<bool>> WaitForPath(std::string path, bool gone) {
+    return WaitForPath(std::move(path), gone, std::nullopt);
+  }
 
   template <typename Token>
   auto AsyncHealth(Token&& token) {
