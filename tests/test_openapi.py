@@ -4,9 +4,11 @@ a running daemon, so the description cannot drift from either.
 For every described operation the test sends the valid and the invalid
 request of its x-agentd-test, checks that the answer's status is the one
 given there and is described for the operation, and validates the body:
-JSON against the described schema (response objects are closed with
-additionalProperties: false, so an undocumented member fails as surely as
-a missing one), error answers against Error with a code listed for that
+JSON against the described schema (the test treats every described object
+without an additionalProperties keyword as closed, so an undocumented
+member fails as surely as a missing one; the file itself leaves them open,
+since clients are promised they may ignore added fields and a generated
+validator must not reject them), error answers against Error with a code listed for that
 status, byte routes by media type and headers, event streams event by
 event. Every secured operation is also sent without a token (401).
 Operations marked x-agentd-pending are skipped, saying so, while this
@@ -98,7 +100,8 @@ def validate(spec, schema, value, where="$"):
         for name in schema.get("required", []):
             if name not in value:
                 problems.append("%s: missing required member %r" % (where, name))
-        extra = schema.get("additionalProperties", True)
+        # Closed unless the file says otherwise: see the module docstring.
+        extra = schema.get("additionalProperties", not props)
         for name, member in value.items():
             if name in props:
                 problems += validate(spec, props[name], member, where + "." + name)
@@ -143,6 +146,11 @@ def daemon_routes():
             for m in re.finditer(r'\.Add\(\s*"([A-Z]+)",\s*"(/v1/[^"]*)"', text):
                 routes.add((m.group(1), m.group(2)))
     return routes
+
+
+def head_routes(routes):
+    """The router answers HEAD on every GET route (server/router.cc)."""
+    return {("HEAD", path) for method, path in routes if method == "GET"}
 
 
 def daemon_query_parameters():
@@ -218,7 +226,7 @@ class OpenApiDocumentTest(unittest.TestCase):
                          "routes the daemon serves but docs/openapi.yaml does not describe")
         pending = {(m.upper(), p) for p, m, _, op in operations(self.spec)
                    if op.get("x-agentd-pending")}
-        self.assertEqual(sorted(described - registered - pending), [],
+        self.assertEqual(sorted(described - registered - head_routes(registered) - pending), [],
                          "described routes the daemon does not register (mark pending?)")
 
     def test_every_query_parameter_the_daemon_reads_is_described(self):
@@ -367,19 +375,30 @@ class OpenApiLiveTest(unittest.TestCase):
         finally:
             conn.close()
 
-    def check_answer(self, op, status, headers, data, where):
+    def check_answer(self, op, status, headers, data, where, head=False):
+        """`head`: a HEAD answer, checked for its status and headers; its
+        Content-Type is one described, and it has no body."""
         response = op["responses"].get(str(status))
         self.assertIsNotNone(response, "%s: status %d is not described" % (where, status))
         response = resolve(self.spec, response)
         for name, h in (response.get("headers") or {}).items():
             if h.get("required"):
                 self.assertIn(name.lower(), headers, where)
+            if name.lower() in headers and "schema" in h:
+                value = headers[name.lower()]
+                if resolve(self.spec, h["schema"]).get("type") == "integer" and value.isdigit():
+                    value = int(value)
+                self.assertEqual(validate(self.spec, h["schema"], value), [],
+                                 "%s: header %s" % (where, name))
         content = response.get("content") or {}
         if not content:
             self.assertEqual(data, b"", "%s: a body where none is described" % where)
             return
         ctype = headers.get("content-type", "").split(";")[0].strip()
         self.assertIn(ctype, content, "%s: Content-Type %r is not described" % (where, ctype))
+        if head:
+            self.assertEqual(data, b"", "%s: a HEAD answer has no body" % where)
+            return
         media = content[ctype]
         if ctype == "application/json":
             doc = json.loads(data)
@@ -449,7 +468,8 @@ class OpenApiLiveTest(unittest.TestCase):
                         self.skipTest("%s: pending in the contract; this daemon does not "
                                       "serve it yet" % where)
                     self.assertEqual(status, case["status"], "%s: %s" % (where, data[:300]))
-                    self.check_answer(op, status, rh, data, where)
+                    self.check_answer(op, status, rh, data, where,
+                                      head=case.get("method", method) == "head")
                     checked += 1
         self.assertGreaterEqual(checked, 2 * 19)
 
@@ -488,8 +508,10 @@ class OpenApiLiveTest(unittest.TestCase):
                 if status == 404 and op.get("x-agentd-pending"):
                     continue
                 self.assertEqual(status, 400, "%s %s: %s" % (method, path, data[:300]))
-                self.check_answer(op, status, rh, data, "%s %s" % (method, path))
-                self.assertEqual(json.loads(data)["error"].get("field"), "agentd_unknown")
+                head = case.get("method", method) == "head"
+                self.check_answer(op, status, rh, data, "%s %s" % (method, path), head=head)
+                if not head:
+                    self.assertEqual(json.loads(data)["error"].get("field"), "agentd_unknown")
                 checked += 1
         self.assertGreaterEqual(checked, 19)
 
@@ -502,7 +524,8 @@ class OpenApiLiveTest(unittest.TestCase):
                 status, rh, data = self.send(method, target, headers, body, auth="none")
                 self.assertEqual(status, 401)
                 self.assertEqual(rh.get("www-authenticate"), "Bearer")
-                self.check_answer(op, status, rh, data, "%s %s" % (method, path))
+                self.check_answer(op, status, rh, data, "%s %s" % (method, path),
+                                  head=method == "head")
 
     def test_the_spec_describes_an_actual_start_and_poll_field_for_field(self):
         # A regression guard for the closed schemas: a daemon answer with one
