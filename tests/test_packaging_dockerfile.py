@@ -17,6 +17,7 @@ from lib import dockerd, rootfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPEND = os.path.join(ROOT, "packaging", "append-agentd")
+CHECK_GUEST = os.path.join(ROOT, "packaging", "check-guest")
 STANZA = os.path.join(ROOT, "packaging", "Dockerfile.stanza")
 
 
@@ -100,6 +101,36 @@ class AppendTest(unittest.TestCase):
         self.assertEqual(append(self.path)[1], "updated")
         self.assertIn("COPY agentd /usr/local/bin/agentd\n", self.read())
 
+    def test_a_user_set_before_the_block_stays_the_commands_while_agentd_runs_as_root(self):
+        self.write('FROM debian:12\nUSER app\nCMD ["serve"]\n')
+        append(self.path)
+        text = self.read()
+        block = text[text.index("# >>> agentd"):]
+        self.assertIn("\nUSER root\n", block)
+        self.assertEqual(entrypoint(text)[:4], ["/usr/local/bin/agentd", "--init",
+                                                 "--listen=0.0.0.0:7700", "--init-user=app"])
+        append(self.path, "--keep-user")
+        text = self.read()
+        self.assertNotIn("USER root", text)
+        self.assertNotIn("--init-user=app", entrypoint(text))
+        self.write('FROM debian:12\nUSER root\n')
+        append(self.path)
+        self.assertNotIn("--init-user=root", entrypoint(self.read()))
+
+    def test_token_file_and_create_user_reach_the_block(self):
+        self.write('FROM debian:12\n')
+        rc, _, err = append(self.path, "--token-file", "/run/secrets/agentd-token",
+                            "--create-user", "agent:1500")
+        self.assertEqual(rc, 0, err)
+        text = self.read()
+        self.assertIn("--token-file=/run/secrets/agentd-token", entrypoint(text))
+        run = [l for l in text.splitlines() if l.startswith("RUN ")]
+        self.assertEqual(len(run), 1)
+        self.assertIn("id agent", run[0])
+        self.assertIn("--uid 1500", run[0])
+        self.assertIn("agent:x:1500:1500:", run[0])
+        self.assertLess(text.index("USER root"), text.index("RUN "))
+
     def test_bad_input_is_refused_without_touching_the_file(self):
         self.write("RUN true\n")
         self.assertEqual(append(self.path)[0], 2)
@@ -107,6 +138,11 @@ class AppendTest(unittest.TestCase):
         self.write("FROM x\n# >>> agentd >>>\nCOPY agentd /x\n")
         self.assertEqual(append(self.path)[0], 2)
         self.assertEqual(append(self.path, "--cmd", '"sleep 1"')[0], 2)
+        self.write("FROM x\n")
+        for args in (["--create-user", "Bad Name"], ["--create-user", "agent:0"],
+                     ["--create-user", "agent:x"], ["--token-file", "relative/token"]):
+            self.assertEqual(append(self.path, *args)[0], 2, args)
+            self.assertEqual(self.read(), "FROM x\n")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root for dockerd")
@@ -129,16 +165,27 @@ class DockerBuildTest(unittest.TestCase):
         ctx = os.path.join(self.tmp, "ctx")
         os.makedirs(ctx)
         subprocess.run(["strip", "-o", os.path.join(ctx, "agentd"), AGENTD_BIN], check=True)
+        # The image's USER names a user the image lacks: --create-user
+        # makes it, and the block keeps it the command's while agentd runs
+        # as root. The token comes from a file mounted at run time.
         with open(os.path.join(ctx, "Dockerfile"), "w") as f:
             f.write('FROM local/agentd-test-base\n'
-                    'CMD ["sh", "-c", "echo image command started; exec sleep 600"]\n')
+                    'USER agent\n'
+                    'CMD ["sh", "-c", "echo image command started as $(id -un); '
+                    'exec sleep 600"]\n')
         subprocess.run([APPEND, "--listen", "unix:/run/agentd-sock/agentd.sock",
+                        "--create-user", "agent:1234", "--token-file", "/run/agentd-token",
                         os.path.join(ctx, "Dockerfile")], check=True, capture_output=True)
         d("build", "-q", "-t", "local/agentd-test", ctx)
+        token_file = os.path.join(self.tmp, "token")
+        with open(token_file, "w") as f:
+            f.write("docker-token\n")
+        os.chmod(token_file, 0o600)
         sock_dir = os.path.join(self.tmp, "sock")
         os.makedirs(sock_dir)
         d("run", "-d", "--name", "agentd-test", "--network", "none",
-          "-v", sock_dir + ":/run/agentd-sock", "local/agentd-test")
+          "-v", sock_dir + ":/run/agentd-sock", "-v", token_file + ":/run/agentd-token:ro",
+          "local/agentd-test")
         sock = os.path.join(sock_dir, "agentd.sock")
         deadline = time.monotonic() + 90  # a container start on a loaded CI machine
         while not os.path.exists(sock):
@@ -147,6 +194,19 @@ class DockerBuildTest(unittest.TestCase):
 
         status, body = unix_http(sock, "GET", "/v1/health")
         self.assertEqual((status, json.loads(body)["status"]), (200, "ok"))
+        self.assertTrue(json.loads(body)["bootstrapped"], "the token file bootstrapped it")
+        check = subprocess.run([CHECK_GUEST, "--url", "unix:" + sock, "--token-file", token_file,
+                                "--user", "agent"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertIn("already bootstrapped", check.stdout)
+        self.assertIn("exec ok as agent", check.stdout)
+        wrong = os.path.join(self.tmp, "wrong-token")
+        with open(wrong, "w") as f:
+            f.write("not-the-token\n")
+        check = subprocess.run([CHECK_GUEST, "--url", "unix:" + sock, "--token-file", wrong],
+                               capture_output=True, text=True, timeout=120)
+        self.assertEqual(check.returncode, 1, check.stdout + check.stderr)
+        self.assertIn("the token is not the daemon's", check.stderr)
         status, _ = unix_http(sock, "POST", "/v1/bootstrap", b'{"token":"docker-token"}')
         self.assertEqual(status, 200)
         auth = "Authorization: Bearer docker-token\r\n"
@@ -160,7 +220,7 @@ class DockerBuildTest(unittest.TestCase):
         status, body = unix_http(sock, "GET", "/v1/execs/ps/stdout", headers=auth)
         self.assertEqual(body, b"1\n")  # the command's parent, agentd, is PID 1
         logs = d("logs", "agentd-test")
-        self.assertIn(b"image command started", logs.stdout + logs.stderr)
+        self.assertIn(b"image command started as agent", logs.stdout + logs.stderr)
 
         # SIGTERM to agentd, forwarded to the command. Had agentd not ended
         # on it, the engine would SIGKILL it after the grace: exit code 137.
