@@ -23,5 +23,5 @@ function(agentd_man_page target description)
     COMMENT "man page of ${target}"
     VERBATIM)
   add_custom_target(${target}_man ALL DEPENDS ${page})
-  install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  install(FILES ${page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
 endfunction()
