@@ -230,5 +230,65 @@ class DebTest(unittest.TestCase):
         self.assertTrue(r.stdout.rstrip().endswith("removed"), r.stdout)
 
 
+def tools_deb_path():
+    found = glob.glob(os.path.join(RELEASE, "agentd-tools_*.deb"))
+    return found[0] if found else ""
+
+
+@unittest.skipUnless(deb_path(), "no .deb in AGENTD_RELEASE_DIR")
+class ToolsDebTest(unittest.TestCase):
+    """agentd-tools: agentctl and agentd-conformance as a package of their
+    own, built beside the daemon's (build-release --deb)."""
+
+    EXPECTED = {
+        "./usr/bin/agentctl": "-rwxr-xr-x",
+        "./usr/bin/agentd-conformance": "-rwxr-xr-x",
+        "./usr/share/man/man1/agentctl.1.gz": "-rw-r--r--",
+        "./usr/share/man/man1/agentd-conformance.1.gz": "-rw-r--r--",
+        "./usr/share/doc/agentd-tools/README.md": "-rw-r--r--",
+        "./usr/share/doc/agentd-tools/CONFORMANCE.md": "-rw-r--r--",
+        "./usr/share/doc/agentd-tools/THIRD_PARTY_NOTICES.md": "-rw-r--r--",
+        "./usr/share/doc/agentd-tools/copyright": "-rw-r--r--",
+    }
+
+    def setUp(self):
+        self.deb = tools_deb_path()
+        self.assertTrue(self.deb, "build-release --deb made agentd_*.deb but no agentd-tools_*.deb")
+
+    def test_it_holds_both_commands_their_man_pages_and_docs_owned_by_root(self):
+        listing = subprocess.run(["dpkg-deb", "-c", self.deb], capture_output=True,
+                                 text=True, check=True).stdout
+        entries = {line.split()[-1]: (line.split()[0], line.split()[1])
+                   for line in listing.splitlines()}
+        for path, mode in self.EXPECTED.items():
+            self.assertIn(path, entries, listing)
+            self.assertEqual(entries[path], (mode, "root/root"), path)
+
+    def test_the_control_file_depends_on_the_shared_libraries_the_commands_link(self):
+        fields = subprocess.run(["dpkg-deb", "-f", self.deb], capture_output=True, text=True,
+                                check=True).stdout
+        self.assertRegex(fields, r"(?m)^Package: agentd-tools$")
+        self.assertRegex(fields, r"(?m)^Architecture: amd64$")
+        depends = re.search(r"(?m)^Depends: (.*)$", fields)
+        self.assertIsNotNone(depends, fields)
+        names = {d.strip().split()[0] for d in depends.group(1).split(",")}
+        for lib in ("libc6", "libstdc++6", "libarchive13"):
+            self.assertIn(lib, names, fields)
+
+    def test_the_packaged_commands_run_and_their_man_pages_name_them(self):
+        work = tempfile.mkdtemp(prefix="agentd-tools-deb-")
+        self.addCleanup(shutil.rmtree, work, True)
+        subprocess.run(["dpkg-deb", "-x", self.deb, work], check=True)
+        for tool in ("agentctl", "agentd-conformance"):
+            r = subprocess.run([os.path.join(work, "usr", "bin", tool), "--help"],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(tool, r.stdout + r.stderr)
+            page = subprocess.run(["zcat", os.path.join(work, "usr", "share", "man", "man1",
+                                                        tool + ".1.gz")],
+                                  capture_output=True, text=True, check=True).stdout
+            self.assertRegex(page, r"(?m)^\.TH " + re.escape(tool.upper()) + " ")
+
+
 if __name__ == "__main__":
     unittest.main()
