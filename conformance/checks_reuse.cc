@@ -150,6 +150,52 @@ void NextTenantFindsNoTrace(CheckContext& ctx) {
              b.stderr_data);
 }
 
+bool PrivilegedGeneration(CheckContext& ctx, const char* when) {
+  HealthResponse h = ExpectOk(ctx.client().Health(), when);
+  const json::Value* p = h.extra.Find("privileged_generation");
+  if (p == nullptr || !p->is_bool()) {
+    throw CheckFailure{std::string("health lacks a boolean \"privileged_generation\" (") + when +
+                       ")"};
+  }
+  return p->as_bool();
+}
+
+// Reuse is honest about root (docs/PROTOCOL.md, "Reuse"): a generation in
+// which any exec ran unrestricted as root says so in health and in the
+// reset report, since no reset of the declared paths proves away what root
+// could have written elsewhere; the next generation starts clear, and a
+// restricted exec does not set it.
+void ARootExecMarksTheGenerationPrivilegedUntilTheReset(CheckContext& ctx) {
+  RequireReusePath(ctx);
+  client::RunResult id = ExpectOk(ctx.client().Run(Sh("id -u")), "asking the exec's uid");
+  if (id.stdout_data != "0\n") {
+    throw CheckSkipped{"the guest's execs do not run as root (uid " + id.stdout_data + ")"};
+  }
+  Expect(PrivilegedGeneration(ctx, "health after a root exec"),
+         "health says privileged_generation after an exec ran as root");
+
+  ResetRequest reset;
+  reset.reset_id = ctx.NewId("privileged");
+  std::string next = RandomHex(40);
+  reset.next = BootstrapRequest{next, {}};
+  ResetReport report = ExpectOk(ctx.client().Reset(reset), "reset");
+  ctx.client().SetToken(next);
+  Expect(report.privileged_generation, "the reset report says the generation was privileged");
+  Expect(!PrivilegedGeneration(ctx, "health after the reset"),
+         "the next generation starts without privileged_generation");
+
+  ExecStartRequest restricted = Sh("true");
+  restricted.profile = kProfileRestricted;
+  Result<client::RunResult> r = ctx.client().Run(std::move(restricted));
+  if (!r.ok() && (r.status().code() == ErrorCode::kProfileUnsupported ||
+                  r.status().code() == ErrorCode::kRestrictedUserUnknown)) {
+    return;  // the part above stands; this guest has no restricted execs to try
+  }
+  Expect(ExpectOk(std::move(r), "a restricted exec").exit_code == 0, "the restricted exec ran");
+  Expect(!PrivilegedGeneration(ctx, "health after a restricted exec"),
+         "a restricted exec leaves privileged_generation false");
+}
+
 // Also hands the guest back its original token (the suite's), so the
 // operator's token works again after the destructive group.
 void RetriedResetAnswersTheRecordedReport(CheckContext& ctx) {
@@ -236,6 +282,8 @@ void UncleanableGuestIsQuarantined(CheckContext& ctx) {
 void AddReuseChecks(std::vector<Check>& checks) {
   checks.push_back({"reuse", "after a reset the next tenant finds no trace of the last",
                     NextTenantFindsNoTrace});
+  checks.push_back({"reuse", "a root exec marks the generation privileged until the reset",
+                    ARootExecMarksTheGenerationPrivilegedUntilTheReset});
   checks.push_back({"reuse", "a retried reset answers the recorded report",
                     RetriedResetAnswersTheRecordedReport});
   // Last: the guest is quarantined after it.
