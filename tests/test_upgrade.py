@@ -23,6 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from agentd_test import AGENTD_BIN, Daemon  # noqa: E402
+from exec_util import SseEvents  # noqa: E402
 
 # A retry after a connection the upgrade closed; far more than one upgrade needs.
 MAX_RECONNECTS = 50
@@ -252,6 +253,68 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual(len(got), len(expected))
         self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
         self.assertEqual(self.wait_exit("big")["exit_code"], 0)
+
+    def test_an_event_stream_resumes_across_the_upgrade_with_last_event_id(self):
+        # An SSE reader has the first half when the upgrade closes its
+        # connection; it reconnects with the Last-Event-ID it last saw, the
+        # exec (its stdin pipe handed over too) prints the rest, and every
+        # byte arrives exactly once, without a gap event.
+        first, total = 100000, 300000
+        self.start("sse", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d" % (
+            first, first + 1, total)], "stdin_stream": True})
+        expected = "".join("%d\n" % i for i in range(1, total + 1)).encode()
+        first_part = len("".join("%d\n" % i for i in range(1, first + 1)))
+        got = bytearray()
+        last_id = None
+        exit_obj = None
+
+        def take(events):
+            nonlocal last_id, exit_obj
+            for event, data, eid in events:
+                payload = json.loads(data)
+                self.assertNotEqual(event, "gap", payload)
+                if event == "stdout":
+                    self.assertEqual(payload["offset"], len(got))
+                    got.extend(base64.b64decode(payload["data_b64"]))
+                elif event == "exit":
+                    exit_obj = payload
+                self.assertEqual(eid, "%d:0" % len(got))
+                last_id = eid
+
+        stream = SseEvents(self.daemon, "sse", timeout=120)
+        self.assertEqual(stream.status, 200)
+        while len(got) < first_part:
+            events = stream.read_some()
+            self.assertFalse(stream.ended, "the stream ended before the first part")
+            take(events)
+        self.assertEqual(len(got), first_part)  # the exec waits on its stdin now
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        while not stream.ended:  # the old daemon closed it: nothing more, nothing torn
+            try:
+                take(stream.read_some())
+            except (ConnectionError, http.client.HTTPException):
+                break  # cut mid-chunk, as a dropped connection is
+        stream.cut()
+        self.stdin("sse", 0, b"go\n")
+        for _ in range(MAX_RECONNECTS):
+            if exit_obj is not None:
+                break
+            try:
+                stream = SseEvents(self.daemon, "sse", last_event_id=last_id, timeout=120)
+            except (ConnectionError, http.client.HTTPException):
+                continue
+            self.assertEqual(stream.status, 200)
+            try:
+                while not stream.ended and exit_obj is None:
+                    take(stream.read_some())
+            except (ConnectionError, http.client.HTTPException):
+                pass
+            stream.cut()
+        self.assertIsNotNone(exit_obj, "no exit event after %d reconnects" % MAX_RECONNECTS)
+        self.assertEqual(exit_obj["exit_code"], 0)
+        self.assertEqual(len(got), len(expected))
+        self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
 
 
 class NoDaemonTest(unittest.TestCase):
