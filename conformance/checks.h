@@ -18,6 +18,8 @@ void AddTreeChecks(std::vector<Check>& checks);
 void AddSearchChecks(std::vector<Check>& checks);
 void AddWaitChecks(std::vector<Check>& checks);
 void AddHostileChecks(std::vector<Check>& checks);
+// With --upgrade-command: upgrades the daemon in place.
+void AddUpgradeChecks(std::vector<Check>& checks);
 // Last: it resets the guest.
 void AddReuseChecks(std::vector<Check>& checks);
 

@@ -21,6 +21,7 @@ constexpr const char* kSynopsis =
     "                          [--small-fs GUEST_DIR] [--reuse-path GUEST_DIR\n"
     "                          [--reuse-scratch GUEST_DIR] [--reuse-ipc] [--reuse-quarantine]] "
     "[--list]\n"
+    "                          [--upgrade-command GUEST_COMMAND]\n"
     "       agentd-conformance --targets FILE [--parallel N] [--filter PATTERN]\n"
     "                          [--scratch-root DIR] [--small-fs GUEST_DIR]\n";
 
@@ -59,6 +60,10 @@ int Help() {
       "                       immutable file, chattr +i, in the reset path) is\n"
       "                       quarantined; the guest then needs a restart and\n"
       "                       `chattr -i` of that file (skipped without it)\n"
+      "  --upgrade-command CMD  a guest shell command that upgrades the daemon in\n"
+      "                       place (e.g. \"agentd --upgrade\"): runs the upgrade\n"
+      "                       group, execs started before it must run on after it\n"
+      "                       (skipped without it)\n"
       "  --list               print every check as \"area: name\" and exit\n"
       "  --targets FILE       check every guest FILE lists, one \"URL TOKEN-FILE\" a\n"
       "                       line (# comments): a row per guest and a total\n"
@@ -132,6 +137,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--reuse-ipc") {
       options.reuse_ipc = true;
       shared.push_back(arg);
+    } else if (arg == "--upgrade-command" && (v = value("--upgrade-command"))) {
+      options.upgrade_command = v;
+      shared.insert(shared.end(), {arg, v});
     } else if (arg == "--reuse-quarantine") {
       options.reuse_quarantine = true;
       shared.push_back(arg);

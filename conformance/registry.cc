@@ -15,6 +15,7 @@ const std::vector<Check>& AllChecks() {
     AddSearchChecks(all);
     AddWaitChecks(all);
     AddHostileChecks(all);
+    AddUpgradeChecks(all);
     AddReuseChecks(all);
     return all;
   }();

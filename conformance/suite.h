@@ -28,6 +28,9 @@ struct SuiteOptions {
   // The reuse group's last check may leave the guest quarantined (it must
   // then restart; an immutable file stays in the reset path).
   bool reuse_quarantine = false;
+  // A guest shell command that upgrades the daemon in place (agentd
+  // --upgrade, or SIGUSR2 to it); empty skips the upgrade group.
+  std::string upgrade_command;
 };
 
 struct CheckResult {

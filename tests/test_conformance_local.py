@@ -88,6 +88,9 @@ class ConformanceLocalTest(GuestConformanceCase):
                     token.write(d.token + "\n")
                     token.flush()
                     extra = (["--small-fs", small] if small else []) + reuse
+                    # The upgrade group: the daemon re-executes its own binary.
+                    extra += ["--upgrade-command", "%s --upgrade --state-dir %s" % (
+                        d.binary, d.state_dir)]
                     self.assertSuitePasses(
                         SuiteRun("http://127.0.0.1:%d" % d.port, token.name, *extra))
         finally:
