@@ -123,6 +123,30 @@ int CmdAck(Context& ctx) {
   return ctx.out().Succeed(EncodeExecInfo(*r), "acked " + r->id);
 }
 
+int CmdEgress(Context& ctx) {
+  Result<EgressReport> r = ctx.client().ExecEgress(Id(ctx));
+  if (!r.ok()) return ctx.out().Fail(r.status());
+  std::string text;
+  if (!r->accounting) {
+    text = r->id + ": no egress accounting (it ran without an egress policy)\n";
+  } else {
+    text = r->id + ": " + std::to_string(r->attempts) + " attempts, " + std::to_string(r->allowed) +
+           " allowed, " + std::to_string(r->refused) + " refused" +
+           (r->overflow ? ", " + std::to_string(r->overflow) + " past the table's bound" : "") +
+           "\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"VERDICT", "PROTO", "DESTINATION", "COUNT", "FIRST", "LAST"}};
+    for (const EgressDestination& d : r->destinations) {
+      std::string dest = d.address.empty()    ? "(socket)"
+                         : d.family == "ipv6" ? "[" + d.address + "]:" + std::to_string(d.port)
+                                              : d.address + ":" + std::to_string(d.port);
+      rows.push_back({d.verdict, d.protocol, dest, std::to_string(d.count), d.first_at, d.last_at});
+    }
+    if (!r->destinations.empty()) text += Output::Table(rows);
+  }
+  return ctx.out().Succeed(EncodeEgressReport(*r), text);
+}
+
 int CmdKill(Context& ctx) {
   bool bad = false;
   KillRequest k;

@@ -29,6 +29,7 @@ int CmdWait(Context& ctx);
 bool IsConditionWait(const Context& ctx);
 int CmdWaitCondition(Context& ctx, std::chrono::milliseconds limit);
 int CmdAck(Context& ctx);
+int CmdEgress(Context& ctx);
 int CmdKill(Context& ctx);
 int CmdPs(Context& ctx);
 int CmdStdin(Context& ctx);

@@ -50,6 +50,18 @@ Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   if (req.network && *req.network != kNetworkNone) {
     return Usage("--network takes only none, got '" + *req.network + "'");
   }
+  std::vector<std::string> allow = args.All("allow");
+  std::vector<std::string> deny = args.All("deny");
+  bool dns = args.Has("dns");
+  if (std::optional<std::string> mode = args.Get("egress")) {
+    req.egress.emplace();
+    req.egress->mode = *mode;
+    req.egress->allow = std::move(allow);
+    req.egress->deny = std::move(deny);
+    req.egress->dns = dns;
+  } else if (!allow.empty() || !deny.empty() || dns) {
+    return Usage("--allow, --deny and --dns need --egress MODE");
+  }
   req.cwd = args.Get("cwd");
   if (auto t = args.Get("timeout")) {
     Result<int64_t> n = Seconds(*t, "timeout");
@@ -87,6 +99,13 @@ std::string DescribeExec(const ExecInfo& e) {
   };
   rows.push_back({"profile", e.profile});
   if (e.network) rows.push_back({"network", *e.network});
+  if (e.egress) {
+    std::string policy = e.egress->mode;
+    for (const std::string& a : e.egress->allow) policy += " allow " + a;
+    for (const std::string& d : e.egress->deny) policy += " deny " + d;
+    if (e.egress->dns) policy += " dns";
+    rows.push_back({"egress", policy});
+  }
   if (e.restriction) {
     const ExecRestriction& r = *e.restriction;
     rows.push_back({"restriction", "user " + r.user + " (uid " + std::to_string(r.uid) +

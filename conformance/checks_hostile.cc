@@ -248,6 +248,41 @@ void ARestrictedExecCannotWriteTheReadonlyPaths(CheckContext& ctx) {
   Expect(removed.exit_code == 0, "cannot remove " + file + ": " + removed.stderr_data);
 }
 
+// Egress policy (docs/SECURITY.md, "Egress policy"): under "none" a connect
+// to an outside address fails with EPERM at once (a documentation address:
+// refused before any route is looked up, so no network is touched), and the
+// accounting names it. Skipped with the daemon's reason where no mode works.
+void AnExecUnderEgressNoneCannotConnectOut(CheckContext& ctx) {
+  HealthResponse h = ExpectOk(ctx.client().Health(), "health");
+  const json::Value* limits = h.extra.Find("limits");
+  const json::Value* modes = limits ? limits->Find("egress_modes") : nullptr;
+  if (!modes || !modes->is_array() || modes->as_array().empty()) {
+    const json::Value* why = limits ? limits->Find("egress_why") : nullptr;
+    throw CheckSkipped{"the guest enforces no egress policy: " +
+                       (why && why->is_string() ? why->as_string() : std::string("not listed"))};
+  }
+  ExecStartRequest req =
+      Sh("if command -v python3 >/dev/null; then python3 -c 'import socket\n"
+         "try: socket.create_connection((\"192.0.2.7\", 443), 20); print(\"reached\")\n"
+         "except OSError as e: print(e.errno)'; "
+         "elif command -v bash >/dev/null; then bash -c 'exec 3<>/dev/tcp/192.0.2.7/443' "
+         "2>/dev/null && echo reached || echo refused; else echo no-client; fi");
+  req.egress.emplace();
+  req.egress->mode = "none";
+  client::RunResult r = RunSh(ctx, std::move(req), "a connect under egress none");
+  if (r.stdout_data == "no-client\n") {
+    throw CheckSkipped{"the guest has neither python3 nor bash to open a socket with"};
+  }
+  Expect(r.stdout_data != "reached\n", "an exec under egress none reached 192.0.2.7:443");
+  EgressReport report = ExpectOk(ctx.client().ExecEgress(r.id), "the exec's egress accounting");
+  bool named = false;
+  for (const EgressDestination& d : report.destinations) {
+    named = named || (d.address == "192.0.2.7" && d.port == 443 && d.verdict == "refused");
+  }
+  Expect(report.accounting && named,
+         "the egress accounting does not name the refused connect to 192.0.2.7:443");
+}
+
 }  // namespace
 
 void AddHostileChecks(std::vector<Check>& checks) {
@@ -255,6 +290,8 @@ void AddHostileChecks(std::vector<Check>& checks) {
                     ARestrictedExecHasNoPrivilegeAndSaysSo});
   checks.push_back({"hostile", "a restricted exec cannot write the read-only paths",
                     ARestrictedExecCannotWriteTheReadonlyPaths});
+  checks.push_back({"hostile", "an exec under egress none cannot connect out, and it is counted",
+                    AnExecUnderEgressNoneCannotConnectOut});
   // Each defense against a tenant, as a plain unprivileged user and again
   // under the restricted profile.
   struct TenantCheck {

@@ -143,6 +143,7 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   req.group = r.String("group");
   req.profile = r.String("profile");
   req.network = r.String("network");
+  const json::Value* egress = r.Raw("egress");
   std::optional<std::string> stdin_text = r.String("stdin");
   std::optional<std::string> stdin_b64 = r.String("stdin_b64");
   req.stdin_stream = r.Bool("stdin_stream").value_or(false);
@@ -200,6 +201,11 @@ Result<ExecStartRequest> DecodeExecStartRequest(const json::Value& doc) {
   AGENTD_RETURN_IF_ERROR(r.Finish());
   if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
   if (req.network) AGENTD_RETURN_IF_ERROR(ValidateNetwork(*req.network));
+  if (egress && !egress->is_null()) {
+    Result<EgressPolicy> policy = DecodeEgressPolicy(*egress);
+    if (!policy.ok()) return policy.status();
+    req.egress = std::move(*policy);
+  }
   if (env) {
     AGENTD_RETURN_IF_ERROR(CheckEnv(*env));
     req.env = std::move(*env);
@@ -230,6 +236,7 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
   if (req.group) o.Set("group", *req.group);
   if (req.profile) o.Set("profile", *req.profile);
   if (req.network) o.Set("network", *req.network);
+  if (req.egress) o.Set("egress", EncodeEgressPolicy(*req.egress));
   if (req.stdin_data) {
     if (req.stdin_was_b64) {
       o.Set("stdin_b64", Base64Encode(*req.stdin_data));

@@ -140,6 +140,7 @@ json::Object EncodeExecInfoObject(const ExecInfo& e) {
   o.Set("profile", e.profile);
   if (e.restriction) o.Set("restriction", EncodeExecRestriction(*e.restriction));
   if (e.network) o.Set("network", *e.network);
+  if (e.egress) o.Set("egress", EncodeEgressPolicy(*e.egress));
   return o;
 }
 
@@ -181,6 +182,10 @@ Result<ExecInfo> DecodeExecInfo(const json::Value& doc) {
   e.profile = GetOptString(doc, "profile").value_or(kProfileUnrestricted);
   e.restriction = DecodeExecRestriction(doc.Find("restriction"));
   e.network = GetOptString(doc, "network");
+  if (const json::Value* x = doc.Find("egress"); x && x->is_object()) {
+    Result<EgressPolicy> p = DecodeEgressPolicy(*x);
+    if (p.ok()) e.egress = std::move(*p);
+  }
   return e;
 }
 

@@ -42,6 +42,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   req.stdin_data = r.String("stdin");
   req.profile = r.String("profile");
   req.network = r.String("network");
+  const json::Value* egress = r.Raw("egress");
   req.scan_changes = r.Bool("scan_changes").value_or(true);
   std::optional<std::string> marker = r.String("result_marker");
   req.limits = ReadExecLimits(r);
@@ -75,6 +76,11 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   AGENTD_RETURN_IF_ERROR(r.Finish());
   if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
   if (req.network) AGENTD_RETURN_IF_ERROR(ValidateNetwork(*req.network));
+  if (egress && !egress->is_null()) {
+    Result<EgressPolicy> policy = DecodeEgressPolicy(*egress);
+    if (!policy.ok()) return policy.status();
+    req.egress = std::move(*policy);
+  }
   req.code = std::move(*code);
   if (env) {
     for (const auto& [name, value] : *env) {
@@ -106,6 +112,7 @@ json::Value EncodeRunRequest(const RunRequest& req) {
   if (req.stdin_data) o.Set("stdin", *req.stdin_data);
   if (req.profile) o.Set("profile", *req.profile);
   if (req.network) o.Set("network", *req.network);
+  if (req.egress) o.Set("egress", EncodeEgressPolicy(*req.egress));
   if (!req.scan_changes) o.Set("scan_changes", false);
   if (req.result_marker != kDefaultResultMarker) o.Set("result_marker", req.result_marker);
   WriteExecLimits(o, req.limits);
@@ -123,6 +130,7 @@ ExecStartRequest RunToExecRequest(const RunRequest& req, std::string cwd, int64_
   e.stdin_data = req.stdin_data;
   e.profile = req.profile;
   e.network = req.network;
+  e.egress = req.egress;
   e.timeout_sec = timeout_sec;
   e.kill_grace_sec = 2;  // a run is waited for: a short TERM-to-KILL grace
   e.limits = req.limits;
@@ -163,6 +171,7 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("profile", r.profile);
   if (r.restriction) o.Set("restriction", EncodeExecRestriction(*r.restriction));
   if (r.network) o.Set("network", *r.network);
+  if (r.egress) o.Set("egress", EncodeEgressReport(*r.egress));
   o.Set("exception", r.exception ? EncodeRunException(*r.exception) : json::Value());
   if (r.result) o.Set("result", *r.result);
   o.Set("result_error", OptString(r.result_error));
@@ -214,6 +223,10 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   r.profile = GetString(doc, "profile").value_or(kProfileUnrestricted);
   r.restriction = DecodeExecRestriction(doc.Find("restriction"));
   r.network = GetString(doc, "network");
+  if (const json::Value* v = doc.Find("egress"); v && v->is_object()) {
+    Result<EgressReport> e = DecodeEgressReport(*v);
+    if (e.ok()) r.egress = std::move(*e);
+  }
   if (const json::Value* v = doc.Find("exception"); v && v->is_object()) {
     Result<RunException> e = DecodeRunException(*v);
     if (e.ok()) r.exception = std::move(*e);
@@ -271,6 +284,10 @@ std::string LastErrorLine(std::string_view text) {
 
 std::string RunSummary(const RunOutcome& o) {
   std::string files = FilesPart(o);
+  if (o.egress) {
+    std::string refused = EgressRefusalLine(*o.egress);
+    if (!refused.empty()) files += "; network: " + refused;
+  }
   if (o.limit) return "killed: " + DescribeLimit(*o.limit) + " exceeded" + files;
   std::string time = " in " + std::to_string(o.duration_ms) + " ms";
   if (o.killed_by == "kill") {

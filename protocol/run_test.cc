@@ -142,3 +142,58 @@ TEST_CASE("a run exception from a driver is cut to its bounds", "[run]") {
   CHECK(e->message.size() == kExceptionMaxMessageBytes);
   CHECK(!DecodeRunException(json::Object().Set("message", "no type")).ok());
 }
+
+TEST_CASE("summary names the most refused egress destination and how many more", "[run][egress]") {
+  RunOutcome o;
+  o.exit_code = 0;
+  o.duration_ms = 41;
+  EgressReport r;
+  r.accounting = true;
+  r.policy = EgressPolicy{"public", {}, {}, false};
+  r.destinations = {{"ipv4", "tcp", "10.0.0.1", 80, "refused", 1, "", ""},
+                    {"ipv4", "tcp", "169.254.169.254", 80, "refused", 2, "", ""},
+                    {"ipv4", "tcp", "8.8.8.8", 443, "allowed", 5, "", ""}};
+  r.refused = 3;
+  o.egress = r;
+  CHECK(RunSummary(o) ==
+        "exit 0 in 41 ms; network: 2 connections to 169.254.169.254:80 refused by policy public "
+        "(1 more refused)");
+  r.destinations = {{"ipv6", "udp", "fd00:ec2::254", 53, "refused", 1, "", ""}};
+  r.refused = 1;
+  o.egress = r;
+  CHECK(RunSummary(o) ==
+        "exit 0 in 41 ms; network: 1 datagram to [fd00:ec2::254]:53 refused by policy public");
+  r.destinations = {{"ipv4", "icmp", "", 0, "refused", 1, "", ""}};
+  o.egress = r;
+  CHECK(RunSummary(o) == "exit 0 in 41 ms; network: 1 icmp socket refused by policy public");
+  r.destinations = {{"ipv4", "tcp", "8.8.8.8", 443, "allowed", 5, "", ""}};
+  r.refused = 0;
+  o.egress = r;
+  CHECK(RunSummary(o) == "exit 0 in 41 ms");
+}
+
+TEST_CASE("a run answer's egress destinations are bounded, refused first", "[run][egress]") {
+  EgressReport r;
+  for (int i = 0; i < 20; ++i) {
+    r.destinations.push_back({"ipv4", "tcp", "192.0.2." + std::to_string(i), 80,
+                              i % 2 ? "refused" : "allowed", i, "", ""});
+  }
+  BoundEgressReport(r, 4);
+  REQUIRE(r.destinations.size() == 4);
+  CHECK(r.destinations_omitted == 16);
+  CHECK(r.destinations[0].address == "192.0.2.19");
+  CHECK(r.destinations[3].verdict == "refused");
+}
+
+TEST_CASE("a run request carries its egress policy to the exec", "[run][egress]") {
+  auto r = DecodeRunRequest(Doc(
+      R"({"runtime":"shell","code":"true","egress":{"mode":"allow","allow":["10.0.0.0/8:443"]}})"));
+  REQUIRE(r.ok());
+  ExecStartRequest e = RunToExecRequest(*r, "/w", 30);
+  REQUIRE(e.egress);
+  CHECK(e.egress->mode == "allow");
+  CHECK(e.egress->allow == std::vector<std::string>{"10.0.0.0/8:443"});
+  Status s =
+      DecodeRunRequest(Doc(R"({"runtime":"shell","code":"true","egress":{"mode":"x"}})")).status();
+  CHECK(s.details().Find("field")->as_string() == "egress");
+}

@@ -105,6 +105,10 @@ asio::awaitable<Result<ExecInfo>> AsyncClient::AckExec(std::string id) {
   co_return co_await AckExecCall(*transport_, std::move(id));
 }
 
+asio::awaitable<Result<EgressReport>> AsyncClient::ExecEgress(std::string id) {
+  co_return co_await ExecEgressCall(*transport_, std::move(id));
+}
+
 asio::awaitable<Result<std::vector<ExecInfo>>> AsyncClient::ListExecs() {
   co_return co_await ListExecsCall(*transport_);
 }

@@ -190,6 +190,14 @@ asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id) {
   co_return DecodeAnswer<ExecInfo>(co_await t.Call(req), &DecodeExecInfo);
 }
 
+asio::awaitable<Result<EgressReport>> ExecEgressCall(Transport& t, std::string id) {
+  AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
+  HttpRequest req;
+  req.target = ExecPath(id) + "/egress";
+  req.idempotent = true;
+  co_return DecodeAnswer<EgressReport>(co_await t.Call(req), &DecodeEgressReport);
+}
+
 asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t) {
   HttpRequest req;
   req.target = "/v1/execs";

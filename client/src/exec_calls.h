@@ -27,6 +27,7 @@ asio::awaitable<Result<ExecPollResponse>> WaitForOutputCall(Transport& t, std::s
 asio::awaitable<Result<ExecInfo>> KillExecCall(Transport& t, std::string id, KillRequest request);
 asio::awaitable<Result<ExecInfo>> ResizeExecCall(Transport& t, std::string id, int rows, int cols);
 asio::awaitable<Result<ExecInfo>> AckExecCall(Transport& t, std::string id);
+asio::awaitable<Result<EgressReport>> ExecEgressCall(Transport& t, std::string id);
 asio::awaitable<Result<std::vector<ExecInfo>>> ListExecsCall(Transport& t);
 asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, uint64_t offset,
                                                  std::string bytes, bool eof);

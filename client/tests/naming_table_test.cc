@@ -27,6 +27,7 @@ using namespace agentd::client;
   X(WaitForPath)             \
   X(KillExec)                \
   X(AckExec)                 \
+  X(ExecEgress)              \
   X(ListExecs)               \
   X(WriteStdin)              \
   X(Stream)                  \
@@ -74,7 +75,7 @@ TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClie
 #define AGENTD_CLIENT_OP(name) names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
-  CHECK(names.size() == 40);
+  CHECK(names.size() == 41);
 }
 
 TEST_CASE("every error code has its error class, and an unknown code is UnknownError",

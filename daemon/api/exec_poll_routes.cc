@@ -1,5 +1,6 @@
-// GET /v1/execs/{id} (poll, long poll) and GET /v1/execs (list)
-// (docs/PROTOCOL.md, "Poll" and "List"). Both are read-only.
+// GET /v1/execs/{id} (poll, long poll), GET /v1/execs (list) and
+// GET /v1/execs/{id}/egress (docs/PROTOCOL.md, "Poll", "List" and
+// "Egress"). All read-only.
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
 #include "api/exec_match_wait.h"
@@ -35,6 +36,19 @@ asio::awaitable<void> List(ExecEngine& engine, Request& req, Response& res) {
   co_await res.SendJson(200, EncodeExecList(engine.List()));
 }
 
+asio::awaitable<void> Egress(ExecEngine& engine, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<EgressReport> report = engine.Egress(req.Param("id"));
+  if (!report.ok()) {
+    co_await res.SendError(report.status());
+    co_return;
+  }
+  co_await res.SendJson(200, EncodeEgressReport(*report));
+}
+
 }  // namespace
 
 void RegisterExecPollRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
@@ -42,6 +56,8 @@ void RegisterExecPollRoutes(Router& router, ApiContext& ctx, ExecEngine& engine)
              [&engine](Request& req, Response& res) { return List(engine, req, res); });
   router.Add("GET", "/v1/execs/{id}",
              [&ctx, &engine](Request& req, Response& res) { return Poll(ctx, engine, req, res); });
+  router.Add("GET", "/v1/execs/{id}/egress",
+             [&engine](Request& req, Response& res) { return Egress(engine, req, res); });
 }
 
 }  // namespace agentd

@@ -62,6 +62,13 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     o.Set("defaults", std::move(defaults));
     o.Set("run_timeout_sec", ctx.config.run_timeout_sec);
     if (!engine.network_unavailable().empty()) o.Set("network_why", engine.network_unavailable());
+    json::Array egress_modes;
+    if (engine.egress_unavailable().empty()) {
+      for (std::string_view m : kEgressModes) egress_modes.emplace_back(std::string(m));
+    } else {
+      o.Set("egress_why", engine.egress_unavailable());
+    }
+    o.Set("egress_modes", std::move(egress_modes));
     return o;
   };
   auto runner =

@@ -52,6 +52,7 @@ struct DaemonConfig {
 
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";
+  std::string default_egress;  // "" | public | allow | none | all
   std::string restricted_user = "nobody";
   bool reset_requires_restricted = false;   // a privileged generation quarantines
   std::vector<std::string> readonly_paths;  // --readonly-path: must be applied
@@ -102,7 +103,8 @@ inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
                            .restricted_user = c.restricted_user,
                            .readonly_paths = c.readonly_paths,
                            .default_readonly_paths = c.default_readonly_paths,
-                           .disabled_runtimes = c.disabled_runtimes};
+                           .disabled_runtimes = c.disabled_runtimes,
+                           .default_egress = c.default_egress};
 }
 
 struct ParsedFlags {

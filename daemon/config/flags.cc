@@ -242,6 +242,17 @@ const std::vector<Flag>& Flags() {
          c.default_profile = v;
          return Status::Ok();
        }},
+      {"default-egress", "MODE",
+       "Egress policy of execs and runs that set no \"egress\": public (no private, "
+       "link-local or metadata destinations), none (loopback only) or all (everything, "
+       "counted); docs/PROTOCOL.md, \"Egress\". Default unset (no policy).",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "public" && v != "none" && v != "all") {
+           return BadValue("default-egress", v, "one of public, none, all");
+         }
+         c.default_egress = v;
+         return Status::Ok();
+       }},
       {"restricted-user", "USER",
        "The user (a name or number, not root) restricted execs run as unless the request "
        "names one; it must exist in the guest. Default nobody.",

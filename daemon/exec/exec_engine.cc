@@ -17,6 +17,7 @@
 #include "proc/signals.h"
 #include "sys/awaitable.h"
 #include "sys/pty.h"
+#include "sys/read_file.h"
 
 extern char** environ;
 
@@ -75,6 +76,11 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
   AGENTD_RETURN_IF_ERROR(OpenRestriction());
   network_unavailable_ = ProbeEmptyNetwork();
+  egress_host_.Open();
+  if (!egress_host_.available()) {
+    Log(LogLevel::kInfo, "egress policy unavailable",
+        json::Object().Set("why", egress_host_.why()));
+  }
   if (!network_unavailable_.empty()) {
     Log(LogLevel::kInfo, "network none unavailable",
         json::Object().Set("why", network_unavailable_));
@@ -249,11 +255,34 @@ Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
                "\"network\": \"none\" is not available in this guest: " + network_unavailable_)
         .With("field", std::string("network"));
   }
+  std::optional<EgressPolicy> egress = request.egress;
+  if (!egress && !options_.default_egress.empty()) {
+    egress.emplace();
+    egress->mode = options_.default_egress;
+  }
+  std::vector<EgressRule> egress_table;
+  if (egress) {
+    if (!egress_host_.available()) {
+      return Status::Error(ErrorCode::kLimitUnsupported,
+                           "\"egress\" is not available in this guest: " + egress_host_.why())
+          .With("field", std::string("egress"));
+    }
+    std::vector<std::string> nameservers;
+    if (egress->dns) {
+      Result<std::string> resolv = ReadFileToString("/etc/resolv.conf", 1 << 16);
+      if (resolv.ok()) nameservers = ParseNameservers(*resolv);
+    }
+    Result<std::vector<EgressRule>> table = BuildEgressTable(*egress, nameservers);
+    if (!table.ok()) return table.status();
+    egress_table = std::move(*table);
+  }
   Result<std::optional<Credentials>> identity =
       restricted ? ResolveRestrictedIdentity(request) : ResolveIdentity(request);
   if (!identity.ok()) return identity.status();
   Prepared p;
   p.restricted = restricted;
+  p.egress = std::move(egress);
+  p.egress_table = std::move(egress_table);
   const Credentials* creds = *identity ? &**identity : nullptr;
   p.env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
   if (request.runtime) {
@@ -358,6 +387,8 @@ Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::strin
   rec->kill_grace_sec = prepared.request.kill_grace_sec.value_or(kDefaultKillGraceSec);
   rec->profile = prepared.restricted ? kProfileRestricted : kProfileUnrestricted;
   rec->network = prepared.request.network;
+  rec->egress = prepared.egress;
+  rec->egress_table = prepared.egress_table;
   AGENTD_RETURN_IF_ERROR(store_->CreateDir(rec->dir));
   for (Stream s : {Stream::kStdout, Stream::kStderr}) {
     rec->logs[static_cast<int>(s)] = OutputLog::Create(rec->dir + "/" + std::string(StreamName(s)));
@@ -442,6 +473,24 @@ std::vector<std::string> ExecEngine::DropAll() {
   ++generation_;
   privileged_generation_ = false;
   return dirs;
+}
+
+Result<EgressReport> ExecEngine::Egress(std::string_view id) {
+  Result<SharedRecord> found = FindRecord(id);
+  if (!found.ok()) return found.status();
+  const SharedRecord& rec = *found;
+  EgressReport r;
+  if (rec->egress_guard) {
+    rec->egress_guard->Read(r);
+  } else if (rec->egress_final) {
+    r = *rec->egress_final;
+  } else if (rec->egress && !rec->egress_counts_lost) {
+    r.accounting = true;  // its spawn failed before anything ran: nothing was sent
+    r.max_destinations = kMaxEgressDestinations;
+  }
+  r.id = rec->id;
+  r.policy = rec->egress;
+  return r;
 }
 
 Result<ExecInfo> ExecEngine::Ack(std::string_view id) {

@@ -56,7 +56,10 @@ class ExecEngine {
   // pipes would break anyway; killed_by "daemon_shutdown").
   void Shutdown();
   // After serving: removes the daemon's empty cgroups.
-  void CloseLimits() { limiter_.Close(); }
+  void CloseLimits() {
+    limiter_.Close();
+    egress_host_.Close();
+  }
   // Calls `done` once every exec has finished (its exit recorded) or after
   // `limit`, whichever comes first.
   void WhenFinished(std::chrono::milliseconds limit, std::function<void()> done);
@@ -79,6 +82,10 @@ class ExecEngine {
     std::optional<Credentials> identity;
     std::vector<std::string> env;
     bool restricted = false;  // the restricted profile (docs/SECURITY.md)
+    // The egress policy in force (the request's or --default-egress) and
+    // its rule table, checked here so a bad rule is a 400 before any start.
+    std::optional<EgressPolicy> egress;
+    std::vector<EgressRule> egress_table;
     // A run's driver (run/code_drivers.h): the argv spawned instead of the
     // request's, and the descriptor given to it as fd 3 (owned by the
     // caller, open until the run ends; -1: none).
@@ -109,6 +116,9 @@ class ExecEngine {
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.
   Result<ExecView> Find(std::string_view id);
   Result<ExecInfo> Ack(std::string_view id);
+  // GET /v1/execs/{id}/egress: the accounting so far (live while the exec's
+  // programs are attached, the final counts after it ended).
+  Result<EgressReport> Egress(std::string_view id);
   Result<ExecInfo> Kill(std::string_view id, const KillRequest& request);
   // Sets a PTY exec's window size (the terminal's foreground group gets
   // SIGWINCH); 409 not_a_pty for an exec without one. Once the output is
@@ -147,6 +157,8 @@ class ExecEngine {
   const std::string& readonly_unavailable() const { return readonly_unavailable_; }
   // Why "network": "none" cannot be applied here ("" when it can).
   const std::string& network_unavailable() const { return network_unavailable_; }
+  // Why no "egress" policy can be enforced here ("" when every mode can).
+  const std::string& egress_unavailable() const { return egress_host_.why(); }
   // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
   // "Reuse"): nothing a reset checks proves what it may have changed.
   bool privileged_generation() const { return privileged_generation_; }
@@ -206,6 +218,11 @@ class ExecEngine {
   void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
                          int exit_code);
   void ReleaseGroup(const SharedRecord& rec);
+  // exec_process.cc: the egress programs (limits/egress_guard.h), attached
+  // right before the spawn; released with their final counts at the end.
+  Status AttachEgress(const SharedRecord& rec);
+  void ReleaseEgress(const SharedRecord& rec);
+  void CountEgress(const EgressReport& r);
   void ArmSweep();
   void CountExit(const ExecRecord& rec, bool spawn_failed);
 
@@ -236,6 +253,7 @@ class ExecEngine {
   std::vector<std::string> readonly_paths_;
   std::string readonly_unavailable_;
   std::string network_unavailable_;
+  EgressHost egress_host_;
   bool privileged_generation_ = false;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()
 };

@@ -51,6 +51,9 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
     if (rec->finished()) continue;
     if (rec->internal) return Refuse(*rec, "is a /v1/run in progress; retry once it answered");
     if (rec->group) return Refuse(*rec, "runs in a cgroup, which an upgrade cannot hand over yet");
+    if (rec->egress_guard) {
+      return Refuse(*rec, "has an egress policy, whose accounting an upgrade cannot hand over yet");
+    }
     if (rec->stdin_pipe && !rec->stdin_stream) {
       return Refuse(*rec, "is still being given its stdin data; retry");
     }

@@ -37,6 +37,9 @@ struct ExecEngineOptions {
   // --disable-runtime: runtimes refused (runtime_unavailable,
   // disabled_by_flag) whatever the PATH holds.
   std::vector<Runtime> disabled_runtimes;
+  // --default-egress: the egress mode of execs and runs that set no
+  // "egress" ("" : none, the guest's network as it is).
+  std::string default_egress;
 };
 
 }  // namespace agentd

@@ -127,6 +127,7 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   rec->phase = ExecRecord::Phase::kExited;
   rec->stdin_closed = true;
   rec->launching = false;
+  rec->egress_guard.reset();
   ReleaseGroup(rec);
   CountExit(*rec, /*spawn_failed=*/true);
 }
@@ -134,7 +135,10 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
 void ExecEngine::Launch(const SharedRecord& rec, Prepared& prepared) {
   rec->started_at = SystemClock::now();
   rec->started_steady = SteadyClock::now();
-  if (limiter_.NeedsGroup(rec->limits)) {
+  // Under cgroup v2 the exec's one group is also where its egress programs
+  // go (a process is in one cgroup2 group only).
+  bool v2_egress = rec->egress && limiter_.mechanism() == LimitMechanism::kCgroup2;
+  if (limiter_.NeedsGroup(rec->limits) || v2_egress) {
     rec->launching = true;
     auto held = std::make_shared<Prepared>(std::move(prepared));
     asio::co_spawn(io_, LaunchInGroup(rec, std::move(held)), asio::detached);
@@ -198,6 +202,14 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   }
   spec.oom_score_adj = options_.child_oom_score_adj;
   spec.empty_network = rec->network.has_value();
+  if (rec->egress) {
+    Status attached = AttachEgress(rec);
+    if (!attached.ok()) {
+      return FailLaunch(rec, "cannot apply the egress policy: " + attached.message(), 126);
+    }
+    if (int fd = rec->egress_guard->procs_fd(); fd >= 0) spec.cgroup_procs_fds.push_back(fd);
+    spec.egress_policed = true;
+  }
   // Prepare() refuses a restricted exec when there is no filter.
   if (prepared.restricted) {
     spec.seccomp_filter = &refusal_filter_->fprog;
@@ -207,6 +219,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
   if (rec->group) rec->group->CloseProcsFds();
+  if (rec->egress_guard) rec->egress_guard->CloseProcsFd();
   if (!spawned.ok()) return FailLaunch(rec, spawned.status().message(), 126);
   io->child_ends.clear();  // the child has its own copies now
 
@@ -338,8 +351,45 @@ void ExecEngine::OnPumpDone(const SharedRecord& rec) {
   if (--rec->pumps_running == 0 && rec->phase == ExecRecord::Phase::kDraining) Finalize(rec);
 }
 
+Status ExecEngine::AttachEgress(const SharedRecord& rec) {
+  bool in_group = rec->group && limiter_.mechanism() == LimitMechanism::kCgroup2;
+  std::string dir;
+  if (in_group) {
+    dir = rec->group->dirs().front();
+  } else {
+    Result<std::string> made = egress_host_.MakeDir(rec->seq);
+    if (!made.ok()) return made.status();
+    dir = std::move(*made);
+  }
+  Result<std::unique_ptr<EgressGuard>> guard = EgressGuard::Attach(
+      rec->egress_table, dir, /*own_dir=*/!in_group, /*police_sockets=*/rec->egress->mode != "all");
+  if (!guard.ok()) {
+    if (!in_group) ::rmdir(dir.c_str());
+    return guard.status();
+  }
+  rec->egress_guard = std::move(*guard);
+  return Status::Ok();
+}
+
+void ExecEngine::ReleaseEgress(const SharedRecord& rec) {
+  if (!rec->egress_guard) return;
+  EgressReport final_counts;
+  rec->egress_guard->Read(final_counts);
+  CountEgress(final_counts);
+  rec->egress_final = std::move(final_counts);
+  rec->egress_guard.reset();  // before the group's removal, which it may share
+}
+
+void ExecEngine::CountEgress(const EgressReport& r) {
+  metrics::Family<metrics::Counter>& c = metrics::Daemon().egress_attempts;
+  if (r.allowed > 0) c.With({"allowed"}).Inc(static_cast<uint64_t>(r.allowed));
+  if (r.refused > 0) c.With({"refused"}).Inc(static_cast<uint64_t>(r.refused));
+  if (r.overflow > 0) c.With({"overflow"}).Inc(static_cast<uint64_t>(r.overflow));
+}
+
 void ExecEngine::Finalize(const SharedRecord& rec) {
   rec->phase = ExecRecord::Phase::kExited;
+  ReleaseEgress(rec);
   ReleaseGroup(rec);
   rec->drain_timer.cancel();
   rec->stdin_pipe.reset();

@@ -36,6 +36,7 @@ ExecInfo ExecRecord::Info() const {
   e.profile = profile;
   e.restriction = restriction;
   e.network = network;
+  e.egress = egress;
   return e;
 }
 

@@ -24,6 +24,7 @@
 
 #include "agentd/protocol/exec.h"
 #include "exec/change_signal.h"
+#include "limits/egress_guard.h"
 #include "limits/limiter.h"
 #include "spool/output_log.h"
 
@@ -72,6 +73,13 @@ struct ExecRecord {
   std::string profile = kProfileUnrestricted;
   std::optional<std::string> network;  // "none": run in an empty network namespace
   std::optional<ExecRestriction> restriction;
+  // The egress policy (docs/PROTOCOL.md, "Egress"), its programs while the
+  // exec runs, and its accounting once it ended (read when it finished).
+  std::optional<EgressPolicy> egress;
+  std::vector<EgressRule> egress_table;
+  std::unique_ptr<EgressGuard> egress_guard;
+  std::optional<EgressReport> egress_final;
+  bool egress_counts_lost = false;  // recovered after a restart: the counts are gone
   std::optional<int64_t> timeout_sec;
   std::optional<LimitHit> limit;
   std::unique_ptr<ExecGroup> group;

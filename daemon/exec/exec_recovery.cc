@@ -46,6 +46,8 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->limits = info.limits;
   rec->profile = info.profile;
   rec->restriction = info.restriction;
+  rec->egress = info.egress;
+  rec->egress_counts_lost = info.egress.has_value();  // they lived in the old daemon's maps
   // The record does not say who it ran as: an unrestricted one (or one that
   // never got spawned restricted) counts as privileged, the safe side.
   if (!info.restriction && !info.error) privileged_generation_ = true;

@@ -43,6 +43,10 @@ DaemonMetrics* Build() {
           .With({}),
       r->AddCounter("agentd_reset_remaining_total",
                     "Items a guest reset found left over (each quarantines), by kind.", {"kind"}),
+      r->AddCounter("agentd_egress_attempts_total",
+                    "Connects and datagrams of ended execs with an egress policy, by verdict "
+                    "(overflow: past the per-exec accounting bound).",
+                    {"verdict"}),
   };
 }
 

@@ -28,6 +28,9 @@ struct DaemonMetrics {
   Family<Counter>& resets;           // {result="clean"|"quarantined"}
   Histogram& reset_duration;         // a reset's whole run, seconds
   Family<Counter>& reset_remaining;  // {kind="process"|"path"}: items found left over
+  // {verdict="allowed"|"refused"|"overflow"}: egress attempts of ended
+  // policed execs (no addresses in labels; GET /v1/execs/{id}/egress has them).
+  Family<Counter>& egress_attempts;
 };
 
 // The one instance (created on first use, never destroyed).

@@ -62,6 +62,7 @@ enum class Step : int {
   kNone,
   kSetsid,
   kCgroup,
+  kCgroupNamespace,
   kRlimit,
   kDup,
   kTty,
@@ -104,6 +105,7 @@ struct ChildArgs {
   const char* const* readonly_paths;
   size_t readonly_path_count;
   bool empty_network;
+  bool egress_policed;
   int err;
   Step step;
   const char* failed_path;
@@ -159,6 +161,11 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   for (size_t i = 0; i < a->cgroup_fd_count; ++i) {
     if (::syscall(SYS_write, a->cgroup_fds[i], "0", 1) != 1) Fail(a, Step::kCgroup, errno);
   }
+  // Rooted at the cgroups just joined: a process can move only within its
+  // namespace's root, so not out of the one its egress programs hang on.
+  if (a->egress_policed && ::syscall(SYS_unshare, CLONE_NEWCGROUP) != 0) {
+    Fail(a, Step::kCgroupNamespace, errno);
+  }
   if (a->set_oom_score_adj) {
     int fd = static_cast<int>(
         ::syscall(SYS_openat, AT_FDCWD, "/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
@@ -204,6 +211,19 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     const char* failed = nullptr;
     int err = ApplyReadonlyMounts(a->readonly_paths, a->readonly_path_count, &failed);
     if (err != 0) Fail(a, Step::kReadonly, err, failed);
+  }
+  if (a->egress_policed && !a->seccomp_filter) {
+    // After the namespace and mount steps, which needed CAP_SYS_ADMIN. EINVAL:
+    // a kernel that predates the capability (CAP_BPF and CAP_PERFMON: 5.8).
+    for (int cap : kEgressDroppedCaps) {
+      if (::syscall(SYS_prctl, PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+        Fail(a, Step::kBounding, errno);
+      }
+    }
+    if (::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 &&
+        errno != EINVAL) {
+      Fail(a, Step::kCapabilities, errno);
+    }
   }
   if (a->seccomp_filter) {
     // While still root: nothing exec'd later can regain a dropped bounding
@@ -297,6 +317,9 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
     case Step::kCgroup:
       what = "cannot join the exec's cgroup";
       break;
+    case Step::kCgroupNamespace:
+      what = "cannot enter a cgroup namespace";
+      break;
     case Step::kRlimit:
       what = "cannot set a resource limit";
       break;
@@ -343,6 +366,9 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
 
 }  // namespace
 
+const int kEgressDroppedCaps[8] = {CAP_NET_ADMIN, CAP_NET_RAW,    CAP_SYS_ADMIN,  CAP_PERFMON,
+                                   CAP_BPF,       CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO};
+
 int SpawnFailureExitCode(int err) { return (err == ENOENT || err == ENOTDIR) ? 127 : 126; }
 
 Result<SpawnResult> Spawn(const SpawnSpec& spec) {
@@ -385,6 +411,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.readonly_paths = readonly_ptrs.data();
   args.readonly_path_count = readonly_ptrs.size();
   args.empty_network = spec.empty_network;
+  args.egress_policed = spec.egress_policed;
 
   void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

@@ -80,7 +80,17 @@ struct SpawnSpec {
   // "network": "none": a network namespace of its own with only loopback
   // (proc/empty_network.h), entered while the child may still.
   bool empty_network = false;
+  // An egress policy is attached to one of the cgroups above
+  // (limits/egress_guard.h): right after joining them the child enters a
+  // cgroup namespace rooted there (so nothing of the exec can move itself
+  // out), and later drops from its bounding set the capabilities that could
+  // detach the programs or send around them (kEgressDroppedCaps).
+  bool egress_policed = false;
 };
+
+// CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON,
+// CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO.
+extern const int kEgressDroppedCaps[8];
 
 struct SpawnResult {
   pid_t pid = -1;  // > 0 whenever a child exists (also when its exec failed)

@@ -122,7 +122,8 @@ std::string StdoutWithoutResults(const OutputLog& log, const std::string& marker
 }
 
 RunResponse BuildAnswer(const ExecView& exec, const std::string& cwd, const RunRequest& run,
-                        const TreeDiff& diff, std::optional<RunException> exception) {
+                        const TreeDiff& diff, std::optional<RunException> exception,
+                        std::optional<EgressReport> egress) {
   Runtime runtime = run.runtime;
   ExecInfo info = exec.Info();
   RunResponse r;
@@ -136,6 +137,7 @@ RunResponse BuildAnswer(const ExecView& exec, const std::string& cwd, const RunR
   r.profile = info.profile;
   r.restriction = info.restriction;
   r.network = info.network;
+  if (egress && egress->accounting) r.egress = std::move(*egress);
   // Only a failed run has an exception (a report beside exit 0 was
   // written by the code itself).
   if (info.exit_code != 0) r.exception = std::move(exception);
@@ -166,7 +168,9 @@ RunResponse BuildAnswer(const ExecView& exec, const std::string& cwd, const RunR
   o.changed_files_truncated = diff.truncated && diff.bound && diff.bound->name != "not_scanned";
   o.stderr_tail = StderrTail(exec.log(Stream::kStderr));
   o.exception = r.exception;
+  o.egress = r.egress;  // every destination: the summary names the most refused
   r.summary = RunSummary(o);
+  if (r.egress) BoundEgressReport(*r.egress, kMaxRunEgressDestinations);
   return r;
 }
 
@@ -252,7 +256,9 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
       diff.truncated = true;  // the directory went away
     }
   }
-  RunResponse answer = BuildAnswer(exec, cwd, run, diff, ReadReport(report));
+  std::optional<EgressReport> egress;
+  if (Result<EgressReport> e = engine_.Egress(exec.Info().id); e.ok()) egress = std::move(*e);
+  RunResponse answer = BuildAnswer(exec, cwd, run, diff, ReadReport(report), std::move(egress));
   engine_.Discard(exec);
   co_return answer;
 }

@@ -24,8 +24,8 @@ from ._reactive import ReactiveCalls
 from ._sse import SseDecoder
 from ._transport import Request, Transport, quote_value
 from .errors import AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError, TransportError
-from .types import (BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExitEvent, GapEvent,
-                    GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
+from .types import (BootstrapResult, CodeRunResult, Cursors, EgressReport, ExecInfo, ExitEvent,
+                    GapEvent, GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
                     StreamEvent)
 
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
@@ -133,6 +133,7 @@ class Client(FileCalls, ReactiveCalls):
                      pty: Optional[Mapping[str, Any]] = None,
                      profile: Optional[str] = None,
                      network: Optional[str] = None,
+                     egress: Optional[Mapping[str, Any]] = None,
                      **limits: Union[int, float, bool]) -> Dict[str, Any]:
         """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
         command, or runtime with code ("Run code": as a detached exec). `limits`
@@ -140,7 +141,10 @@ class Client(FileCalls, ReactiveCalls):
         file_size_mb, output_bytes, kill_on_output, cpus. `profile` is
         "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles"); unset,
         the daemon's --default-profile applies. `network="none"`: only loopback
-        (docs/PROTOCOL.md, "No network"); unset, the guest's network."""
+        (docs/PROTOCOL.md, "No network"); unset, the guest's network. `egress`:
+        the egress policy, {"mode": "public" | "allow" | "none" | "all",
+        "allow": ["CIDR:PORT", ...], "deny": [...], "dns": bool}
+        (docs/PROTOCOL.md, "Egress"); unset, the daemon's --default-egress."""
         body: Dict[str, Any] = {}
         if argv is not None:
             body["argv"] = list(argv)
@@ -152,6 +156,8 @@ class Client(FileCalls, ReactiveCalls):
                             ("network", network)):
             if value is not None:
                 body[name] = value
+        if egress is not None:
+            body["egress"] = dict(egress)
         body.update(_limits(limits))
         if env is not None:
             body["env"] = dict(env)
@@ -303,6 +309,12 @@ class Client(FileCalls, ReactiveCalls):
         """POST /v1/execs/{id}/ack: marks an exited exec read (idempotent)."""
         return ExecInfo.from_json(self._json(
             "POST", "/v1/execs/%s/ack" % quote_value(check_id(exec_id)), {}, idempotent=True))
+
+    def exec_egress(self, exec_id: str) -> EgressReport:
+        """GET /v1/execs/{id}/egress: every connect and UDP send of the exec and
+        its descendants, by destination and verdict (docs/PROTOCOL.md, "Egress")."""
+        return EgressReport.from_json(self._json(
+            "GET", "/v1/execs/%s/egress" % quote_value(check_id(exec_id)), idempotent=True))
 
     def list_execs(self) -> List[ExecInfo]:
         """GET /v1/execs: every record, in start order."""
@@ -469,12 +481,13 @@ class Client(FileCalls, ReactiveCalls):
                  stdin: Optional[str] = None, scan_changes: Optional[bool] = None,
                  profile: Optional[str] = None,
                  network: Optional[str] = None,
+                 egress: Optional[Mapping[str, Any]] = None,
                  result_marker: Optional[str] = None,
                  **limits: Union[int, float, bool]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
-        `limits`, `profile` and `network` as for exec_request. `result_marker` (daemon default
+        `limits`, `profile`, `network` and `egress` as for exec_request. `result_marker` (daemon default
         "__AGENTD_RESULT__"; "" turns it off): a stdout line starting with it is the
         JSON result (`result`, `result_error`). Not retried once sent (running code
         twice is not harmless)."""
@@ -487,6 +500,8 @@ class Client(FileCalls, ReactiveCalls):
                 body[name] = value
         if env is not None:
             body["env"] = dict(env)
+        if egress is not None:
+            body["egress"] = dict(egress)
         body.update(_limits(limits))
         return CodeRunResult.from_json(self._json("POST", "/v1/run", body, idempotent=False))
 

@@ -149,6 +149,8 @@ class ExecInfo:
     restriction: Optional[Dict[str, Any]] = None
     #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
     network: Optional[str] = None
+    #: The egress policy in force: {"mode", "allow", "deny", "dns"}, or None.
+    egress: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -171,7 +173,58 @@ class ExecInfo:
             limits=_dict(d.get("limits")), limit=_opt_dict(d.get("limit")),
             profile=str(d.get("profile") or "unrestricted"),
             restriction=_opt_dict(d.get("restriction")), network=_opt_str(d.get("network")),
-            raw=d)
+            egress=_opt_dict(d.get("egress")), raw=d)
+
+
+@dataclass
+class EgressDestination:
+    """One destination an exec tried (docs/PROTOCOL.md, "Egress"); a refused
+    raw or ICMP socket has address "" and port 0."""
+    family: str
+    protocol: str
+    address: str
+    port: int
+    verdict: str  # "allowed" | "refused"
+    count: int
+    first_at: str
+    last_at: str
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "EgressDestination":
+        return EgressDestination(
+            family=str(d.get("family", "")), protocol=str(d.get("protocol", "")),
+            address=str(d.get("address", "")), port=_int(d.get("port")),
+            verdict=str(d.get("verdict", "")), count=_int(d.get("count")),
+            first_at=str(d.get("first_at", "")), last_at=str(d.get("last_at", "")))
+
+
+@dataclass
+class EgressReport:
+    """GET /v1/execs/{id}/egress. `accounting` False: the exec ran without a
+    policy; True with attempts 0: it tried nothing."""
+    id: str
+    accounting: bool
+    policy: Optional[Dict[str, Any]]
+    attempts: int
+    allowed: int
+    refused: int
+    overflow: int
+    max_destinations: int
+    destinations: List[EgressDestination]
+    #: Destinations left out (a run answer lists at most 16).
+    destinations_omitted: int = 0
+    raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "EgressReport":
+        return EgressReport(
+            id=str(d.get("id", "")), accounting=bool(d.get("accounting")),
+            policy=_opt_dict(d.get("policy")), attempts=_int(d.get("attempts")),
+            allowed=_int(d.get("allowed")), refused=_int(d.get("refused")),
+            overflow=_int(d.get("overflow")), max_destinations=_int(d.get("max_destinations")),
+            destinations=[EgressDestination.from_json(x) for x in d.get("destinations") or []
+                          if isinstance(x, dict)],
+            destinations_omitted=_int(d.get("destinations_omitted")), raw=d)
 
 
 @dataclass
@@ -352,6 +405,8 @@ class CodeRunResult:
     result_error: Optional[str] = None
     #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
     network: Optional[str] = None
+    #: Its egress accounting when it ran under a policy (destinations bounded).
+    egress: Optional["EgressReport"] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "CodeRunResult":
@@ -368,7 +423,8 @@ class CodeRunResult:
             _opt_str(d.get("error")), d, str(d.get("profile") or "unrestricted"),
             _opt_dict(d.get("restriction")), _opt_dict(d.get("exception")),
             d.get("result"), "result" in d, _opt_str(d.get("result_error")),
-            _opt_str(d.get("network")))
+            _opt_str(d.get("network")),
+            EgressReport.from_json(d["egress"]) if isinstance(d.get("egress"), dict) else None)
 
 
 @dataclass

@@ -14,11 +14,11 @@ import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import {
-  bootstrapResultFromWire, codeRunResultFromWire, execInfoFromWire, execRequestToWire, healthFromWire,
+  bootstrapResultFromWire, codeRunResultFromWire, egressReportFromWire, execInfoFromWire, execRequestToWire, healthFromWire,
   resetReportFromWire, runCodeOptionsToWire,
 } from "./wire.js";
 import type {
-  BootstrapResult, CodeRunResult, Cursors, ExecInfo, ExecRequest, Health, KillOptions, OutputChunk,
+  BootstrapResult, CodeRunResult, Cursors, EgressReport, ExecInfo, ExecRequest, Health, KillOptions, OutputChunk,
   OutputMatch, PollOptions, PollResult, ResetOptions, ResetReport, RunCodeOptions, RunResult,
   StreamEvent, WaitForOutputOptions,
 } from "./types.js";
@@ -269,6 +269,12 @@ export class Client extends ReactiveCalls {
   /** POST /v1/execs/{id}/ack: marks an exited exec read (idempotent). */
   async ackExec(id: string): Promise<ExecInfo> {
     return execInfoFromWire(await this.json("POST", `/v1/execs/${q(checkId(id))}/ack`, {}, true));
+  }
+
+  /** GET /v1/execs/{id}/egress: every connect and UDP send of the exec and its descendants,
+   *  by destination and verdict (docs/PROTOCOL.md, "Egress"). */
+  async execEgress(id: string): Promise<EgressReport> {
+    return egressReportFromWire(await this.json("GET", `/v1/execs/${q(checkId(id))}/egress`, undefined, true));
   }
 
   /** GET /v1/execs. */

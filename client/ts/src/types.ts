@@ -24,7 +24,9 @@ export interface Health {
   retention: { streamBytes: number; totalBytes: number };
   /** The limit mechanism in force, what it enforces, and the defaults. */
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
-             defaults: Limits; runTimeoutSec: number; networkWhy?: string };
+             defaults: Limits; runTimeoutSec: number; networkWhy?: string;
+             /** The egress modes this guest enforces ([] where none can be) and why not. */
+             egressModes?: EgressMode[]; egressWhy?: string };
   /** The default profile, the restricted user, the calls the filter refuses and the
    *  paths restricted execs see read-only (readonlyWhy: why none can be bound here). */
   profiles?: { default: Profile;
@@ -139,6 +141,46 @@ export interface ExecRequest extends Limits {
   profile?: Profile;
   /** "none": only loopback, in a network namespace of its own (docs/PROTOCOL.md, "No network"). */
   network?: "none";
+  /** The egress policy (docs/PROTOCOL.md, "Egress"); unset: the daemon's --default-egress. */
+  egress?: EgressPolicy;
+}
+
+export type EgressMode = "public" | "allow" | "none" | "all";
+
+/** Rules are "CIDR", "CIDR:PORT" or "[IPv6-CIDR]:PORT"; the most specific rule wins. */
+export interface EgressPolicy {
+  mode: EgressMode;
+  allow?: string[];
+  deny?: string[];
+  /** Also port 53 to the nameservers of the guest's /etc/resolv.conf. */
+  dns?: boolean;
+}
+
+/** One destination an exec tried; a refused raw or ICMP socket has address "" and port 0. */
+export interface EgressDestination {
+  family: "ipv4" | "ipv6";
+  protocol: string;
+  address: string;
+  port: number;
+  verdict: "allowed" | "refused";
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}
+
+/** GET /v1/execs/{id}/egress. accounting false: no policy; true with attempts 0: nothing tried. */
+export interface EgressReport {
+  id: string;
+  accounting: boolean;
+  policy?: EgressPolicy;
+  attempts: number;
+  allowed: number;
+  refused: number;
+  overflow: number;
+  maxDestinations: number;
+  destinations: EgressDestination[];
+  /** Destinations left out of this answer (a run's lists at most 16). */
+  destinationsOmitted: number;
 }
 
 /** What killExec sends: a signal name (default TERM) and the grace before KILL. */
@@ -172,6 +214,8 @@ export interface ExecInfo {
   restriction?: Restriction;
   /** "none" when it ran without network. */
   network?: "none";
+  /** The egress policy in force, when one is. */
+  egress?: EgressPolicy;
 }
 
 /** Bytes [start, next) of one stream from a poll; gap: bytes lost before them. */
@@ -283,6 +327,8 @@ export interface CodeRunResult {
   restriction?: Restriction;
   /** "none" when it ran without network. */
   network?: "none";
+  /** Its egress accounting, when it ran under a policy (at most 16 destinations). */
+  egress?: EgressReport;
   /** What a python run raised (absent from older daemons). */
   exception?: RunException | null;
   /** The last result line's JSON value; absent when there was none. */
@@ -329,6 +375,8 @@ export interface RunCodeOptions extends Limits {
   scanChanges?: boolean;
   profile?: Profile;
   network?: "none";
+  /** The egress policy (docs/PROTOCOL.md, "Egress"). */
+  egress?: EgressPolicy;
   /** Default "__AGENTD_RESULT__"; "" turns result lines off. */
   resultMarker?: string;
 }

@@ -4,8 +4,8 @@
 // (environment maps, file names, a run's result value, error details)
 // passes through untouched, and members a newer daemon adds are ignored.
 import type {
-  BootstrapResult, CodeRunResult, ExceptionFrame, ExecInfo, ExecRequest, FileStat, Health, LimitHit, Limits,
-  ResetReport, Restriction, RunCodeOptions, RunException,
+  BootstrapResult, CodeRunResult, EgressPolicy, EgressReport, ExceptionFrame, ExecInfo, ExecRequest, FileStat,
+  Health, LimitHit, Limits, ResetReport, Restriction, RunCodeOptions, RunException,
 } from "./types.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -70,6 +70,29 @@ export function execInfoFromWire(v: unknown): ExecInfo {
   const r = restriction(w.restriction);
   if (r) out.restriction = r;
   if (w.network !== undefined) out.network = w.network;
+  if (w.egress !== undefined && w.egress !== null) out.egress = egressPolicyFromWire(w.egress);
+  return out;
+}
+
+function egressPolicyFromWire(v: unknown): EgressPolicy {
+  const w = obj(v);
+  return { mode: w.mode, allow: w.allow ?? [], deny: w.deny ?? [], dns: w.dns ?? false };
+}
+
+export function egressReportFromWire(v: unknown): EgressReport {
+  const w = obj(v);
+  const out: EgressReport = {
+    id: w.id, accounting: w.accounting, attempts: w.attempts, allowed: w.allowed, refused: w.refused,
+    overflow: w.overflow, maxDestinations: w.max_destinations, destinationsOmitted: w.destinations_omitted ?? 0,
+    destinations: (Array.isArray(w.destinations) ? w.destinations : []).map((x: unknown) => {
+      const d = obj(x);
+      return {
+        family: d.family, protocol: d.protocol, address: d.address, port: d.port, verdict: d.verdict,
+        count: d.count, firstAt: d.first_at, lastAt: d.last_at,
+      };
+    }),
+  };
+  if (w.policy !== undefined) out.policy = egressPolicyFromWire(w.policy);
   return out;
 }
 
@@ -92,6 +115,7 @@ export function execRequestToWire(r: ExecRequest): Wire {
   if (r.pty !== undefined) w.pty = r.pty;
   if (r.profile !== undefined) w.profile = r.profile;
   if (r.network !== undefined) w.network = r.network;
+  if (r.egress !== undefined) w.egress = r.egress;
   limitsToWire(r, w);
   return w;
 }
@@ -107,6 +131,7 @@ export function runCodeOptionsToWire(o: RunCodeOptions): Wire {
   if (o.scanChanges !== undefined) w.scan_changes = o.scanChanges;
   if (o.profile !== undefined) w.profile = o.profile;
   if (o.network !== undefined) w.network = o.network;
+  if (o.egress !== undefined) w.egress = o.egress;
   if (o.resultMarker !== undefined) w.result_marker = o.resultMarker;
   limitsToWire(o, w);
   return w;
@@ -132,6 +157,8 @@ export function healthFromWire(v: unknown): Health {
       defaults: limitsFromWire(l.defaults), runTimeoutSec: l.run_timeout_sec,
     };
     if (l.network_why !== undefined) out.limits.networkWhy = l.network_why;
+    if (Array.isArray(l.egress_modes)) out.limits.egressModes = l.egress_modes;
+    if (l.egress_why !== undefined) out.limits.egressWhy = l.egress_why;
   }
   if (w.profiles !== undefined) {
     const p = obj(w.profiles);
@@ -210,6 +237,7 @@ export function codeRunResultFromWire(v: unknown): CodeRunResult {
   const r = restriction(w.restriction);
   if (r) out.restriction = r;
   if (w.network !== undefined) out.network = w.network;
+  if (w.egress !== undefined && w.egress !== null) out.egress = egressReportFromWire(w.egress);
   if (w.exception !== undefined) out.exception = runException(w.exception);
   if ("result" in w) out.result = w.result; // the caller's own value, as sent
   if (w.result_error !== undefined) out.resultError = w.result_error;

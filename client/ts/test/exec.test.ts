@@ -3,7 +3,7 @@
 // byte, reattach from persisted cursors, run, kill, ack, stdin by offset.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -217,6 +217,24 @@ describe("exec", () => {
     assert.deepEqual(r.exec.restriction?.readonlyPaths, listed);
     if (listed.length > 0) assert.ok(listed.includes("/usr"), String(listed));
     else assert.ok(health.profiles?.restricted.readonlyWhy, "an empty list says why");
+  });
+
+  test("an egress policy travels with the exec and its accounting names the refusal", async (t) => {
+    const health = await c.health();
+    if (!health.limits?.egressModes?.length) return t.skip(`no egress mode here: ${health.limits?.egressWhy}`);
+    // Under "none" a documentation address is refused with EPERM before any route is looked up.
+    const code = "import socket\ntry: socket.create_connection(('192.0.2.7', 443), 20)\nexcept OSError: pass\n";
+    const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+    const r = await c.run([python, "-c", code], { egress: { mode: "none", deny: ["127.0.0.2"] } });
+    assert.equal(r.exitCode, 0);
+    assert.deepEqual(r.exec.egress, { mode: "none", allow: [], deny: ["127.0.0.2"], dns: false });
+    const report = await c.execEgress(r.exec.id);
+    assert.deepEqual([report.accounting, report.refused, report.allowed], [true, 1, 0]);
+    const d = report.destinations[0];
+    assert.deepEqual([d.family, d.protocol, d.address, d.port, d.verdict, d.count],
+      ["ipv4", "tcp", "192.0.2.7", 443, "refused", 1]);
+    const plain = await c.run("true");
+    assert.equal((await c.execEgress(plain.exec.id)).accounting, false);
   });
 
   test("run carries output beyond one start-and-wait answer on through the stream, byte for byte", async () => {

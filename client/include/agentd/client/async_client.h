@@ -126,6 +126,8 @@ class AsyncClient {
     return KillExec(std::move(id), KillRequest{});
   }
   asio::awaitable<Result<ExecInfo>> AckExec(std::string id);
+  // GET /v1/execs/{id}/egress (docs/PROTOCOL.md, "Egress").
+  asio::awaitable<Result<EgressReport>> ExecEgress(std::string id);
   asio::awaitable<Result<std::vector<ExecInfo>>> ListExecs();
   // Writes stdin bytes starting at stdin offset `offset`; answers the
   // daemon's next offset. Retried safely (bytes already taken are skipped).
@@ -345,6 +347,10 @@ class AsyncClient {
   template <typename Token>
   auto AsyncAckExec(std::string id, Token&& token) {
     return detail::Launch(executor_, AckExec(std::move(id)), std::forward<Token>(token));
+  }
+  template <typename Token>
+  auto AsyncExecEgress(std::string id, Token&& token) {
+    return detail::Launch(executor_, ExecEgress(std::move(id)), std::forward<Token>(token));
   }
   template <typename Token>
   auto AsyncListExecs(Token&& token) {

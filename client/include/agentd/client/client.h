@@ -63,6 +63,7 @@ class Client {
     return Wait(async_.KillExec(std::move(id), std::move(request)));
   }
   Result<ExecInfo> AckExec(std::string id) { return Wait(async_.AckExec(std::move(id))); }
+  Result<EgressReport> ExecEgress(std::string id) { return Wait(async_.ExecEgress(std::move(id))); }
   Result<std::vector<ExecInfo>> ListExecs() { return Wait(async_.ListExecs()); }
   Result<uint64_t> WriteStdin(std::string id, uint64_t offset, std::string bytes,
                               bool eof = false) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "agentd/protocol/egress.h"
 #include "agentd/protocol/json.h"
 #include "agentd/protocol/limits.h"
 #include "agentd/protocol/object_reader.h"
@@ -83,6 +84,8 @@ struct ExecStartRequest {
   std::optional<std::string> group;
   std::optional<std::string> profile;  // "restricted" | "unrestricted"; unset: the daemon's default
   std::optional<std::string> network;  // "none"; unset: the guest's network
+  // docs/PROTOCOL.md, "Egress"; unset: the daemon's --default-egress.
+  std::optional<EgressPolicy> egress;
   // Whole stdin, as sent: `stdin` (text) or `stdin_b64` (decoded here into
   // `stdin_data`, with `stdin_was_b64` remembering the spelling).
   std::optional<std::string> stdin_data;
@@ -132,6 +135,7 @@ struct ExecInfo {
   std::string profile = kProfileUnrestricted;  // the profile it ran under
   std::optional<ExecRestriction> restriction;  // restricted: what was applied
   std::optional<std::string> network;          // "none" when it ran without network
+  std::optional<EgressPolicy> egress;          // the policy in force, when one is
 };
 
 json::Value EncodeExecInfo(const ExecInfo& info);

@@ -30,6 +30,9 @@ inline constexpr char kDefaultResultMarker[] = "__AGENTD_RESULT__";
 inline constexpr size_t kMaxResultMarkerBytes = 64;
 // Longest summary error line, in bytes.
 inline constexpr size_t kMaxSummaryLineBytes = 240;
+// Destinations a run answer lists in "egress" (GET /v1/execs/{id}/egress
+// has them all while the record lives; a run's is discarded).
+inline constexpr size_t kMaxRunEgressDestinations = 16;
 
 struct RunRequest {
   Runtime runtime = Runtime::kShell;
@@ -42,6 +45,7 @@ struct RunRequest {
   std::optional<std::string> stdin_data;  // `stdin`, text
   std::optional<std::string> profile;     // as in the start request
   std::optional<std::string> network;     // as in the start request
+  std::optional<EgressPolicy> egress;     // as in the start request
   bool scan_changes = true;               // false: no changed_files scan
   ExecLimits limits;
   // A stdout line starting with it carries the result; "" turns it off.
@@ -86,6 +90,9 @@ struct RunResponse {
   std::string profile = kProfileUnrestricted;  // as in the exec object
   std::optional<ExecRestriction> restriction;
   std::optional<std::string> network;  // as in the exec object
+  // The run's egress accounting when it ran under a policy, its
+  // destinations bounded (refused first, then by count; kMaxRunEgressDestinations).
+  std::optional<EgressReport> egress;
   // What a python run raised (its driver's report); null when it raised
   // nothing, or for shell.
   std::optional<RunException> exception;
@@ -111,6 +118,9 @@ struct RunOutcome {
   // The run's exception, when it raised one: named instead of the last
   // stderr line.
   std::optional<RunException> exception;
+  // Refused attempts are named: "; network: 2 connections to
+  // 169.254.169.254:80 refused by policy public".
+  std::optional<EgressReport> egress;
 };
 
 // One line: "exit 0 in 120 ms; 2 files changed",

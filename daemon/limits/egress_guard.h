@@ -1,0 +1,88 @@
+// Egress policy in the kernel (docs/PROTOCOL.md, "Egress";
+// docs/SECURITY.md, "Egress"): per exec, a cgroup2 directory with five
+// cgroup-BPF programs attached, and the maps they read and write.
+//
+//   connect4, connect6   TCP connects (and UDP connects)
+//   sendmsg4, sendmsg6   UDP datagrams sent with a destination
+//   sock_create          raw and ICMP sockets (modes other than "all")
+//
+// A destination is looked up in an LPM trie of the policy's rules
+// (limits/egress_rules.h, IPv4 as IPv4-mapped so every spelling of an
+// address meets the same rules); verdict 0 makes the call fail with EPERM
+// at once. Every attempt, allowed or refused, is counted in a bounded hash
+// map keyed by (family, address, port, protocol, verdict) with its first
+// and last time; attempts past the bound only count as overflow.
+//
+// The programs are attached without BPF_F_ALLOW_OVERRIDE or
+// BPF_F_ALLOW_MULTI, so nothing beneath the directory can replace them, and
+// the exec's child joins the directory before it executes anything (its
+// descendants, double-forked or not, inherit it).
+//
+// EgressHost: the daemon's share: where the directories go (a directory
+// "agentd-egress-<pid>" below the daemon's own cgroup2 group) and whether
+// this kernel and these privileges can do all of it, found by attaching a
+// real policy to a probe directory at start. Thread-safety: Open/Close on
+// the main thread; the rest on the io thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/egress.h"
+#include "agentd/protocol/status.h"
+#include "limits/egress_rules.h"
+#include "sys/unique_fd.h"
+
+namespace agentd {
+
+// The bound of the accounting map (distinct destinations per exec).
+inline constexpr int64_t kMaxEgressDestinations = 1024;
+
+class EgressGuard {
+ public:
+  EgressGuard() = default;
+  EgressGuard(const EgressGuard&) = delete;
+  EgressGuard& operator=(const EgressGuard&) = delete;
+  ~EgressGuard();
+
+  // Loads the programs for `table` and attaches them to `cgroup_dir`.
+  // `own_dir`: the directory is the guard's, removed (when empty) with it.
+  static Result<std::unique_ptr<EgressGuard>> Attach(const std::vector<EgressRule>& table,
+                                                     const std::string& cgroup_dir, bool own_dir,
+                                                     bool police_sockets);
+
+  // The counts so far, into `r` (destinations, totals, overflow).
+  void Read(EgressReport& r) const;
+  // Open cgroup.procs of an own directory (-1 otherwise), for the child.
+  int procs_fd() const { return procs_.get(); }
+  void CloseProcsFd() { procs_.reset(); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool own_dir_ = false;
+  UniqueFd accounts_;
+  UniqueFd overflow_;
+  UniqueFd procs_;
+};
+
+class EgressHost {
+ public:
+  // Finds the cgroup2 mount and the daemon's group there, makes the base
+  // directory and attaches a probe policy; why() says what failed.
+  void Open();
+  // Removes the base directory when every exec directory is gone.
+  void Close();
+  const std::string& why() const { return why_; }
+  bool available() const { return why_.empty(); }
+  // A fresh directory for one exec (<base>/e<seq>).
+  Result<std::string> MakeDir(uint64_t seq) const;
+
+ private:
+  Result<std::string> MakeNamedDir(const std::string& name) const;
+  std::string base_;
+  std::string why_;
+};
+
+}  // namespace agentd

@@ -1,0 +1,58 @@
+"""agentctl exec --egress MODE [--allow CIDR:PORT] [--deny ...] [--dns] and
+agentctl egress ID against a live daemon (docs/PROTOCOL.md, "Egress"). The
+probe connects to a documentation address: under "none" the policy
+refuses it with EPERM before any route is looked up, so no network of the
+machine is touched."""
+
+import os
+import sys
+import unittest
+
+from test_agentctl_exec import AgentctlTestCase
+
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+CONNECT = ("import errno, socket\ns = socket.socket()\n"
+           "try:\n    s.connect(('192.0.2.7', 443)); print('reached')\n"
+           "except OSError as e:\n    print(errno.errorcode[e.errno])\n")
+
+
+class EgressCommandTest(AgentctlTestCase):
+    def setUp(self):
+        s, health = self.daemon.json("GET", "/v1/health", auth=False)
+        if not health["limits"]["egress_modes"]:
+            self.skipTest("no egress mode works here: " + health["limits"].get("egress_why", ""))
+
+    def test_exec_with_an_egress_policy_and_its_accounting(self):
+        r = self.ctl("exec", "--id", "ctl-egress", "--egress", "none", "--allow",
+                     "203.0.113.0/24:443", "--deny", "127.0.0.2", "--", PYTHON, "-c", CONNECT)
+        self.assertEqual((r.returncode, r.stdout), (0, b"EPERM\n"), r.stderr)
+        r = self.ctl("egress", "ctl-egress")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = r.stdout.decode()
+        self.assertIn("ctl-egress: 1 attempts, 0 allowed, 1 refused", text)
+        self.assertRegex(text, r"refused\s+tcp\s+192\.0\.2\.7:443\s+1\s")
+        r, env = self.envelope("egress", "ctl-egress")
+        self.assertEqual(env["result"]["policy"], {"mode": "none", "allow": ["203.0.113.0/24:443"],
+                                                   "deny": ["127.0.0.2"], "dns": False})
+
+    def test_the_exec_object_names_the_policy(self):
+        r, env = self.envelope("start", "--id", "ctl-egress-start", "--egress", "public", "--dns",
+                               "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["egress"]["mode"], "public")
+        self.assertTrue(env["result"]["egress"]["dns"])
+
+    def test_rules_without_a_mode_are_a_usage_error(self):
+        r = self.ctl("exec", "--allow", "10.0.0.0/8", "--", "true")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"need --egress", r.stderr)
+
+    def test_an_exec_without_a_policy_has_no_accounting(self):
+        r = self.ctl("exec", "--id", "ctl-plain", "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.ctl("egress", "ctl-plain")
+        self.assertIn(b"no egress accounting", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
