@@ -47,8 +47,8 @@ void RunningExecsSurviveAnUpgradeInPlace(CheckContext& ctx) {
                                   " before, " + std::to_string(after) + " after)");
 
   ExpectOk(ctx.client().WriteStdin(waiting, 0, "handed-over\n", true), "stdin after the upgrade");
-  ExecInfo done = ExpectOk(ctx.client().WaitExec(waiting, std::chrono::seconds(60)),
-                           "the waiting exec's exit");
+  ExecInfo done =
+      ExpectOk(ctx.client().WaitExec(waiting, std::chrono::seconds(60)), "the waiting exec's exit");
   Expect(done.exit_code && *done.exit_code == 0, "the waiting exec exits 0");
   client::OutputChunk out =
       ExpectOk(ctx.client().ReadOutput(waiting, "stdout"), "the waiting exec's stdout");
@@ -57,8 +57,8 @@ void RunningExecsSurviveAnUpgradeInPlace(CheckContext& ctx) {
 
   ExpectOk(ctx.client().KillExec(sleeper, KillRequest{"KILL", std::nullopt}),
            "killing the sleeper after the upgrade");
-  ExecInfo killed = ExpectOk(ctx.client().WaitExec(sleeper, std::chrono::seconds(60)),
-                             "the sleeper's exit");
+  ExecInfo killed =
+      ExpectOk(ctx.client().WaitExec(sleeper, std::chrono::seconds(60)), "the sleeper's exit");
   Expect(killed.signal && *killed.signal == "KILL",
          "the sleeper started before the upgrade ends by the SIGKILL sent after it");
   client::RunResult fresh = ExpectOk(ctx.client().Run(Sh("echo fresh")), "a new exec");

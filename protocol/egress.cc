@@ -1,8 +1,6 @@
 // Egress policy and accounting vocabulary (docs/PROTOCOL.md, "Egress").
 #include "agentd/protocol/egress.h"
 
-#include <algorithm>
-
 #include "agentd/protocol/object_reader.h"
 
 namespace agentd {
@@ -108,14 +106,25 @@ json::Object EncodeEgressReport(const EgressReport& r) {
 }
 
 void BoundEgressReport(EgressReport& r, size_t max) {
-  std::stable_sort(r.destinations.begin(), r.destinations.end(),
-                   [](const EgressDestination& a, const EgressDestination& b) {
-                     if (a.verdict != b.verdict) return a.verdict == "refused";
-                     return a.count > b.count;
-                   });
-  if (r.destinations.size() <= max) return;
-  r.destinations_omitted += static_cast<int64_t>(r.destinations.size() - max);
-  r.destinations.resize(max);
+  // A selection of at most `max` (16) from at most 1024: a few thousand
+  // comparisons, and none of std::stable_sort's code for a struct of strings.
+  auto before = [](const EgressDestination& a, const EgressDestination& b) {
+    if (a.verdict != b.verdict) return a.verdict == "refused";
+    return a.count > b.count;
+  };
+  std::vector<EgressDestination>& all = r.destinations;
+  std::vector<bool> taken(all.size(), false);
+  std::vector<EgressDestination> kept;
+  while (kept.size() < max && kept.size() < all.size()) {
+    size_t best = all.size();
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!taken[i] && (best == all.size() || before(all[i], all[best]))) best = i;
+    }
+    taken[best] = true;
+    kept.push_back(std::move(all[best]));
+  }
+  r.destinations_omitted += static_cast<int64_t>(all.size() - kept.size());
+  all = std::move(kept);
 }
 
 std::string EgressRefusalLine(const EgressReport& r) {
