@@ -266,12 +266,14 @@ void AnExecUnderEgressNoneCannotConnectOut(CheckContext& ctx) {
          "try: socket.create_connection((\"192.0.2.7\", 443), 20); print(\"reached\")\n"
          "except OSError as e: print(e.errno)'; "
          "elif command -v bash >/dev/null; then bash -c 'exec 3<>/dev/tcp/192.0.2.7/443' "
-         "2>/dev/null && echo reached || echo refused; else echo no-client; fi");
+         "2>/dev/null && echo reached || echo refused; "
+         "elif command -v nc >/dev/null; then nc -w 2 192.0.2.7 443 </dev/null >/dev/null 2>&1 "
+         "&& echo reached || echo refused; else echo no-client; fi");
   req.egress.emplace();
   req.egress->mode = "none";
   client::RunResult r = RunSh(ctx, std::move(req), "a connect under egress none");
   if (r.stdout_data == "no-client\n") {
-    throw CheckSkipped{"the guest has neither python3 nor bash to open a socket with"};
+    throw CheckSkipped{"the guest has neither python3, bash nor nc to open a socket with"};
   }
   Expect(r.stdout_data != "reached\n", "an exec under egress none reached 192.0.2.7:443");
   EgressReport report = ExpectOk(ctx.client().ExecEgress(r.id), "the exec's egress accounting");
