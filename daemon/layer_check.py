@@ -9,7 +9,9 @@ succeed when M is L or lies beneath L by the rules below, and fail with
 reach upward and when it cuts an arrow the rules allow.
 
 It also checks the names a layer keeps to itself (PRIVATE): a source file
-of another layer that includes such a header or names such a type fails.
+of another layer that includes such a header or names such a type fails;
+and that trees/, the extraction library beneath the daemon and the client,
+includes nothing but its own and protocol/'s headers.
 
 usage: layer_check.py <build>/daemon/layers.txt <source>/daemon
 """
@@ -70,6 +72,26 @@ def private_uses(source):
     return found
 
 
+def shared_library_uses(source):
+    """trees/ lies beneath the daemon and the client alike (docs/ARCHITECTURE.md):
+    its files may include only its own and protocol/'s headers."""
+    found = []
+    root = os.path.join(os.path.dirname(os.path.abspath(source)), "trees")
+    include = re.compile(r'#\s*include\s*"([^"]+)"')
+    for folder, _, files in os.walk(root):
+        for name in sorted(files):
+            if not name.endswith((".h", ".cc")):
+                continue
+            path = os.path.join(folder, name)
+            with open(path) as f:
+                for n, line in enumerate(f, 1):
+                    m = include.search(line)
+                    if m and not m.group(1).startswith(("agentd/trees/", "agentd/protocol/")):
+                        found.append(f"{os.path.relpath(path, os.path.dirname(root))}:{n}: "
+                                     f"trees/ includes \"{m.group(1)}\", which is above it")
+    return found
+
+
 def beneath(layer):
     seen, todo = set(), list(RULES[layer])
     while todo:
@@ -121,7 +143,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(2) as pool:
         pairs = [(l, m) for l in RULES for m in RULES]
         results = list(pool.map(lambda p: probe(p[0], p[1], tmp), pairs))
-    failures = [r for r in results if r] + private_uses(source)
+    failures = [r for r in results if r] + private_uses(source) + shared_library_uses(source)
     for r in failures:
         print(r)
     allowed = sum(1 for l, m in pairs if m == l or m in beneath(l))

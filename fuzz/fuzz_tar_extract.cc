@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "fs/tar_extract.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/tar_extract.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace {
 

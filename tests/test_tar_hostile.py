@@ -175,6 +175,18 @@ class HostileArchiveTest(DaemonTestCase):
         self.assertEqual((s, b), (200, {"entries": 1, "bytes": 4}))
 
 
+    def test_a_member_deeper_than_256_levels_is_refused_at_its_header(self):
+        deep = "/".join(["d"] * 256) + "/f"
+        b = self.assertRefused(tar_bytes([(member(deep), b"x")]), 413, "archive_too_large", deep)
+        self.assertEqual((b["error"]["cap"], b["error"]["limit"], b["error"]["value"]),
+                         ("depth", 256, 257))
+
+    def test_a_member_256_levels_deep_lands(self):
+        deep = "/".join(["d"] * 255) + "/f"
+        s, b = self.upload(tar_bytes([(member(deep), b"x")]))
+        self.assertEqual((s, b), (200, {"entries": 1, "bytes": 1}), b)
+
+
 class MemberCountCapTest(DaemonTestCase):
     def test_a_100000_member_archive_is_refused_by_the_member_cap(self):
         base = tempfile.mkdtemp(prefix="agentd-many-")

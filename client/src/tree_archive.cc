@@ -2,21 +2,20 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
+
+#include "agentd/trees/disk_space.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd::client {
 namespace {
@@ -37,73 +36,6 @@ Status ArchiveError(archive* a, std::string_view what) {
   const char* msg = archive_error_string(a);
   return Status::Error(ErrorCode::kIoError,
                        std::string(what) + ": " + (msg ? msg : "libarchive error"));
-}
-
-// A member name is safe when it is relative and no component is "..".
-bool SafeMemberName(std::string_view name) {
-  if (name.empty() || name.front() == '/') return false;
-  size_t i = 0;
-  while (i <= name.size()) {
-    size_t end = name.find('/', i);
-    if (end == std::string_view::npos) end = name.size();
-    if (name.substr(i, end - i) == "..") return false;
-    i = end + 1;
-  }
-  return true;
-}
-
-// `name` without empty and "." components ("a//./b/" is "a/b").
-std::string Normalized(std::string_view name) {
-  std::string out;
-  size_t i = 0;
-  while (i <= name.size()) {
-    size_t end = name.find('/', i);
-    if (end == std::string_view::npos) end = name.size();
-    std::string_view part = name.substr(i, end - i);
-    if (!part.empty() && part != ".") {
-      if (!out.empty()) out += '/';
-      out += part;
-    }
-    i = end + 1;
-  }
-  return out;
-}
-
-// The symlinks extracted so far (normalized member names). The stage is a
-// fresh private directory, so they are the only symlinks in it: a member
-// whose parent path passes through one would be written through it. This
-// check replaces libarchive's ARCHIVE_EXTRACT_SECURE_SYMLINKS, which
-// lstat()s and opens every component of every member's absolute path
-// (about nine system calls per member; most of a large tree's extraction).
-class SymlinkGuard {
- public:
-  bool Passes(const std::string& name) const {
-    for (size_t slash = name.find('/'); slash != std::string::npos;
-         slash = name.find('/', slash + 1)) {
-      if (links_.count(name.substr(0, slash))) return true;
-    }
-    return false;
-  }
-  bool IsLink(const std::string& name) const { return links_.count(name) != 0; }
-  // After `name` was extracted: a symlink (or a hard link to one) is
-  // remembered; anything else replaced whatever was there.
-  void Extracted(const std::string& name, bool is_link) {
-    if (is_link) {
-      links_.insert(name);
-    } else {
-      links_.erase(name);
-    }
-  }
-
- private:
-  std::unordered_set<std::string> links_;
-};
-
-Status Unsafe(std::string_view member, std::string_view reason) {
-  return Status::Error(ErrorCode::kUnsafePath, "archive member \"" + std::string(member) +
-                                                   "\" refused: " + std::string(reason))
-      .With("member", std::string(member))
-      .With("reason", std::string(reason));
 }
 
 // Holes: a file with fewer blocks than its size may have some; it is
@@ -170,72 +102,6 @@ Status WriteEntry(archive* w, archive_entry* entry, const std::string& source,
   }
   ::close(fd);
   return result;
-}
-
-void RemoveTree(int parent, const std::string& name);
-
-// Moves everything staged under `from` into `to`, merging directories and
-// replacing anything else; never follows a symlink found in `to`.
-Status MergeInto(int from_dir, int to_dir) {
-  DIR* d = fdopendir(dup(from_dir));
-  if (!d) return Status::Error(ErrorCode::kIoError, "cannot list staging directory");
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n != "." && n != "..") names.emplace_back(n);
-  }
-  closedir(d);
-  for (const std::string& name : names) {
-    struct stat src, dst;
-    if (fstatat(from_dir, name.c_str(), &src, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    bool exists = fstatat(to_dir, name.c_str(), &dst, AT_SYMLINK_NOFOLLOW) == 0;
-    if (exists && S_ISDIR(src.st_mode) && S_ISDIR(dst.st_mode)) {
-      int sub_from =
-          openat(from_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      int sub_to = openat(to_dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      Status s = (sub_from >= 0 && sub_to >= 0)
-                     ? MergeInto(sub_from, sub_to)
-                     : Status::Error(ErrorCode::kIoError, "cannot open " + name);
-      if (s.ok()) {
-        fchmod(sub_to, src.st_mode & 07777);
-        timespec times[2] = {src.st_atim, src.st_mtim};
-        futimens(sub_to, times);
-      }
-      if (sub_from >= 0) close(sub_from);
-      if (sub_to >= 0) close(sub_to);
-      if (!s.ok()) return s;
-      continue;
-    }
-    if (renameat(from_dir, name.c_str(), to_dir, name.c_str()) == 0) continue;
-    if (exists && S_ISDIR(dst.st_mode)) {
-      // A directory stands where a non-directory goes: tar x replaces it.
-      RemoveTree(to_dir, name);
-      if (renameat(from_dir, name.c_str(), to_dir, name.c_str()) == 0) continue;
-    }
-    return Status::Error(ErrorCode::kIoError,
-                         "cannot move " + name + " into place: " + std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-void RemoveTree(int parent, const std::string& name) {
-  int fd = openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    if (DIR* d = fdopendir(fd)) {
-      std::vector<std::string> names;
-      while (dirent* e = readdir(d)) {
-        std::string_view n = e->d_name;
-        if (n != "." && n != "..") names.emplace_back(n);
-      }
-      for (const std::string& n : names) {
-        if (unlinkat(dirfd(d), n.c_str(), 0) != 0) RemoveTree(dirfd(d), n);
-      }
-      closedir(d);
-    } else {
-      close(fd);
-    }
-  }
-  unlinkat(parent, name.c_str(), AT_REMOVEDIR);
 }
 
 }  // namespace
@@ -312,128 +178,39 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
   return stats;
 }
 
-Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir) {
-  ::mkdir(local_dir.c_str(), 0755);
-  char real[PATH_MAX];
-  if (!realpath(local_dir.c_str(), real)) {
-    return Status::Error(ErrorCode::kNotFound,
-                         "cannot use local directory " + local_dir + ": " + std::strerror(errno))
-        .With("path", local_dir);
-  }
-  std::string root = real;
-  std::string stage_name = ".agentd-download-" + std::to_string(std::random_device{}());
-  std::string stage = root + "/" + stage_name;
-  if (::mkdir(stage.c_str(), 0700) != 0) {
-    return Status::Error(ErrorCode::kIoError,
-                         "cannot create " + stage + ": " + std::strerror(errno));
-  }
-  int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  auto cleanup = [&] {
-    RemoveTree(root_fd, stage_name);
-    ::close(root_fd);
-  };
+namespace {
 
-  ArchivePtr r(archive_read_new());
-  archive_read_support_format_tar(r.get());
-  archive_read_support_filter_gzip(r.get());
-  archive_read_support_filter_zstd(r.get());
-  ArchivePtr w(archive_write_disk_new());
-  archive_write_disk_set_options(
-      w.get(), ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
-  SymlinkGuard symlinks;  // in place of ARCHIVE_EXTRACT_SECURE_SYMLINKS
-  if (archive_read_open_fd(r.get(), in_fd, kPipeBlockBytes) != ARCHIVE_OK) {
-    cleanup();
-    return Status::Error(ErrorCode::kInvalidArchive, "cannot read the archive");
+// The pipe's read end as the extraction's source, one block at a time.
+class PipeSource : public ByteSource {
+ public:
+  explicit PipeSource(int fd) : fd_(fd), buf_(kPipeBlockBytes) {}
+  Result<std::string_view> Read() override {
+    for (;;) {
+      ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+      if (n >= 0) return std::string_view(buf_.data(), static_cast<size_t>(n));
+      if (errno != EINTR) return PosixError(errno, "cannot read the downloaded archive");
+    }
   }
-  TreeStats stats;
-  Status result;
-  for (;;) {
-    archive_entry* entry = nullptr;
-    int rc = archive_read_next_header(r.get(), &entry);
-    if (rc == ARCHIVE_EOF) break;
-    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
-      result = Status::Error(ErrorCode::kInvalidArchive,
-                             std::string("malformed archive: ") + archive_error_string(r.get()));
-      break;
-    }
-    std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-    while (name.starts_with("./")) name.erase(0, 2);
-    if (name.empty() || name == ".") continue;
-    if (!SafeMemberName(name)) {
-      result = Unsafe(name, "absolute name or \"..\" component");
-      break;
-    }
-    name = Normalized(name);
-    if (name.empty()) continue;
-    if (symlinks.Passes(name)) {
-      result = Unsafe(name, "it would be written through a symlink");
-      break;
-    }
-    mode_t type = archive_entry_filetype(entry);
-    // libarchive takes an existing directory as it finds it, following a
-    // symlink (without SECURE_SYMLINKS) to set its mode and times: a
-    // directory may not reuse a symlink's name. Files and links replace it.
-    if (type == AE_IFDIR && symlinks.IsLink(name)) {
-      result = Unsafe(name, "a directory over a symlink");
-      break;
-    }
-    bool hardlink = archive_entry_hardlink(entry) != nullptr;
-    if (!hardlink && type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-      result = Unsafe(name, "device, FIFO and socket entries are refused");
-      break;
-    }
-    bool is_link = !hardlink && type == AE_IFLNK;
-    if (const char* link = archive_entry_hardlink(entry)) {
-      std::string target = Normalized(link);
-      if (!SafeMemberName(link) || target.empty()) {
-        result = Unsafe(name, "hard link to outside the tree");
-        break;
-      }
-      if (symlinks.Passes(target)) {
-        result = Unsafe(name, "hard link through a symlink");
-        break;
-      }
-      is_link = symlinks.IsLink(target);  // a hard link to a symlink is one too
-      archive_entry_set_hardlink(entry, (stage + "/" + target).c_str());
-    }
-    archive_entry_set_pathname(entry, (stage + "/" + name).c_str());
-    if (archive_write_header(w.get(), entry) != ARCHIVE_OK) {
-      result = Unsafe(name, archive_error_string(w.get()));
-      break;
-    }
-    const void* block;
-    size_t size;
-    la_int64_t offset;
-    while ((rc = archive_read_data_block(r.get(), &block, &size, &offset)) == ARCHIVE_OK) {
-      if (archive_write_data_block(w.get(), block, size, offset) != ARCHIVE_OK) {
-        result = ArchiveError(w.get(), "writing " + name);
-        break;
-      }
-      stats.bytes += size;
-    }
-    if (!result.ok()) break;
-    if (rc != ARCHIVE_EOF) {
-      result = Status::Error(ErrorCode::kInvalidArchive, "truncated archive at " + name);
-      break;
-    }
-    if (archive_write_finish_entry(w.get()) != ARCHIVE_OK) {
-      result = ArchiveError(w.get(), "finishing " + name);
-      break;
-    }
-    symlinks.Extracted(name, is_link);
-    ++stats.entries;
+
+ private:
+  int fd_;
+  std::vector<char> buf_;
+};
+
+}  // namespace
+
+Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir, const TarCaps& caps) {
+  if (::mkdir(local_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return PosixError(errno, "cannot create local directory", local_dir);
   }
-  if (result.ok() && archive_write_close(w.get()) != ARCHIVE_OK) {
-    result = ArchiveError(w.get(), "finishing extraction");
-  }
-  if (result.ok()) {
-    int stage_fd = openat(root_fd, stage_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    result = MergeInto(stage_fd, root_fd);
-    close(stage_fd);
-  }
-  cleanup();
-  if (!result.ok()) return result;
-  return stats;
+  UniqueFd dir(::open(local_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return PosixError(errno, "cannot open local directory", local_dir);
+  PipeSource source(in_fd);
+  ExtractOptions opts;
+  opts.caps = caps;  // the host keeps the file's owner: nothing is chowned
+  Result<TarUploadResponse> out = ExtractTar(source, dir.get(), local_dir, opts);
+  if (!out.ok()) return WithSpaceNumbers(out.status(), dir.get(), 0);
+  return TreeStats{out->entries, out->bytes};
 }
 
 }  // namespace agentd::client

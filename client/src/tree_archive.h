@@ -7,9 +7,13 @@
 // as hard links, empty directories. Never follows a symlink.
 //
 // ExtractTreeTar: extracts a tar from `in_fd` under `local_dir` (created if
-// missing) with the daemon's confinement rules: absolute names, `..`
-// components, hard links leaving the tree, writes through symlinks, and
-// device/FIFO/socket entries are refused (unsafe_path naming the member).
+// missing) with the daemon's own extraction (agentd/trees/tar_extract.h),
+// so a hostile guest meets the same defenses as a hostile upload: absolute
+// names, ".." components, writes through symlinks, hard links to anything
+// but an earlier member, device/FIFO/socket entries (unsafe_path naming
+// the member); more members, bigger members or deeper paths than `caps`
+// allow (archive_too_large naming the cap); declared sizes beyond the
+// data (invalid_archive); more than the free space (insufficient_storage).
 // Entries are staged in a private directory inside `local_dir` and moved
 // into place only when the whole archive was accepted, so a refused or
 // broken archive leaves `local_dir` as it was.
@@ -20,6 +24,7 @@
 
 #include "agentd/client/trees.h"
 #include "agentd/protocol/status.h"
+#include "agentd/trees/tar_extract.h"
 
 namespace agentd::client {
 
@@ -29,6 +34,8 @@ inline constexpr int kPipeBlockBytes = 256 * 1024;
 
 Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
                                TarCompression compression);
-Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir);
+// The caps are the daemon's upload defaults (docs/CLIENT.md, "Trees").
+Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir,
+                                 const TarCaps& caps = TarCaps{});
 
 }  // namespace agentd::client

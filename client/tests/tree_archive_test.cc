@@ -161,7 +161,7 @@ TEST_CASE("tree round trip keeps every entry kind", "[client][trees]") {
   CHECK(got["a/b/data.bin"].mtime == 1000000000);
   // No staging directory is left behind.
   for (const auto& e : fs::directory_iterator(dst)) {
-    CHECK(e.path().filename().string().rfind(".agentd-download-", 0) != 0);
+    CHECK(e.path().filename().string().rfind(".agentd-", 0) != 0);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "agentd/protocol/fs.h"
+#include "agentd/trees/posix_error.h"
 #include "api/fs_route_util.h"
 #include "api/pool_job.h"
 #include "api/query_reader.h"
@@ -19,7 +20,6 @@
 #include "fs/file_read.h"
 #include "fs/line_scanner.h"
 #include "metrics/daemon_metrics.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

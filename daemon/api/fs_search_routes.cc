@@ -12,6 +12,7 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "api/fs_route_util.h"
 #include "api/pool_job.h"
 #include "api/query_reader.h"
@@ -21,7 +22,6 @@
 #include "search/tree_glob.h"
 #include "search/tree_search.h"
 #include "search/wildmatch.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

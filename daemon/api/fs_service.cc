@@ -5,8 +5,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 
 #include "agentd/protocol/fs.h"
+#include "agentd/trees/tar_extract.h"
 #include "api/fs_route_util.h"
 #include "api/pool_job.h"
 #include "api/query_reader.h"
@@ -16,7 +17,7 @@
 #include "api/routes.h"
 #include "fs/file_ops.h"
 #include "fs/tar_create.h"
-#include "fs/tar_extract.h"
+#include "fs/temp_journal.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 
@@ -58,6 +59,7 @@ asio::awaitable<void> Upload(TarRoute r, Request& req, Response& res) {
   bool parents = q.Bool("parents", false);
   ExtractOptions opts;
   opts.stage.keep_setid = q.Bool("setid", false);
+  opts.stage.journal = TempJournal::RecordForStage;
   const std::string* user = q.String("user");
   const std::string* group = q.String("group");
   Status s = q.Finish();

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
-#include "fs/ownership.h"
+#include "agentd/trees/ownership.h"
 #include "proc/user_db.h"
 
 namespace agentd {

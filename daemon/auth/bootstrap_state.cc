@@ -64,9 +64,9 @@ Status BootstrapState::Authorize(const std::string* authorization) const {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "exec/exec_engine.h"
 #include "exec/exec_stdin.h"
 #include "log/log.h"
@@ -16,7 +17,6 @@
 #include "proc/wait_status.h"
 #include "sys/awaitable.h"
 #include "sys/pipe.h"
-#include "sys/posix_error.h"
 #include "sys/pty.h"
 
 extern char** environ;

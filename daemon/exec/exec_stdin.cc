@@ -4,8 +4,8 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "sys/awaitable.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

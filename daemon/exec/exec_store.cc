@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

@@ -20,7 +20,7 @@
 
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

@@ -9,10 +9,11 @@
 #include <cerrno>
 #include <mutex>
 
-#include "fs/disk_space.h"
+#include "agentd/trees/disk_space.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/random_name.h"
 #include "fs/file_ops.h"
 #include "fs/xattr_copy.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {
@@ -22,19 +23,6 @@ constexpr char kTempPrefix[] = ".agentd-tmp-";
 bool IsNoSpace(int err) { return err == ENOSPC || err == EDQUOT; }
 
 }  // namespace
-
-std::string RandomName(const std::string& prefix) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t bits = 0;
-  if (::getrandom(&bits, sizeof(bits), GRND_NONBLOCK) != sizeof(bits)) {
-    bits = (static_cast<uint64_t>(::getpid()) << 32) ^ counter.fetch_add(1) ^
-           static_cast<uint64_t>(::time(nullptr));
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = prefix;
-  for (int i = 0; i < 16; ++i) out += kHex[(bits >> (i * 4)) & 15];
-  return out;
-}
 
 Result<AtomicFile> AtomicFile::Create(const ConfinedRoot& root, const RelPath& rel,
                                       const WriteOptions& opts) {

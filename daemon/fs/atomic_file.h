@@ -23,13 +23,13 @@
 #include <string>
 
 #include "agentd/protocol/fs.h"
+#include "agentd/trees/ownership.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
 #include "fs/file_tags.h"
 #include "fs/lexical_path.h"
-#include "fs/ownership.h"
 #include "fs/precondition.h"
 #include "fs/temp_journal.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 
@@ -81,8 +81,5 @@ class AtomicFile {
   TagHasher hasher_;
   bool committed_ = false;
 };
-
-// A random name "<prefix><16 hex digits>" for temporaries and staging dirs.
-std::string RandomName(const std::string& prefix);
 
 }  // namespace agentd

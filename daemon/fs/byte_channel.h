@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "fs/byte_stream.h"
+#include "agentd/trees/byte_stream.h"
 
 namespace agentd {
 

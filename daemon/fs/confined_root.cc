@@ -7,8 +7,8 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "fs/resolve_walk.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

@@ -27,8 +27,8 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/lexical_path.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

@@ -4,11 +4,11 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "fs/atomic_file.h"
 #include "fs/file_read.h"
 #include "fs/text_edit.h"
 #include "fs/unified_diff.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <utility>
 
-#include "fs/dir_entries.h"
-#include "sys/posix_error.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 namespace {

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "agentd/protocol/fs.h"
+#include "agentd/trees/ownership.h"
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
-#include "fs/ownership.h"
 #include "fs/precondition.h"
 
 namespace agentd {

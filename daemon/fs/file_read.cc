@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "agentd/trees/posix_error.h"
 #include "fs/line_scanner.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 bool IsPseudoFileSystem(int fd) {

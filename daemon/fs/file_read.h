@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "agentd/protocol/fs.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

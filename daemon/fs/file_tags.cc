@@ -9,7 +9,7 @@
 #include <functional>
 #include <memory>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "agentd/trees/unique_fd.h"
 #include "fs/tag_cache.h"
-#include "sys/unique_fd.h"
 #include "testing/temp_dir.h"
 
 using namespace agentd;

@@ -10,27 +10,9 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
+#include "agentd/trees/rel_path.h"
 
 namespace agentd {
-
-// A path below some root, as its components: never empty strings or ".",
-// and ".." only where it cannot climb above the root (lexically).
-struct RelPath {
-  std::vector<std::string> parts;
-  // How the client named it (the guest path, or the archive member name),
-  // for error details.
-  std::string display;
-
-  bool is_root() const { return parts.empty(); }
-  // "a/b/c" for the kernel; "." for the root itself.
-  std::string Joined() const;
-  // The last component ("" for the root).
-  const std::string& leaf() const;
-  // Everything but the last component.
-  RelPath Parent() const;
-  RelPath Child(std::string name) const;
-  bool has_dotdot() const;
-};
 
 // The guest paths a daemon accepts: absolute paths under its root prefix
 // ("/" without --fs-root). Immutable; safe to share between threads.
@@ -52,11 +34,5 @@ class PathPolicy {
   std::string root_;                     // normalized, "/" or "/a/b"
   std::vector<std::string> root_parts_;  // its components
 };
-
-// An archive member name: relative, and free of NUL and of any ".."
-// component (even one that would stay inside, as bsdtar's
-// SECURE_NODOTDOT). "./a//b/" is "a/b"; "." and "./" are the root itself.
-// Refusals are unsafe_path naming `member` with a `reason`.
-Result<RelPath> CheckMemberName(std::string_view name);
 
 }  // namespace agentd

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 #include "testing/temp_dir.h"
 
 using namespace agentd;

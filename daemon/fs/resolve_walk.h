@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

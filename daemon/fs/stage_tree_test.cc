@@ -1,4 +1,4 @@
-#include "fs/stage_tree.h"
+#include "agentd/trees/stage_tree.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

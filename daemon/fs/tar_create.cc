@@ -7,10 +7,10 @@
 
 #include <cerrno>
 
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/file_read.h"
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 namespace {

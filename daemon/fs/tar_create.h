@@ -20,7 +20,7 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
-#include "fs/byte_stream.h"
+#include "agentd/trees/byte_stream.h"
 #include "fs/tar_writer.h"
 
 namespace agentd {

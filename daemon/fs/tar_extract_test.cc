@@ -1,4 +1,4 @@
-#include "fs/tar_extract.h"
+#include "agentd/trees/tar_extract.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

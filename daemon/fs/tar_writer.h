@@ -17,7 +17,7 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
-#include "fs/byte_stream.h"
+#include "agentd/trees/byte_stream.h"
 
 namespace agentd {
 

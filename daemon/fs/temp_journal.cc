@@ -5,13 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string_view>
 #include <vector>
 
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/unique_fd.h"
 #include "log/log.h"
 #include "sys/read_file.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 namespace {
@@ -55,6 +56,12 @@ TempJournal::Entry& TempJournal::Entry::operator=(Entry&& other) noexcept {
 void TempJournal::Entry::Forget() {
   if (!path_.empty()) ::unlink(path_.c_str());
   path_.clear();
+}
+
+std::function<void()> TempJournal::RecordForStage(int dirfd, const std::string& name) {
+  // std::function wants a copyable callable; the entry is move-only.
+  auto entry = std::make_shared<Entry>(Record(dirfd, name));
+  return [entry] { entry->Forget(); };
 }
 
 int TempJournal::Enable(const std::string& dir) {

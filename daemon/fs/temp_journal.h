@@ -10,6 +10,7 @@
 // moved since is not found (the sweep removes only exact names it made).
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace agentd {
@@ -38,6 +39,9 @@ class TempJournal {
   static int Enable(const std::string& dir);
   // Records `name` in the directory `dirfd`, before the caller creates it.
   static Entry Record(int dirfd, const std::string& name);
+  // Record() as a StageOptions::journal hook (agentd/trees/stage_tree.h):
+  // records the name and answers what forgets it.
+  static std::function<void()> RecordForStage(int dirfd, const std::string& name);
   // Stops recording (tests).
   static void Disable();
 };

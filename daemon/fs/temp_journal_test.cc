@@ -6,8 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "agentd/trees/unique_fd.h"
 #include "sys/read_file.h"
-#include "sys/unique_fd.h"
 #include "testing/temp_dir.h"
 
 using namespace agentd;

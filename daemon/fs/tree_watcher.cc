@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 namespace {

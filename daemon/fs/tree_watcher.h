@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "agentd/trees/posix_error.h"
 #include "limits/cgroup_info.h"
-#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

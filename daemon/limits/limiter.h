@@ -35,7 +35,7 @@
 
 #include "agentd/protocol/limits.h"
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

@@ -6,14 +6,14 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 #include "log/log.h"
 #include "proc/child_env.h"
 #include "proc/signals.h"
 #include "proc/spawn.h"
 #include "proc/user_db.h"
 #include "proc/wait_status.h"
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
 
 extern char** environ;
 

@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 #include "sys/read_file.h"
-#include "sys/unique_fd.h"
 
 #include <fcntl.h>
 #include <unistd.h>

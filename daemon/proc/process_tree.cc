@@ -8,7 +8,7 @@
 #include <charconv>
 #include <unordered_map>
 
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

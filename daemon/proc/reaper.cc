@@ -5,8 +5,8 @@
 
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "agentd/protocol/runtime.h"
+#include "agentd/trees/unique_fd.h"
 #include "proc/runtimes.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

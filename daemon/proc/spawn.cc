@@ -16,11 +16,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agentd/trees/posix_error.h"
 #include "proc/child_env.h"
 #include "proc/child_side.h"
 #include "proc/empty_network.h"
 #include "proc/readonly_mounts.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

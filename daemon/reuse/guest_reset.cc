@@ -7,13 +7,13 @@
 #include <climits>
 #include <cstdlib>
 
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "reuse/process_sweep.h"
 #include "reuse/scratch_dirs.h"
 #include "sys/awaitable.h"
-#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

@@ -4,9 +4,9 @@
 
 #include <cerrno>
 
-#include "fs/dir_entries.h"
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

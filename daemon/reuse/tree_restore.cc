@@ -10,8 +10,8 @@
 #include <cstring>
 #include <set>
 
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

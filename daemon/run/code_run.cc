@@ -7,13 +7,13 @@
 #include <memory>
 #include <optional>
 
+#include "agentd/trees/unique_fd.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/runtimes.h"
 #include "run/code_drivers.h"
 #include "run/result_lines.h"
 #include "run/tree_scan.h"
 #include "sys/awaitable.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 namespace {

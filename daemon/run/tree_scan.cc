@@ -12,8 +12,8 @@
 #include <memory>
 
 #include "agentd/protocol/sha256.h"
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

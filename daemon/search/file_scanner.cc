@@ -7,8 +7,8 @@
 #include <deque>
 
 #include "agentd/protocol/json.h"
+#include "agentd/trees/posix_error.h"
 #include "fs/line_scanner.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

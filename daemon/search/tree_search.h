@@ -14,11 +14,11 @@
 
 #include "agentd/protocol/search.h"
 #include "agentd/protocol/status.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
 #include "fs/lexical_path.h"
 #include "search/line_matcher.h"
 #include "search/tree_walk.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

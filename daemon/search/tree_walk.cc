@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
 #include "fs/file_read.h"
 #include "search/wildmatch.h"
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
-#include "fs/dir_entries.h"
 #include "fs/lexical_path.h"
 #include "search/ignore_rules.h"
-#include "sys/unique_fd.h"
 
 namespace agentd {
 

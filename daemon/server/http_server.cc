@@ -8,9 +8,9 @@
 
 #include <cstring>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
 #include "sys/awaitable.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 namespace {

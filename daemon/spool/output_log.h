@@ -32,7 +32,7 @@
 #include <string>
 
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

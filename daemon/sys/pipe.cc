@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <string>
 
+#include "agentd/trees/posix_error.h"
 #include "sys/pipe.h"
-#include "sys/posix_error.h"
 
 namespace agentd {
 

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 

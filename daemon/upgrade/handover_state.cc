@@ -5,8 +5,8 @@
 
 #include <cerrno>
 
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

@@ -12,11 +12,11 @@
 #include <climits>
 #include <cstdlib>
 
+#include "agentd/trees/posix_error.h"
 #include "log/log.h"
 #include "proc/spawn.h"
 #include "proc/wait_status.h"
 #include "sys/awaitable.h"
-#include "sys/posix_error.h"
 #include "sys/read_file.h"
 
 extern char** environ;

@@ -1,10 +1,10 @@
-#include "fs/ownership.h"
+#include "agentd/trees/ownership.h"
 
 #include <unistd.h>
 
 #include <cerrno>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 

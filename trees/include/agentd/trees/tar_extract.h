@@ -20,8 +20,8 @@
 #include <string>
 
 #include "agentd/protocol/fs.h"
-#include "fs/byte_stream.h"
-#include "fs/stage_tree.h"
+#include "agentd/trees/byte_stream.h"
+#include "agentd/trees/stage_tree.h"
 
 namespace agentd {
 

@@ -1,4 +1,4 @@
-#include "fs/tar_reader.h"
+#include "agentd/trees/tar_reader.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -1,14 +1,15 @@
-#include "fs/tar_extract.h"
+#include "agentd/trees/tar_extract.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
-#include "fs/disk_space.h"
-#include "fs/lexical_path.h"
-#include "fs/tar_reader.h"
-#include "sys/posix_error.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/disk_space.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/rel_path.h"
+#include "agentd/trees/tar_reader.h"
 
 namespace agentd {
 namespace {
@@ -70,6 +71,11 @@ Result<TarUploadResponse> Extract(ByteSource& source, int target, const std::str
     }
     Result<RelPath> rel = CheckMemberName(m.name);
     if (!rel.ok()) return rel.status();
+    // Refused at the header, before anything deep is made: the walks that
+    // commit and later remove the tree hold a descriptor per level.
+    if (rel->parts.size() > static_cast<size_t>(kMaxTreeDepth)) {
+      return OverCap("depth", kMaxTreeDepth, rel->parts.size(), m.name);
+    }
     switch (m.kind) {
       case TarMember::Kind::kCharDevice:
       case TarMember::Kind::kBlockDevice:

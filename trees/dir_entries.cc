@@ -1,4 +1,4 @@
-#include "fs/dir_entries.h"
+#include "agentd/trees/dir_entries.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sys/posix_error.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 namespace {

@@ -1,4 +1,4 @@
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,10 +1,10 @@
-#include "fs/disk_space.h"
+#include "agentd/trees/disk_space.h"
 
 #include <sys/statvfs.h>
 
 #include <cerrno>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd {
 

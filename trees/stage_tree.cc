@@ -1,4 +1,4 @@
-#include "fs/stage_tree.h"
+#include "agentd/trees/stage_tree.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,10 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
-#include "fs/atomic_file.h"
-#include "fs/dir_entries.h"
-#include "sys/posix_error.h"
+#include "agentd/trees/dir_entries.h"
+#include "agentd/trees/posix_error.h"
+#include "agentd/trees/random_name.h"
 
 namespace agentd {
 namespace {
@@ -50,7 +51,8 @@ Result<StageTree> StageTree::Create(int target, const std::string& display, Stag
   if (!t.target_) return PosixError(errno, "cannot open", display);
   for (int attempt = 0;; ++attempt) {
     t.stage_name_ = RandomName(kStagePrefix);
-    t.journal_ = TempJournal::Record(t.target_.get(), t.stage_name_);
+    t.Unjournal();
+    if (opts.journal) t.forget_ = opts.journal(t.target_.get(), t.stage_name_);
     if (::mkdirat(t.target_.get(), t.stage_name_.c_str(), 0700) == 0) break;
     if (errno != EEXIST || attempt == 8) {
       int err = errno;
@@ -64,12 +66,33 @@ Result<StageTree> StageTree::Create(int target, const std::string& display, Stag
   return t;
 }
 
+StageTree::StageTree(StageTree&& other) noexcept
+    : target_(std::move(other.target_)),
+      stage_(std::move(other.stage_)),
+      stage_name_(std::move(other.stage_name_)),
+      forget_(std::exchange(other.forget_, nullptr)),
+      display_(std::move(other.display_)),
+      opts_(std::move(other.opts_)),
+      cached_parts_(std::move(other.cached_parts_)),
+      cached_fd_(std::move(other.cached_fd_)),
+      cache_valid_(other.cache_valid_),
+      fixups_(std::move(other.fixups_)),
+      linkable_(std::move(other.linkable_)),
+      merged_existing_(std::move(other.merged_existing_)) {
+  other.stage_name_.clear();
+}
+
 StageTree::~StageTree() {
   if (target_ && !stage_name_.empty()) {
     cached_fd_.reset();
     stage_.reset();
     (void)RemoveTree(target_.get(), stage_name_, display_ + "/" + stage_name_);
   }
+  Unjournal();
+}
+
+void StageTree::Unjournal() {
+  if (forget_) std::exchange(forget_, nullptr)();
 }
 
 void StageTree::RecordDir(const std::vector<std::string>& parts, uint32_t mode,
@@ -338,7 +361,7 @@ Status StageTree::Commit() {
   Result<uint64_t> removed = RemoveTree(target_.get(), stage_name_, display_);
   if (!removed.ok()) return removed.status();
   stage_name_.clear();
-  journal_.Forget();
+  Unjournal();
   return ApplyFixups();
 }
 

@@ -26,6 +26,7 @@
 
 #include <time.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -33,16 +34,20 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
-#include "fs/lexical_path.h"
-#include "fs/ownership.h"
-#include "fs/temp_journal.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/ownership.h"
+#include "agentd/trees/rel_path.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 
 struct StageOptions {
   Ownership owner;          // applied to every created entry
   bool keep_setid = false;  // keep setuid/setgid on files (only when root)
+  // Told the staging directory's name (in `dirfd`) before it is created;
+  // what it answers is called once that directory is gone. The daemon
+  // journals it (fs/temp_journal.h) so that a crash mid-extraction leaves
+  // nothing behind at its next start; the client needs no journal.
+  std::function<std::function<void()>(int dirfd, const std::string& name)> journal;
 };
 
 class StageTree {
@@ -50,7 +55,7 @@ class StageTree {
   // `target` is the directory being extracted into (any descriptor that can
   // serve as a dirfd); `display` names it in errors.
   static Result<StageTree> Create(int target, const std::string& display, StageOptions opts);
-  StageTree(StageTree&&) noexcept = default;
+  StageTree(StageTree&& other) noexcept;
   StageTree& operator=(StageTree&&) = delete;
   ~StageTree();
 
@@ -78,6 +83,7 @@ class StageTree {
   };
 
   StageTree() = default;
+  void Unjournal();  // drops the journal entry, once
   // The directory that will hold `member`, creating missing ones. The
   // descriptor is owned by the StageTree (a one-entry cache) and valid
   // until the next call.
@@ -96,7 +102,7 @@ class StageTree {
   UniqueFd target_;
   UniqueFd stage_;
   std::string stage_name_;
-  TempJournal::Entry journal_;  // forgotten once the staging directory is gone
+  std::function<void()> forget_;  // the journal entry, dropped once the stage is gone
   std::string display_;
   StageOptions opts_;
 
