@@ -14,15 +14,19 @@ int CmdHealth(Context& ctx) {
   if (!h.ok()) return ctx.out().Fail(h.status());
   std::string runtimes;
   for (const std::string& r : h->runtimes) runtimes += (runtimes.empty() ? "" : ", ") + r;
-  std::vector<std::vector<std::string>> rows = {
-      {"status", h->status},
+  std::vector<std::vector<std::string>> rows = {{"status", h->status}};
+  // A daemon that cannot take work says why (draining, resetting,
+  // quarantined, state_dir_unwritable): first, where a person looks.
+  if (h->reason) rows.push_back({"reason", *h->reason});
+  if (h->errno_name) rows.push_back({"errno", *h->errno_name});
+  rows.insert(rows.end(), {
       {"version", h->version},
       {"bootstrapped", h->bootstrapped ? "yes" : "no"},
       {"busy", h->busy ? "yes" : "no"},
       {"execs", std::to_string(h->execs)},
       {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
       {"runtimes", runtimes.empty() ? "-" : runtimes},
-  };
+  });
   // Upgrades in place (docs/OPERATIONS.md, "Upgrade"), from daemons that count them.
   const json::Value* upgrades = h->extra.Find("upgrades");
   const json::Value* failures = h->extra.Find("upgrade_failures");
@@ -35,7 +39,10 @@ int CmdHealth(Context& ctx) {
     rows.push_back({"unavailable", u.runtime + ": " + u.code + ": " + u.reason});
   }
   std::string human = Output::Table(rows);
-  return ctx.out().Succeed(EncodeHealthResponse(*h), human);
+  int done = ctx.out().Succeed(EncodeHealthResponse(*h), human);
+  // The document is the answer, but a probe (or a script) must see that
+  // the daemon cannot serve: a 5xx exit, as for the daemon's other 503s.
+  return h->status == "ok" ? done : kExitDaemonError;
 }
 
 int CmdBootstrap(Context& ctx) {

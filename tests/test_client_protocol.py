@@ -24,9 +24,10 @@ class VersionedDaemon(http.server.ThreadingHTTPServer):
     carries a field no client knows; counts the requests of each path."""
     daemon_threads = True
 
-    def __init__(self, health):
+    def __init__(self, health, health_status=200):
         super().__init__(("127.0.0.1", 0), VersionedHandler)
         self.health = health
+        self.health_status = health_status
         self.seen = []
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -49,7 +50,8 @@ class VersionedHandler(http.server.BaseHTTPRequestHandler):
         else:
             body = {"error": {"code": "route_not_found", "message": "no"}}
         data = json.dumps(body).encode()
-        self.send_response(200 if "error" not in body else 404)
+        status = 200 if "error" not in body else 404
+        self.send_response(self.server.health_status if path == "/v1/health" else status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -68,11 +70,11 @@ def health(protocol, version="0.1.0", **extra):
 
 
 class ClientProtocolTest(unittest.TestCase):
-    def fake(self, doc):
-        server = VersionedDaemon(doc)
+    def fake(self, doc, health_status=200, **client_options):
+        server = VersionedDaemon(doc, health_status)
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
-        c = ac.Client(server.url, token="t")
+        c = ac.Client(server.url, token="t", **client_options)
         self.addCleanup(c.close)
         return server, c
 
@@ -120,6 +122,29 @@ class ClientProtocolTest(unittest.TestCase):
         _, c = self.fake(health("3.0"))
         with self.assertRaises(ac.ProtocolMismatch):
             c.list_ports()
+
+    def test_a_503_health_carrying_the_daemons_document_is_answered_at_once(self):
+        doc = health(1, status="state_dir_unwritable", errno="EROFS",
+                     reason="cannot write /state/.write-probe: Read-only file system")
+        server, c = self.fake(doc, 503)
+        h = c.health()
+        self.assertEqual((h.status, h.errno), ("state_dir_unwritable", "EROFS"))
+        self.assertIn("Read-only file system", h.reason)
+        self.assertEqual(server.seen, ["/v1/health"], "answered once, not retried")
+        # The asyncio client answers the same.
+        async def ask():
+            async with AsyncClient(server.url, token="t") as a:
+                return await a.health()
+        self.assertEqual(asyncio.run(ask()).status, "state_dir_unwritable")
+
+    def test_a_503_health_without_the_daemons_document_still_raises(self):
+        for doc in ({"message": "no healthy upstream"}, health(1, status="draining")):
+            with self.subTest(doc=doc):
+                server, c = self.fake(doc, 503, max_attempts=2, backoff_initial=0.005)
+                with self.assertRaises(ac.AgentdError) as raised:
+                    c.health()
+                self.assertEqual(raised.exception.status, 503)
+                self.assertEqual(len(server.seen), 2, "retried like any 503")
 
     def test_the_real_daemon_speaks_this_clients_protocol(self):
         daemon = Daemon()

@@ -20,10 +20,31 @@ const ClientOptions& AsyncClient::options() const { return transport_->options()
 
 void AsyncClient::SetToken(std::string token) { transport_->set_token(std::move(token)); }
 
+namespace {
+
+// A 503 that carries the daemon's health document (docs/CLIENT.md,
+// "Health"): a JSON object naming its protocol, a `status` other than "ok"
+// and a `reason`. Anything else (a proxy's 503, garbage) stays an error.
+bool IsUnreadyHealth(int status, std::string_view body) {
+  if (status != 503) return false;
+  Result<json::Value> doc = json::Parse(body);
+  if (!doc.ok() || !doc->is_object()) return false;
+  const json::Value* s = doc->Find("status");
+  const json::Value* reason = doc->Find("reason");
+  const json::Value* protocol = doc->Find("protocol");
+  return s && s->is_string() && s->as_string() != "ok" && reason && reason->is_string() &&
+         !reason->as_string().empty() && protocol && (protocol->is_int() || protocol->is_string());
+}
+
+}  // namespace
+
 asio::awaitable<Result<HealthResponse>> AsyncClient::Health() {
   HttpRequest req;
   req.target = "/v1/health";
   req.idempotent = true;
+  // A daemon that cannot take work answers 503 with its health: that is the
+  // answer (status and reason), at once, not an error to retry.
+  req.answer_if = &IsUnreadyHealth;
   Result<HttpResponse> r = co_await transport_->Call(req);
   // Health answers whatever protocol the daemon speaks; the other calls
   // learn from it (docs/CLIENT.md, "Version negotiation").

@@ -258,7 +258,9 @@ asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::OpenAnswer(A
 }
 
 asio::awaitable<Result<HttpResponse>> Transport::CallAnswer(Attempt a, Deadline deadline,
-                                                            size_t max_body, bool* retryable) {
+                                                            size_t max_body,
+                                                            const HttpRequest& request,
+                                                            bool* retryable) {
   int status = a.head.status;
   bool success = status >= 200 && status < 300;
   Result<std::string> body =
@@ -269,7 +271,9 @@ asio::awaitable<Result<HttpResponse>> Transport::CallAnswer(Attempt a, Deadline 
   }
   HttpResponse response{status, std::move(a.head.headers), std::move(*body)};
   Recycle(std::move(a.conn));
-  if (success) co_return response;
+  if (success || (request.answer_if && request.answer_if(status, response.body))) {
+    co_return response;
+  }
   *retryable = IsRetryableStatus(status);
   co_return StatusFromErrorBody(status, response.body);
 }
@@ -284,8 +288,8 @@ asio::awaitable<Result<std::unique_ptr<ResponseStream>>> Transport::Open(
 
 asio::awaitable<Result<HttpResponse>> Transport::Call(const HttpRequest& request, size_t max_body) {
   co_return co_await WithRetries<HttpResponse>(
-      request, [this, max_body](Attempt a, Deadline deadline, bool* retryable) {
-        return CallAnswer(std::move(a), deadline, max_body, retryable);
+      request, [this, max_body, &request](Attempt a, Deadline deadline, bool* retryable) {
+        return CallAnswer(std::move(a), deadline, max_body, request, retryable);
       });
 }
 

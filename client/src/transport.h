@@ -36,6 +36,10 @@ struct HttpRequest {
   bool idempotent = false;
   // Added to the per-attempt deadline (a long poll's wait).
   std::chrono::milliseconds extra_wait{0};
+  // A non-2xx answer whose status and body this accepts is the call's
+  // answer: returned by Call, neither retried nor made a Status (health's
+  // 503 document, docs/CLIENT.md, "Health").
+  std::function<bool(int status, std::string_view body)> answer_if;
 };
 
 struct HttpResponse {
@@ -122,7 +126,7 @@ class Transport {
   asio::awaitable<Result<std::unique_ptr<ResponseStream>>> OpenAnswer(Attempt a, Deadline deadline,
                                                                       bool* retryable);
   asio::awaitable<Result<HttpResponse>> CallAnswer(Attempt a, Deadline deadline, size_t max_body,
-                                                   bool* retryable);
+                                                   const HttpRequest& request, bool* retryable);
   // One attempt: connection, request, response head. `sent` reports whether
   // any byte of the request reached the socket.
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,

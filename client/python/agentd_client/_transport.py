@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
@@ -170,6 +170,9 @@ class Request:
     headers: Dict[str, str] = field(default_factory=dict)
     idempotent: bool = False
     extra_wait: float = 0.0  # seconds a long poll adds to the request deadline
+    #: A non-2xx answer whose (status, body) this accepts is the call's
+    #: answer: returned, neither retried nor raised (health's 503 document).
+    answer_if: Optional[Callable[[int, bytes], bool]] = None
 
 
 class Response:
@@ -497,6 +500,8 @@ class Transport:
                 body = answer.read_all(MAX_ERROR_BODY)
             except AgentdError:
                 body = b""
+            if req.answer_if is not None and req.answer_if(resp.status, body):
+                return answer, body
             last = error_from_body(resp.status, body)
             if (may_retry and req.idempotent and not streamed
                     and resp.status in RETRYABLE_STATUSES):

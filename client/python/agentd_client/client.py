@@ -45,6 +45,22 @@ def mint_exec_id(prefix: str = "x") -> str:
     return "%s-%011x-%016x" % (prefix[:98], ms, secrets.randbits(64))
 
 
+
+def _unready_health(status: int, body: bytes) -> bool:
+    """A 503 that carries the daemon's health document (docs/CLIENT.md,
+    "Health"): a JSON object naming its protocol, a `status` other than "ok"
+    and a `reason`. A proxy's 503 or garbage is not one."""
+    if status != 503:
+        return False
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return (isinstance(doc, dict) and isinstance(doc.get("status"), str)
+            and doc["status"] != "ok" and isinstance(doc.get("reason"), str)
+            and doc["reason"] != "" and isinstance(doc.get("protocol"), (int, str))
+            and not isinstance(doc.get("protocol"), bool))
+
 class Client(FileCalls, ReactiveCalls):
     """Talks to one agentd. ``url``: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
 
@@ -88,8 +104,16 @@ class Client(FileCalls, ReactiveCalls):
     def health(self) -> Health:
         """GET /v1/health (no token needed). Answers whatever protocol the daemon
         speaks; the client's other calls refuse another protocol major
-        (ProtocolMismatch)."""
-        doc = self._json("GET", "/v1/health", idempotent=True)
+        (ProtocolMismatch). A daemon that cannot take work answers 503 with
+        its health: that is returned at once, not raised, with `status`
+        ("draining", "resetting", "quarantined", "state_dir_unwritable"),
+        `reason` and `errno`; any other 503 still raises."""
+        req = Request("GET", "/v1/health", idempotent=True, answer_if=_unready_health)
+        _, _, data = self._t.call(req)
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ProtocolError("the daemon's answer is not JSON: %s" % e) from e
         self._t.note_health(doc)
         return Health.from_json(doc)
 

@@ -67,16 +67,41 @@ export interface StreamOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A 503 that carries the daemon's health document (docs/CLIENT.md,
+ * "Health"): a JSON object naming its protocol, a `status` other than "ok"
+ * and a `reason`. A proxy's 503 or garbage is not one.
+ */
+function unreadyHealth(status: number, body: Buffer): boolean {
+  if (status !== 503) return false;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString("utf8"));
+  } catch {
+    return false;
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) return false;
+  const d = doc as Record<string, unknown>;
+  return typeof d.status === "string" && d.status !== "ok" && typeof d.reason === "string" &&
+    d.reason !== "" && (typeof d.protocol === "number" || typeof d.protocol === "string");
+}
+
 export class Client extends ReactiveCalls {
   // -- health and bootstrap ------------------------------------------------
 
   /**
    * GET /v1/health (no token needed). Answers whatever protocol the daemon
    * speaks, and records it: the calls after refuse a daemon whose protocol
-   * major this client does not speak (protocol_mismatch naming both).
+   * major this client does not speak (protocol_mismatch naming both). A
+   * daemon that cannot take work answers 503 with its health: that is
+   * returned at once, not thrown, with `status` ("draining", "resetting",
+   * "quarantined", "state_dir_unwritable"), `reason` and `errno`; any other
+   * 503 still throws.
    */
   async health(): Promise<Health> {
-    const a = await this.t.call({ method: "GET", path: "/v1/health", idempotent: true, negotiate: false });
+    const a = await this.t.call({
+      method: "GET", path: "/v1/health", idempotent: true, negotiate: false, answerIf: unreadyHealth,
+    });
     let doc: unknown;
     try {
       doc = JSON.parse(a.body.toString("utf8"));

@@ -76,7 +76,16 @@ export interface Request {
   negotiate?: boolean;
   /** Answer the response whatever its status (the caller reads the body). */
   anyStatus?: boolean;
+  /**
+   * A non-2xx answer whose status and body this accepts is the call's
+   * answer: returned by call(), neither retried nor thrown (health's 503
+   * document).
+   */
+  answerIf?: (status: number, body: Buffer) => boolean;
 }
+
+/** A response whose body open() already read (an answer accepted by answerIf). */
+type ReadAnswer = http.IncomingMessage & { readBody?: Buffer };
 
 export interface Answer {
   status: number;
@@ -193,6 +202,7 @@ export class Transport {
       } catch {
         // the status is what matters
       }
+      if (req.answerIf?.(status, body)) return Object.assign(res, { readBody: body });
       last = errorFromBody(status, body);
       if (mayRetry && req.idempotent && !streamed && RETRYABLE.has(status)) continue;
       throw last;
@@ -203,7 +213,8 @@ export class Transport {
   /** Sends `req` and reads the whole 2xx body; a body cut short retries an idempotent call. */
   async call(req: Request, maxBody = 64 << 20): Promise<Answer> {
     for (let attempt = 1; ; attempt++) {
-      const res = await this.open(req);
+      const res: ReadAnswer = await this.open(req);
+      if (res.readBody) return { status: res.statusCode ?? 0, headers: res.headers, body: res.readBody };
       try {
         return { status: res.statusCode ?? 0, headers: res.headers, body: await readAll(res, maxBody) };
       } catch (e) {

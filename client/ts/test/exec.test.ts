@@ -3,7 +3,7 @@
 // byte, reattach from persisted cursors, run, kill, ack, stdin by offset.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -92,6 +92,33 @@ describe("health and bootstrap", () => {
 
   test("a wrong token is unauthorized with its status", async () => {
     await rejectsWith(new Client({ url: daemon.url, token: "wrong" }).listExecs(), "unauthorized", 401);
+  });
+
+  test("a daemon whose state directory takes no write answers its health, status and reason, not an error", async () => {
+    // A daemon of its own: its state directory is swapped for a file.
+    const d = await Daemon.start();
+    const state = join(d.dir, "state");
+    const c = new Client({ url: d.url });
+    try {
+      assert.equal((await c.health()).status, "ok");
+      renameSync(state, `${state}.away`);
+      writeFileSync(state, "not a directory");
+      // The write probe runs at most every 250 ms: ask until it has (the
+      // control is the "ok" above, from the same daemon and client).
+      let h = await c.health();
+      for (let i = 0; i < 400 && h.status === "ok"; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        h = await c.health();
+      }
+      assert.equal(h.status, "state_dir_unwritable");
+      assert.equal(h.errno, "ENOTDIR");
+      assert.match(h.reason ?? "", /Not a directory/);
+      rmSync(state);
+      renameSync(`${state}.away`, state);
+    } finally {
+      c.close();
+      await d.stop();
+    }
   });
 
   test("a refused connection is a transport_error after bounded retries", async () => {

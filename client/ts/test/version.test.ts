@@ -142,3 +142,33 @@ test("a health the daemon cannot answer now leaves the check to the next call", 
     await fake.close();
   }
 });
+
+test("a 503 health carrying the daemon's document is that answer, at once, with its reason", async () => {
+  const doc = { ...health(1, "0.1.0"), status: "draining", reason: "the daemon is stopping (SIGTERM)" };
+  const fake = await fakeDaemon(doc, 503);
+  const c = new Client({ url: fake.url, token: "t" });
+  try {
+    const h = await c.health();
+    assert.equal(h.status, "draining");
+    assert.equal(h.reason, "the daemon is stopping (SIGTERM)");
+    assert.deepEqual(fake.seen, ["GET /v1/health"], "answered once, not retried");
+  } finally {
+    c.close();
+    await fake.close();
+  }
+});
+
+test("a 503 health without the daemon's document still throws, after the retries", async () => {
+  for (const doc of [{ message: "no healthy upstream" }, { ...health(1, "0.1.0"), status: "draining" }]) {
+    const fake = await fakeDaemon(doc, 503);
+    const c = new Client({ url: fake.url, token: "t", maxAttempts: 2, backoffInitialMs: 5 });
+    try {
+      const e = await rejection(c.health());
+      assert.equal(e.status, 503);
+      assert.equal(fake.seen.length, 2, "a 503 that is not a health document is retried as before");
+    } finally {
+      c.close();
+      await fake.close();
+    }
+  }
+});
