@@ -20,13 +20,13 @@ int CmdHealth(Context& ctx) {
   if (h->reason) rows.push_back({"reason", *h->reason});
   if (h->errno_name) rows.push_back({"errno", *h->errno_name});
   rows.insert(rows.end(), {
-      {"version", h->version},
-      {"bootstrapped", h->bootstrapped ? "yes" : "no"},
-      {"busy", h->busy ? "yes" : "no"},
-      {"execs", std::to_string(h->execs)},
-      {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
-      {"runtimes", runtimes.empty() ? "-" : runtimes},
-  });
+                              {"version", h->version},
+                              {"bootstrapped", h->bootstrapped ? "yes" : "no"},
+                              {"busy", h->busy ? "yes" : "no"},
+                              {"execs", std::to_string(h->execs)},
+                              {"uptime", std::to_string(h->uptime_ms / 1000) + " s"},
+                              {"runtimes", runtimes.empty() ? "-" : runtimes},
+                          });
   // Upgrades in place (docs/OPERATIONS.md, "Upgrade"), from daemons that count them.
   const json::Value* upgrades = h->extra.Find("upgrades");
   const json::Value* failures = h->extra.Find("upgrade_failures");
