@@ -134,7 +134,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
-  ExecEngine exec(io, blocking, EngineOptionsOf(config), bootstrap);
+  ExecEngine exec(io, blocking, config.engine, bootstrap);
   if (resume) {
     ctx.started_at -= std::chrono::milliseconds(resume->uptime_ms);
     exec.ExpectHandover(std::move(resume->execs), resume->generation);
@@ -169,8 +169,8 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   GuestResetOptions reset_options;
   reset_options.token_file = config.token_file;
   reset_options.reset_paths = config.reset_paths;
-  if (reset_options.reset_paths.empty() && !config.workdir.empty()) {
-    reset_options.reset_paths.push_back(config.workdir);
+  if (reset_options.reset_paths.empty() && !config.engine.workdir.empty()) {
+    reset_options.reset_paths.push_back(config.engine.workdir);
   }
   reset_options.reset_baselines = config.reset_baselines;
   reset_options.scratch_dirs = config.reset_scratch;
@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
       std::printf("agentd %s (protocol 1)\n", std::string(agentd::DaemonVersion()).c_str());
       return 0;
     case ParsedFlags::Action::kUpgrade:
-      return agentd::RunUpgradeCommand(flags->config.state_dir);
+      return agentd::RunUpgradeCommand(flags->config.engine.state_dir);
     case ParsedFlags::Action::kRun:
       break;
   }

@@ -28,10 +28,10 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   if (json::Object limits = ctx.limits(); !limits.empty()) h.extra.Set("limits", std::move(limits));
   // The output-keeping policy, so harnesses (and the conformance suite) know
   // how long a released id lingers and when output turns into gaps.
-  h.extra.Set("ack_ttl_sec", ctx.config.ack_ttl_sec);
+  h.extra.Set("ack_ttl_sec", ctx.config.engine.ack_ttl_sec);
   json::Object retention;
-  retention.Set("stream_bytes", ctx.config.retention_stream_bytes);
-  retention.Set("total_bytes", ctx.config.retention_total_bytes);
+  retention.Set("stream_bytes", ctx.config.engine.retention_stream_bytes);
+  retention.Set("total_bytes", ctx.config.engine.retention_total_bytes);
   h.extra.Set("retention", std::move(retention));
   if (json::Object profiles = ctx.profiles(); !profiles.empty()) {
     h.extra.Set("profiles", std::move(profiles));

@@ -53,9 +53,9 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     for (const std::string& name : l.Supported()) supported.emplace_back(name);
     if (engine.network_unavailable().empty()) supported.emplace_back(std::string("network"));
     json::Object defaults;
-    if (ctx.config.default_timeout_sec > 0)
-      defaults.Set("timeout_sec", ctx.config.default_timeout_sec);
-    WriteExecLimits(defaults, ctx.config.default_limits);
+    if (ctx.config.engine.default_timeout_sec > 0)
+      defaults.Set("timeout_sec", ctx.config.engine.default_timeout_sec);
+    WriteExecLimits(defaults, ctx.config.engine.default_limits);
     json::Object o;
     o.Set("mechanism", std::string(l.mechanism_name()));
     o.Set("supported", std::move(supported));
@@ -74,7 +74,7 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
   auto runner =
       std::make_shared<CodeRun>(engine, ctx.blocking,
                                 CodeRunOptions{.default_timeout_sec = ctx.config.run_timeout_sec,
-                                               .workdir = ctx.config.workdir,
+                                               .workdir = ctx.config.engine.workdir,
                                                .scan_max_entries = ctx.config.scan_max_entries,
                                                .scan_max_ms = ctx.config.scan_max_ms,
                                                .changed_files_max = ctx.config.changed_files_max});

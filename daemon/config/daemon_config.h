@@ -20,12 +20,14 @@ namespace agentd {
 inline constexpr char kDefaultListen[] = "127.0.0.1:7700";
 
 struct DaemonConfig {
+  // The exec engine's options, each set by its flag here and nowhere else
+  // (exec/exec_options.h): state dir, workdir, ack TTL, drain, retention,
+  // exec cap, limits, default timeout, child OOM score, profiles, read-only
+  // paths, disabled runtimes.
+  ExecEngineOptions engine;
   std::vector<ListenAddress> listen;  // empty: kDefaultListen
   std::string token_file;
-  std::string state_dir;  // empty: kDefaultStateDir, else $XDG_RUNTIME_DIR, else a temp dir
-  int64_t ack_ttl_sec = 60;
   std::string fs_root;  // empty: no confinement beyond the guest's "/"
-  std::string workdir;  // default cwd of /v1/run
   // Guest reuse (docs/PROTOCOL.md, "Reuse"): the trees a reset returns to
   // their golden copies (empty: the workdir, if set), and the explicit
   // golden copies, paired with the paths in order.
@@ -37,33 +39,15 @@ struct DaemonConfig {
   ServerLimits limits;
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(5)};
 
-  // Exec engine.
-  std::chrono::milliseconds output_drain{std::chrono::seconds(2)};
-  uint64_t retention_stream_bytes = 256ull << 20;
-  uint64_t retention_total_bytes = 1ull << 30;
-  int64_t max_execs = 4096;
+  int oom_score_adj = -900;  // the daemon's own (every exec's: engine.child_oom_score_adj)
 
-  // Limits (docs/PROTOCOL.md, "Limits"; docs/OPERATIONS.md).
-  std::string limits_mode = "auto";  // auto | cgroup2 | cgroup1 | rlimit
-  ExecLimits default_limits;         // for execs and runs that do not set them
-  int64_t default_timeout_sec = 0;   // execs; 0: none
-  int oom_score_adj = -900;          // the daemon's own
-  int child_oom_score_adj = 500;     // every exec's
-
-  // Profiles (docs/SECURITY.md, "Restricted execs").
-  std::string default_profile = "unrestricted";
-  std::string default_egress;  // "" | public | allow | none | all
-  std::string restricted_user = "nobody";
-  bool reset_requires_restricted = false;   // a privileged generation quarantines
-  std::vector<std::string> readonly_paths;  // --readonly-path: must be applied
-  bool default_readonly_paths = true;       // --no-default-readonly-paths clears it
+  bool reset_requires_restricted = false;  // a privileged generation quarantines
 
   // Code runs (docs/PROTOCOL.md, "Run code").
-  int64_t run_timeout_sec = 60;            // when a run gives none (clamped to 300)
-  uint64_t scan_max_entries = 250'000;     // per changed-files scan
-  int64_t scan_max_ms = 2000;              // per changed-files scan
-  uint64_t changed_files_max = 1000;       // entries in one answer
-  std::vector<Runtime> disabled_runtimes;  // --disable-runtime
+  int64_t run_timeout_sec = 60;         // when a run gives none (clamped to 300)
+  uint64_t scan_max_entries = 250'000;  // per changed-files scan
+  int64_t scan_max_ms = 2000;           // per changed-files scan
+  uint64_t changed_files_max = 1000;    // entries in one answer
 
   // Tar uploads.
   uint64_t tar_max_entries = 65536;
@@ -85,27 +69,6 @@ struct DaemonConfig {
   // upgrade executes; empty: the path the daemon was started from.
   std::string upgrade_binary;
 };
-
-// The engine's share of the configuration (exec/exec_options.h).
-inline ExecEngineOptions EngineOptionsOf(const DaemonConfig& c) {
-  return ExecEngineOptions{.state_dir = c.state_dir,
-                           .workdir = c.workdir,
-                           .ack_ttl_sec = c.ack_ttl_sec,
-                           .output_drain = c.output_drain,
-                           .retention_stream_bytes = c.retention_stream_bytes,
-                           .retention_total_bytes = c.retention_total_bytes,
-                           .max_execs = c.max_execs,
-                           .limits_mode = c.limits_mode,
-                           .default_limits = c.default_limits,
-                           .default_timeout_sec = c.default_timeout_sec,
-                           .child_oom_score_adj = c.child_oom_score_adj,
-                           .default_profile = c.default_profile,
-                           .restricted_user = c.restricted_user,
-                           .readonly_paths = c.readonly_paths,
-                           .default_readonly_paths = c.default_readonly_paths,
-                           .disabled_runtimes = c.disabled_runtimes,
-                           .default_egress = c.default_egress};
-}
 
 struct ParsedFlags {
   enum class Action { kRun, kHelp, kVersion, kUpgrade };

@@ -1,6 +1,7 @@
 #include <charconv>
 #include <functional>
 #include <string>
+#include <type_traits>
 
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/runtime.h"
@@ -22,9 +23,19 @@ Status BadValue(std::string_view flag, std::string_view value, std::string_view 
       .With("flag", std::string(flag));
 }
 
-template <typename T>
-std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name,
-                                                               T DaemonConfig::*field, T min,
+// The struct a flag's field lives in: the daemon's configuration, or the
+// engine's options inside it (one home per option).
+template <typename S>
+S& Home(DaemonConfig& c) {
+  if constexpr (std::is_same_v<S, ExecEngineOptions>) {
+    return c.engine;
+  } else {
+    return c;
+  }
+}
+
+template <typename T, typename S>
+std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name, T S::*field, T min,
                                                                T max) {
   return [=](DaemonConfig& c, std::string_view v) {
     T n{};
@@ -33,20 +44,22 @@ std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name,
       return BadValue(name, v,
                       "an integer from " + std::to_string(min) + " to " + std::to_string(max));
     }
-    c.*field = n;
+    Home<S>(c).*field = n;
     return Status::Ok();
   };
 }
 
-std::function<Status(DaemonConfig&, std::string_view)> Millis(
-    const char* name, std::chrono::milliseconds DaemonConfig::*field, int64_t max_ms) {
+template <typename S>
+std::function<Status(DaemonConfig&, std::string_view)> Millis(const char* name,
+                                                              std::chrono::milliseconds S::*field,
+                                                              int64_t max_ms) {
   return [=](DaemonConfig& c, std::string_view v) {
     int64_t n = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > max_ms) {
       return BadValue(name, v, "a number of milliseconds up to " + std::to_string(max_ms));
     }
-    c.*field = std::chrono::milliseconds(n);
+    Home<S>(c).*field = std::chrono::milliseconds(n);
     return Status::Ok();
   };
 }
@@ -77,9 +90,10 @@ std::function<Status(DaemonConfig&, std::string_view)> LimitSize(const char* nam
   };
 }
 
-std::function<Status(DaemonConfig&, std::string_view)> Text(std::string DaemonConfig::*field) {
+template <typename S>
+std::function<Status(DaemonConfig&, std::string_view)> Text(std::string S::*field) {
   return [=](DaemonConfig& c, std::string_view v) {
-    c.*field = v;
+    Home<S>(c).*field = v;
     return Status::Ok();
   };
 }
@@ -95,9 +109,9 @@ std::function<Status(DaemonConfig&, std::string_view)> LimitDefault(
           "0 (no limit) or an integer from " + std::to_string(min) + " to " + std::to_string(max));
     }
     if (n == 0) {
-      c.default_limits.*field = std::nullopt;
+      c.engine.default_limits.*field = std::nullopt;
     } else {
-      c.default_limits.*field = n;
+      c.engine.default_limits.*field = n;
     }
     return Status::Ok();
   };
@@ -119,19 +133,19 @@ const std::vector<Flag>& Flags() {
       {"state-dir", "DIR",
        "Exec records and output spool. Default /run/agentd, else $XDG_RUNTIME_DIR/agentd, "
        "else a temporary directory.",
-       Text(&DaemonConfig::state_dir)},
+       Text(&ExecEngineOptions::state_dir)},
       {"ack-ttl-sec", "N", "Seconds an acked exec's record and output are kept. Default 60.",
-       Integer<int64_t>("ack-ttl-sec", &DaemonConfig::ack_ttl_sec, 0, 7 * 86400)},
+       Integer<int64_t>("ack-ttl-sec", &ExecEngineOptions::ack_ttl_sec, 0, 7 * 86400)},
       {"fs-root", "DIR", "Confine every file and tree path to DIR.", Text(&DaemonConfig::fs_root)},
       {"workdir", "DIR", "Working directory of /v1/run when a run names none.",
-       Text(&DaemonConfig::workdir)},
+       Text(&ExecEngineOptions::workdir)},
       {"disable-runtime", "NAME",
        "Refuse /v1/run and exec runtime NAME (shell, python or ts) even where its interpreter "
        "is installed; health lists it as disabled_by_flag. Repeatable.",
        [](DaemonConfig& c, std::string_view v) {
          std::optional<Runtime> r = ParseRuntime(v);
          if (!r) return BadValue("disable-runtime", v, "one of shell, python, ts");
-         c.disabled_runtimes.push_back(*r);
+         c.engine.disabled_runtimes.push_back(*r);
          return Status::Ok();
        }},
       {"reset-path", "DIR",
@@ -195,16 +209,16 @@ const std::vector<Flag>& Flags() {
       {"output-drain-ms", "MS",
        "After an exec's leader exits, how long to wait for its output streams to close. "
        "Default 2000.",
-       Millis("output-drain-ms", &DaemonConfig::output_drain, 600'000)},
+       Millis("output-drain-ms", &ExecEngineOptions::output_drain, 600'000)},
       {"retention-stream-bytes", "N",
        "Output bytes retained per stream of an exec. Default 268435456.",
-       Integer<uint64_t>("retention-stream-bytes", &DaemonConfig::retention_stream_bytes, 4096,
+       Integer<uint64_t>("retention-stream-bytes", &ExecEngineOptions::retention_stream_bytes, 4096,
                          UINT64_MAX)},
       {"retention-total-bytes", "N", "Output bytes retained over all execs. Default 1073741824.",
-       Integer<uint64_t>("retention-total-bytes", &DaemonConfig::retention_total_bytes, 4096,
+       Integer<uint64_t>("retention-total-bytes", &ExecEngineOptions::retention_total_bytes, 4096,
                          UINT64_MAX)},
       {"max-execs", "N", "Exec records held at once (503 beyond). Default 4096.",
-       Integer<int64_t>("max-execs", &DaemonConfig::max_execs, 1, 1'000'000)},
+       Integer<int64_t>("max-execs", &ExecEngineOptions::max_execs, 1, 1'000'000)},
       {"limits", "MODE",
        "How exec limits are enforced: auto (cgroup2, else cgroup1, else rlimits), cgroup2, "
        "cgroup1 or rlimit. Default auto.",
@@ -212,11 +226,11 @@ const std::vector<Flag>& Flags() {
          if (v != "auto" && v != "cgroup2" && v != "cgroup1" && v != "rlimit") {
            return BadValue("limits", v, "one of auto, cgroup2, cgroup1, rlimit");
          }
-         c.limits_mode = v;
+         c.engine.limits_mode = v;
          return Status::Ok();
        }},
       {"default-timeout-sec", "N", "Wall-clock limit of execs that set none; 0: none. Default 0.",
-       Integer<int64_t>("default-timeout-sec", &DaemonConfig::default_timeout_sec, 0,
+       Integer<int64_t>("default-timeout-sec", &ExecEngineOptions::default_timeout_sec, 0,
                         kMaxTimeoutSec)},
       {"default-memory-mb", "N", "Memory limit (MiB) of execs and runs that set none; 0: none.",
        LimitDefault("default-memory-mb", &ExecLimits::memory_mb, 1, kMaxMemoryMb)},
@@ -230,7 +244,7 @@ const std::vector<Flag>& Flags() {
       {"oom-score-adj", "N", "The daemon's own oom_score_adj. Default -900.",
        Integer<int>("oom-score-adj", &DaemonConfig::oom_score_adj, -1000, 1000)},
       {"child-oom-score-adj", "N", "Every exec's oom_score_adj. Default 500.",
-       Integer<int>("child-oom-score-adj", &DaemonConfig::child_oom_score_adj, -1000, 1000)},
+       Integer<int>("child-oom-score-adj", &ExecEngineOptions::child_oom_score_adj, -1000, 1000)},
       {"default-profile", "PROFILE",
        "Profile of execs and runs that name none: unrestricted or restricted (another user, "
        "no capabilities, no_new_privs, a seccomp filter; docs/SECURITY.md). Default "
@@ -239,7 +253,7 @@ const std::vector<Flag>& Flags() {
          if (v != kProfileUnrestricted && v != kProfileRestricted) {
            return BadValue("default-profile", v, "one of unrestricted, restricted");
          }
-         c.default_profile = v;
+         c.engine.default_profile = v;
          return Status::Ok();
        }},
       {"default-egress", "MODE",
@@ -250,7 +264,7 @@ const std::vector<Flag>& Flags() {
          if (v != "public" && v != "none" && v != "all") {
            return BadValue("default-egress", v, "one of public, none, all");
          }
-         c.default_egress = v;
+         c.engine.default_egress = v;
          return Status::Ok();
        }},
       {"restricted-user", "USER",
@@ -261,7 +275,7 @@ const std::vector<Flag>& Flags() {
              v.find(':') != std::string_view::npos) {
            return BadValue("restricted-user", v, "a user name or number other than root");
          }
-         c.restricted_user = v;
+         c.engine.restricted_user = v;
          return Status::Ok();
        }},
       {"readonly-path", "PATH",
@@ -272,14 +286,14 @@ const std::vector<Flag>& Flags() {
          if (v.empty() || v[0] != '/' || v.find('\0') != std::string_view::npos) {
            return BadValue("readonly-path", v, "an absolute path");
          }
-         c.readonly_paths.emplace_back(v);
+         c.engine.readonly_paths.emplace_back(v);
          return Status::Ok();
        }},
       {"no-default-readonly-paths", nullptr,
        "Restricted execs see only the --readonly-path list read-only, not the defaults "
        "(/usr, /etc, /bin, /sbin, /lib*, the daemon's binary and state directory).",
        [](DaemonConfig& c, std::string_view) {
-         c.default_readonly_paths = false;
+         c.engine.default_readonly_paths = false;
          return Status::Ok();
        }},
       {"reset-requires-restricted", nullptr,
@@ -356,7 +370,7 @@ Status CheckInitFlags(const DaemonConfig& c) {
     return Status::InvalidRequest("unexpected argument \"" + c.command.front() +
                                   "\" (a command needs --init)");
   }
-  size_t paths = c.reset_paths.empty() && !c.workdir.empty() ? 1 : c.reset_paths.size();
+  size_t paths = c.reset_paths.empty() && !c.engine.workdir.empty() ? 1 : c.reset_paths.size();
   if (c.reset_baselines.size() > paths) {
     return Status::InvalidRequest("--reset-baseline given " +
                                   std::to_string(c.reset_baselines.size()) + " times for " +

@@ -17,7 +17,7 @@ TEST_CASE("flags parse both --flag value and --flag=value", "[flags]") {
   REQUIRE(f.ok());
   CHECK(f->config.listen.size() == 2);
   CHECK(f->config.listen[1].kind == ListenAddress::Kind::kUnix);
-  CHECK(f->config.ack_ttl_sec == 5);
+  CHECK(f->config.engine.ack_ttl_sec == 5);
   CHECK(f->config.fs_root == "/srv");
 }
 

@@ -1,7 +1,8 @@
 // ExecEngineOptions: what the exec engine is told at construction, and
 // nothing else of the daemon's configuration (no HTTP limits, no listen
-// addresses): the engine sees only its own vocabulary. main.cc fills it
-// from the command line (config/daemon_config.h, EngineOptionsOf).
+// addresses): the engine sees only its own vocabulary. Each field is the
+// one home of its option: the command line sets it in place
+// (DaemonConfig::engine, config/flags.cc) and main.cc hands it over whole.
 #pragma once
 
 #include <chrono>
