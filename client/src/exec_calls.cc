@@ -35,11 +35,6 @@ HttpRequest JsonRequest(std::string method, std::string target, const json::Valu
   return req;
 }
 
-bool RetryableStreamFailure(const Status& s) {
-  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
-         IsRetryableStatus(s.http_status());
-}
-
 Result<uint64_t> U64(const json::Value& doc, std::string_view key) {
   const json::Value* v = doc.Find(key);
   if (!v || !v->is_int() || v->as_int() < 0) {
@@ -237,7 +232,7 @@ asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
     Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
     if (!stream.ok()) {
       failure = stream.status();
-      if (!RetryableStreamFailure(failure)) co_return failure;
+      if (!IsRetryableFailure(failure)) co_return failure;
     } else {
       Status event_error;
       SseDecoder decoder([&](SseEvent&& ev) {

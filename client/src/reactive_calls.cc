@@ -15,11 +15,6 @@ namespace {
 // The daemon sends a keepalive at least every 15 s.
 constexpr std::chrono::seconds kWatchSilenceLimit{45};
 
-bool Retryable(const Status& s) {
-  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
-         IsRetryableStatus(s.http_status());
-}
-
 std::string Text(const json::Value& doc, std::string_view key) {
   const json::Value* v = doc.Find(key);
   return v && v->is_string() ? v->as_string() : std::string();
@@ -60,7 +55,7 @@ asio::awaitable<Result<uint64_t>> WatchCall(Transport& t, std::string path, Watc
     Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
     if (!stream.ok()) {
       failure = stream.status();
-      if (!Retryable(failure)) co_return failure;
+      if (!IsRetryableFailure(failure)) co_return failure;
     } else {
       // Events between the lost stream and this one are unknown: say so,
       // as the daemon does for its own losses, so the caller rescans.

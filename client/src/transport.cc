@@ -38,6 +38,11 @@ std::optional<int64_t> ProtocolMajor(const json::Value& v) {
 
 bool IsRetryableStatus(int s) { return s == 500 || s == 502 || s == 503 || s == 504; }
 
+bool IsRetryableFailure(const Status& s) {
+  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
+         IsRetryableStatus(s.http_status());
+}
+
 const std::string* HttpResponse::Header(std::string_view lower_name) const {
   for (const auto& [name, value] : headers) {
     if (name == lower_name) return &value;

@@ -153,5 +153,9 @@ class Transport {
 inline constexpr int64_t kClientProtocolMajor = 1;
 
 bool IsRetryableStatus(int http_status);
+// A failure after which a whole operation (an event stream, a tree
+// transfer) may start again: a lost connection, a deadline, a retryable
+// status. The one predicate of the restart loops above the transport.
+bool IsRetryableFailure(const Status& s);
 
 }  // namespace agentd::client

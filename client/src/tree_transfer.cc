@@ -155,33 +155,33 @@ asio::awaitable<Result<TreeStats>> DownloadOnce(Transport& transport, const std:
   co_return extracted;
 }
 
-bool Retryable(const Status& s) {
-  return s.code() == ErrorCode::kTransport || s.code() == ErrorCode::kDeadlineExceeded ||
-         IsRetryableStatus(s.http_status());
+using TransferOnce = asio::awaitable<Result<TreeStats>> (*)(Transport&, const std::string&,
+                                                            const std::string&, TarCompression);
+
+// A whole transfer, started again from scratch (the archive rebuilt, a
+// fresh staging directory) after a failure the retry policy allows.
+asio::awaitable<Result<TreeStats>> Restarting(TransferOnce once, Transport& transport,
+                                              const std::string& from, const std::string& to,
+                                              TarCompression compression) {
+  for (int attempt = 1;; ++attempt) {
+    Result<TreeStats> r = co_await once(transport, from, to, compression);
+    if (r.ok() || attempt >= transport.options().max_attempts || !IsRetryableFailure(r.status()))
+      co_return r;
+    asio::steady_timer t(transport.executor(), transport.Backoff(attempt));
+    co_await t.async_wait(kNothrow);
+  }
 }
 
 }  // namespace
 
 asio::awaitable<Result<TreeStats>> UploadTree(Transport& transport, std::string local,
                                               std::string remote, TarCompression compression) {
-  for (int attempt = 1;; ++attempt) {
-    Result<TreeStats> r = co_await UploadOnce(transport, local, remote, compression);
-    if (r.ok() || attempt >= transport.options().max_attempts || !Retryable(r.status()))
-      co_return r;
-    asio::steady_timer t(transport.executor(), transport.Backoff(attempt));
-    co_await t.async_wait(kNothrow);
-  }
+  co_return co_await Restarting(&UploadOnce, transport, local, remote, compression);
 }
 
 asio::awaitable<Result<TreeStats>> DownloadTree(Transport& transport, std::string remote,
                                                 std::string local, TarCompression compression) {
-  for (int attempt = 1;; ++attempt) {
-    Result<TreeStats> r = co_await DownloadOnce(transport, remote, local, compression);
-    if (r.ok() || attempt >= transport.options().max_attempts || !Retryable(r.status()))
-      co_return r;
-    asio::steady_timer t(transport.executor(), transport.Backoff(attempt));
-    co_await t.async_wait(kNothrow);
-  }
+  co_return co_await Restarting(&DownloadOnce, transport, remote, local, compression);
 }
 
 }  // namespace agentd::client
