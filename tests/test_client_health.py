@@ -16,7 +16,7 @@ from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib.agentd_test import Daemon
 from lib.fs_helpers import url
 from test_agentctl_exec import AGENTCTL
-from test_health_probes import until_health
+from test_health_probes import state_dir_made_a_file, until_health
 
 import agentd_client as ac
 
@@ -43,17 +43,10 @@ class ClientHealthTest(unittest.TestCase):
 
     def test_an_unwritable_state_dir_is_answered_with_its_reason_and_errno(self):
         with Daemon() as d:
-            away = d.state_dir + ".away"
-            os.rename(d.state_dir, away)
-            with open(d.state_dir, "w") as f:
-                f.write("not a directory")
-            try:
+            with state_dir_made_a_file(d):
                 status, doc = until_health(d, 503)
                 self.assertEqual(status, 503, doc)
                 h, code, result, table = self.clients(d)
-            finally:
-                os.unlink(d.state_dir)
-                os.rename(away, d.state_dir)
             self.assertEqual((h.status, h.errno), ("state_dir_unwritable", "ENOTDIR"))
             self.assertIn("Not a directory", h.reason)
             self.assertEqual((code, result["status"], result["errno"]),

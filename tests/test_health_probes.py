@@ -4,6 +4,7 @@ SIGTERM (new work refused, reads served, the listener still answering) and
 while its state directory takes no write. (Quarantine's 503 is in
 test_reuse_reset and test_exec_restricted.)"""
 
+import contextlib
 import errno
 import json
 import os
@@ -29,6 +30,21 @@ def health(daemon):
         return r.status, json.loads(r.read()), dict(r.getheaders())
     finally:
         conn.close()
+
+
+@contextlib.contextmanager
+def state_dir_made_a_file(daemon):
+    """The daemon's state directory replaced by a file (writes fail with
+    ENOTDIR) for the block, then put back."""
+    away = daemon.state_dir + ".away"
+    os.rename(daemon.state_dir, away)
+    with open(daemon.state_dir, "w") as f:
+        f.write("not a directory")
+    try:
+        yield
+    finally:
+        os.unlink(daemon.state_dir)
+        os.rename(away, daemon.state_dir)
 
 
 def until_health(daemon, want_status):
@@ -113,18 +129,11 @@ class StateDirTest(unittest.TestCase):
 
     def test_a_state_dir_replaced_by_a_file_is_503_enotdir_until_restored(self):
         with Daemon() as d:
-            away = d.state_dir + ".away"
-            os.rename(d.state_dir, away)
-            with open(d.state_dir, "w") as f:
-                f.write("not a directory")
-            try:
+            with state_dir_made_a_file(d):
                 status, doc = until_health(d, 503)
                 self.assertEqual(status, 503, doc)
                 self.assertUnwritable(doc, "ENOTDIR")
                 self.assertIn("Not a directory", doc["reason"])
-            finally:
-                os.unlink(d.state_dir)
-                os.rename(away, d.state_dir)
             status, doc = until_health(d, 200)
             self.assertEqual((status, doc["status"]), (200, "ok"), doc)
 
