@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <utility>
 
 #include "agentd/trees/dir_entries.h"
 #include "agentd/trees/posix_error.h"
@@ -52,7 +51,7 @@ Result<StageTree> StageTree::Create(int target, const std::string& display, Stag
   for (int attempt = 0;; ++attempt) {
     t.stage_name_ = RandomName(kStagePrefix);
     t.Unjournal();
-    if (opts.journal) t.forget_ = opts.journal(t.target_.get(), t.stage_name_);
+    if (opts.journal) t.journal_entry_ = opts.journal(t.target_.get(), t.stage_name_);
     if (::mkdirat(t.target_.get(), t.stage_name_.c_str(), 0700) == 0) break;
     if (errno != EEXIST || attempt == 8) {
       int err = errno;
@@ -66,22 +65,6 @@ Result<StageTree> StageTree::Create(int target, const std::string& display, Stag
   return t;
 }
 
-StageTree::StageTree(StageTree&& other) noexcept
-    : target_(std::move(other.target_)),
-      stage_(std::move(other.stage_)),
-      stage_name_(std::move(other.stage_name_)),
-      forget_(std::exchange(other.forget_, nullptr)),
-      display_(std::move(other.display_)),
-      opts_(std::move(other.opts_)),
-      cached_parts_(std::move(other.cached_parts_)),
-      cached_fd_(std::move(other.cached_fd_)),
-      cache_valid_(other.cache_valid_),
-      fixups_(std::move(other.fixups_)),
-      linkable_(std::move(other.linkable_)),
-      merged_existing_(std::move(other.merged_existing_)) {
-  other.stage_name_.clear();
-}
-
 StageTree::~StageTree() {
   if (target_ && !stage_name_.empty()) {
     cached_fd_.reset();
@@ -92,7 +75,8 @@ StageTree::~StageTree() {
 }
 
 void StageTree::Unjournal() {
-  if (forget_) std::exchange(forget_, nullptr)();
+  if (!journal_entry_.empty()) ::unlink(journal_entry_.c_str());
+  journal_entry_.clear();
 }
 
 void StageTree::RecordDir(const std::vector<std::string>& parts, uint32_t mode,

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -58,10 +57,8 @@ void TempJournal::Entry::Forget() {
   path_.clear();
 }
 
-std::function<void()> TempJournal::RecordForStage(int dirfd, const std::string& name) {
-  // std::function wants a copyable callable; the entry is move-only.
-  auto entry = std::make_shared<Entry>(Record(dirfd, name));
-  return [entry] { entry->Forget(); };
+std::string TempJournal::RecordForStage(int dirfd, const std::string& name) {
+  return Record(dirfd, name).Release();
 }
 
 int TempJournal::Enable(const std::string& dir) {

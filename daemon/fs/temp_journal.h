@@ -10,8 +10,8 @@
 // moved since is not found (the sweep removes only exact names it made).
 #pragma once
 
-#include <functional>
 #include <string>
+#include <utility>
 
 namespace agentd {
 
@@ -29,6 +29,8 @@ class TempJournal {
     Entry& operator=(const Entry&) = delete;
     ~Entry() { Forget(); }
     void Forget();
+    // The entry's file, no longer forgotten by this object.
+    std::string Release() { return std::exchange(path_, std::string()); }
 
    private:
     std::string path_;
@@ -40,8 +42,8 @@ class TempJournal {
   // Records `name` in the directory `dirfd`, before the caller creates it.
   static Entry Record(int dirfd, const std::string& name);
   // Record() as a StageOptions::journal hook (agentd/trees/stage_tree.h):
-  // records the name and answers what forgets it.
-  static std::function<void()> RecordForStage(int dirfd, const std::string& name);
+  // answers the entry's file, which the caller removes to forget it.
+  static std::string RecordForStage(int dirfd, const std::string& name);
   // Stops recording (tests).
   static void Disable();
 };

@@ -26,7 +26,6 @@
 
 #include <time.h>
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -44,10 +43,11 @@ struct StageOptions {
   Ownership owner;          // applied to every created entry
   bool keep_setid = false;  // keep setuid/setgid on files (only when root)
   // Told the staging directory's name (in `dirfd`) before it is created;
-  // what it answers is called once that directory is gone. The daemon
-  // journals it (fs/temp_journal.h) so that a crash mid-extraction leaves
-  // nothing behind at its next start; the client needs no journal.
-  std::function<std::function<void()>(int dirfd, const std::string& name)> journal;
+  // answers a file to remove once that directory is gone ("": none). The
+  // daemon journals the name there (fs/temp_journal.h) so that a crash
+  // mid-extraction leaves nothing behind at its next start; the client
+  // needs no journal.
+  std::string (*journal)(int dirfd, const std::string& name) = nullptr;
 };
 
 class StageTree {
@@ -55,7 +55,7 @@ class StageTree {
   // `target` is the directory being extracted into (any descriptor that can
   // serve as a dirfd); `display` names it in errors.
   static Result<StageTree> Create(int target, const std::string& display, StageOptions opts);
-  StageTree(StageTree&& other) noexcept;
+  StageTree(StageTree&&) noexcept = default;
   StageTree& operator=(StageTree&&) = delete;
   ~StageTree();
 
@@ -83,7 +83,7 @@ class StageTree {
   };
 
   StageTree() = default;
-  void Unjournal();  // drops the journal entry, once
+  void Unjournal();  // removes the journal entry, once
   // The directory that will hold `member`, creating missing ones. The
   // descriptor is owned by the StageTree (a one-entry cache) and valid
   // until the next call.
@@ -102,7 +102,7 @@ class StageTree {
   UniqueFd target_;
   UniqueFd stage_;
   std::string stage_name_;
-  std::function<void()> forget_;  // the journal entry, dropped once the stage is gone
+  std::string journal_entry_;  // removed once the stage is gone
   std::string display_;
   StageOptions opts_;
 
