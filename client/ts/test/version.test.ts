@@ -164,7 +164,8 @@ test("a 503 health without the daemon's document still throws, after the retries
     const c = new Client({ url: fake.url, token: "t", maxAttempts: 2, backoffInitialMs: 5 });
     try {
       const e = await rejection(c.health());
-      assert.equal(e.status, 503);
+      assert.equal(e.code, "protocol_error");
+      assert.equal(e.details.http_status, 503);
       assert.equal(fake.seen.length, 2, "a 503 that is not a health document is retried as before");
     } finally {
       c.close();
