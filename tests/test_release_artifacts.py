@@ -41,6 +41,7 @@ NOTICE_FOR_ARCHIVE = {
     "libdaemon_config.a": None,
     "libdaemon_api.a": None,
     "libagentd_protocol.a": None,
+    "libagentd_trees.a": None,
     "libagentd_llhttp.a": "llhttp",
     "libagentd_simdjson.a": "simdjson",
     "libarchive.a": "libarchive",
