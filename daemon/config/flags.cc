@@ -1,7 +1,6 @@
 #include <charconv>
 #include <functional>
 #include <string>
-#include <type_traits>
 
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/runtime.h"
@@ -23,20 +22,21 @@ Status BadValue(std::string_view flag, std::string_view value, std::string_view 
       .With("flag", std::string(flag));
 }
 
-// The struct a flag's field lives in: the daemon's configuration, or the
-// engine's options inside it (one home per option).
-template <typename S>
-S& Home(DaemonConfig& c) {
-  if constexpr (std::is_same_v<S, ExecEngineOptions>) {
-    return c.engine;
-  } else {
-    return c;
-  }
-}
+// Where a flag's value goes: a field of the daemon's configuration, or of
+// the engine's options inside it (one home per option). One type for both,
+// so each helper below is one function per value type, not per struct.
+template <typename T>
+struct Field {
+  Field(T DaemonConfig::*f) : config(f) {}       // NOLINT: converts on purpose
+  Field(T ExecEngineOptions::*f) : engine(f) {}  // NOLINT
+  T& In(DaemonConfig& c) const { return config ? c.*config : c.engine.*engine; }
+  T DaemonConfig::*config = nullptr;
+  T ExecEngineOptions::*engine = nullptr;
+};
 
-template <typename T, typename S>
-std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name, T S::*field, T min,
-                                                               T max) {
+template <typename T>
+std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name, Field<T> field,
+                                                               T min, T max) {
   return [=](DaemonConfig& c, std::string_view v) {
     T n{};
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
@@ -44,22 +44,20 @@ std::function<Status(DaemonConfig&, std::string_view)> Integer(const char* name,
       return BadValue(name, v,
                       "an integer from " + std::to_string(min) + " to " + std::to_string(max));
     }
-    Home<S>(c).*field = n;
+    field.In(c) = n;
     return Status::Ok();
   };
 }
 
-template <typename S>
-std::function<Status(DaemonConfig&, std::string_view)> Millis(const char* name,
-                                                              std::chrono::milliseconds S::*field,
-                                                              int64_t max_ms) {
+std::function<Status(DaemonConfig&, std::string_view)> Millis(
+    const char* name, Field<std::chrono::milliseconds> field, int64_t max_ms) {
   return [=](DaemonConfig& c, std::string_view v) {
     int64_t n = 0;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > max_ms) {
       return BadValue(name, v, "a number of milliseconds up to " + std::to_string(max_ms));
     }
-    Home<S>(c).*field = std::chrono::milliseconds(n);
+    field.In(c) = std::chrono::milliseconds(n);
     return Status::Ok();
   };
 }
@@ -90,10 +88,9 @@ std::function<Status(DaemonConfig&, std::string_view)> LimitSize(const char* nam
   };
 }
 
-template <typename S>
-std::function<Status(DaemonConfig&, std::string_view)> Text(std::string S::*field) {
+std::function<Status(DaemonConfig&, std::string_view)> Text(Field<std::string> field) {
   return [=](DaemonConfig& c, std::string_view v) {
-    Home<S>(c).*field = v;
+    field.In(c) = v;
     return Status::Ok();
   };
 }
