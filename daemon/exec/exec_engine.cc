@@ -44,11 +44,11 @@ std::optional<struct rlimit> RaiseNofile() {
 
 }  // namespace
 
-ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking, ExecEngineOptions options,
-                       const BootstrapState& bootstrap)
+ExecEngine::ExecEngine(asio::io_context& io, asio::thread_pool& blocking,
+                       const ExecEngineOptions& options, const BootstrapState& bootstrap)
     : io_(io),
       blocking_(blocking),
-      options_(std::move(options)),
+      options_(options),
       bootstrap_(bootstrap),
       budget_(options_.retention_stream_bytes, options_.retention_total_bytes),
       reaper_(io),

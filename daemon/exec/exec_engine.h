@@ -46,7 +46,7 @@ struct ExecTotals {
 
 class ExecEngine {
  public:
-  ExecEngine(asio::io_context& io, asio::thread_pool& blocking, ExecEngineOptions options,
+  ExecEngine(asio::io_context& io, asio::thread_pool& blocking, const ExecEngineOptions& options,
              const BootstrapState& bootstrap);
   ~ExecEngine();
 
