@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
@@ -68,6 +69,11 @@ class ClientHealthTest(unittest.TestCase):
                              d.token)).encode())
             self.assertEqual(upload.recv(100), b"HTTP/1.1 100 Continue\r\n\r\n")
             d.proc.send_signal(signal.SIGTERM)
+            # Probed once the daemon says it drains (a connection that
+            # raced the signal may be closed unanswered).
+            while not any('"shutting down"' in line for line in d.logs()):
+                self.assertIsNone(d.proc.poll(), "the daemon left before it drained")
+                time.sleep(0.02)
             status, doc = until_health(d, 503)
             self.assertEqual((status, doc["status"]), (503, "draining"), doc)
             h, code, result, table = self.clients(d)
