@@ -59,7 +59,7 @@ asio::awaitable<void> Upload(TarRoute r, Request& req, Response& res) {
   bool parents = q.Bool("parents", false);
   ExtractOptions opts;
   opts.stage.keep_setid = q.Bool("setid", false);
-  opts.stage.journal = TempJournal::RecordForStage;
+  opts.stage.journal = TempJournal::RecordPath;
   const std::string* user = q.String("user");
   const std::string* group = q.String("group");
   Status s = q.Finish();

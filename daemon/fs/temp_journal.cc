@@ -57,10 +57,6 @@ void TempJournal::Entry::Forget() {
   path_.clear();
 }
 
-std::string TempJournal::RecordForStage(int dirfd, const std::string& name) {
-  return Record(dirfd, name).Release();
-}
-
 int TempJournal::Enable(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return 0;
   int removed = 0;
@@ -78,12 +74,12 @@ int TempJournal::Enable(const std::string& dir) {
 
 void TempJournal::Disable() { JournalDir().clear(); }
 
-TempJournal::Entry TempJournal::Record(int dirfd, const std::string& name) {
-  if (JournalDir().empty()) return Entry();
+std::string TempJournal::RecordPath(int dirfd, const std::string& name) {
+  if (JournalDir().empty()) return {};
   char where[4096];
   std::string link = "/proc/self/fd/" + std::to_string(dirfd);
   ssize_t n = ::readlink(link.c_str(), where, sizeof(where) - 1);
-  if (n <= 0 || where[0] != '/') return Entry();
+  if (n <= 0 || where[0] != '/') return {};
   std::string target(where, static_cast<size_t>(n));
   if (target.back() != '/') target += '/';
   target += name;
@@ -92,9 +88,9 @@ TempJournal::Entry TempJournal::Record(int dirfd, const std::string& name) {
   if (!fd ||
       ::write(fd.get(), target.data(), target.size()) != static_cast<ssize_t>(target.size())) {
     ::unlink(entry.c_str());
-    return Entry();
+    return {};
   }
-  return Entry(entry);
+  return entry;
 }
 
 }  // namespace agentd

@@ -29,8 +29,6 @@ class TempJournal {
     Entry& operator=(const Entry&) = delete;
     ~Entry() { Forget(); }
     void Forget();
-    // The entry's file, no longer forgotten by this object.
-    std::string Release() { return std::exchange(path_, std::string()); }
 
    private:
     std::string path_;
@@ -40,10 +38,12 @@ class TempJournal {
   // `dir`, mode 0700), then records new ones there. Returns how many it removed.
   static int Enable(const std::string& dir);
   // Records `name` in the directory `dirfd`, before the caller creates it.
-  static Entry Record(int dirfd, const std::string& name);
-  // Record() as a StageOptions::journal hook (agentd/trees/stage_tree.h):
-  // answers the entry's file, which the caller removes to forget it.
-  static std::string RecordForStage(int dirfd, const std::string& name);
+  static Entry Record(int dirfd, const std::string& name) { return Entry(RecordPath(dirfd, name)); }
+  // Record() for a caller that keeps the entry itself (the
+  // StageOptions::journal hook, agentd/trees/stage_tree.h): answers the
+  // entry's file ("" when nothing was recorded), which the caller removes
+  // to forget it.
+  static std::string RecordPath(int dirfd, const std::string& name);
   // Stops recording (tests).
   static void Disable();
 };
