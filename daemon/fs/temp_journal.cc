@@ -74,6 +74,10 @@ int TempJournal::Enable(const std::string& dir) {
 
 void TempJournal::Disable() { JournalDir().clear(); }
 
+TempJournal::Entry TempJournal::Record(int dirfd, const std::string& name) {
+  return Entry(RecordPath(dirfd, name));
+}
+
 std::string TempJournal::RecordPath(int dirfd, const std::string& name) {
   if (JournalDir().empty()) return {};
   char where[4096];

@@ -38,7 +38,7 @@ class TempJournal {
   // `dir`, mode 0700), then records new ones there. Returns how many it removed.
   static int Enable(const std::string& dir);
   // Records `name` in the directory `dirfd`, before the caller creates it.
-  static Entry Record(int dirfd, const std::string& name) { return Entry(RecordPath(dirfd, name)); }
+  static Entry Record(int dirfd, const std::string& name);
   // Record() for a caller that keeps the entry itself (the
   // StageOptions::journal hook, agentd/trees/stage_tree.h): answers the
   // entry's file ("" when nothing was recorded), which the caller removes
