@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 
 namespace agentd::bpf {
 namespace {

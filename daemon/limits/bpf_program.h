@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd::bpf {
 

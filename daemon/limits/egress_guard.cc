@@ -16,7 +16,7 @@
 #include "agentd/protocol/time_format.h"
 #include "limits/bpf_program.h"
 #include "limits/cgroup_info.h"
-#include "sys/posix_error.h"
+#include "agentd/trees/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

@@ -32,7 +32,7 @@
 #include "agentd/protocol/egress.h"
 #include "agentd/protocol/status.h"
 #include "limits/egress_rules.h"
-#include "sys/unique_fd.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 
