@@ -12,6 +12,9 @@
               long poll.
   limits      /v1/run of `true` with a memory and pids limit (a cgroup per
               run) vs without.
+  context     a trivial python run (`x = 1`) in a warm context
+              (POST /v1/contexts/{id}/run) vs `python3 -c 'x = 1'` started
+              cold by this script, and vs /v1/run of the same code.
 
 Every measurement is interleaved with its baseline in rounds and reported
 as a median and a ratio. Usage: bench/run_bench.py [--agentd PATH] [--files N]
@@ -147,16 +150,54 @@ def bench_run(binary, rounds):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def bench_context(binary, rounds):
+    work = tempfile.mkdtemp(prefix="agentd-ctxw-")
+    d = Daemon(binary, "--workdir", work)
+    try:
+        c = Client(d.port)
+        status, data = c.call("POST", "/v1/contexts", {"id": "bench", "runtime": "python",
+                                                        "scan_changes": False})
+        assert status == 201, (status, data)
+
+        def warm():
+            status, data = c.call("POST", "/v1/contexts/bench/run", {"code": "x = 1"})
+            r = json.loads(data)
+            assert status == 200 and r["exit_code"] == 0, (status, data)
+
+        def cold():
+            subprocess.run(["python3", "-c", "x = 1"], check=True)
+
+        def run_python():
+            r = c.run({"runtime": "python", "code": "x = 1", "scan_changes": False})
+            assert r["exit_code"] == 0, r
+        warm()  # the first run imports nothing more, but pays the first page-ins
+        cases = {"context_warm": warm, "python_cold": cold, "run_python": run_python}
+        times = {k: [] for k in cases}
+        for _ in range(rounds):
+            for k, fn in cases.items():
+                times[k].append(timed(fn))
+        return {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    finally:
+        d.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="", help="context: only the context rows")
     args = ap.parse_args()
+    if args.only == "context":
+        r = bench_context(args.agentd, args.rounds * 10)
+        print_context(r)
+        return
     results = {"scan_disk": bench_scan(args.agentd, "/tmp", args.files, args.rounds)}
     if os.path.isdir("/dev/shm"):
         results["scan_tmpfs"] = bench_scan(args.agentd, "/dev/shm", args.files, args.rounds)
     results["run"] = bench_run(args.agentd, args.rounds * 10)
+    results["context"] = bench_context(args.agentd, args.rounds * 10)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "run.json"), "w") as f:
         json.dump(results, f, indent=2)
@@ -173,6 +214,16 @@ def main():
                        ("run_limits", "/v1/run `true`, memory+pids limits (cgroup)")):
         print("| %s | %.1f ms | exec+poll: %.1f ms | %.2f |" % (
             label, r[key], r["exec_baseline"], r[key] / r["exec_baseline"]))
+    print_context(results["context"])
+
+
+def print_context(r):
+    print("| trivial python run in a warm context | %.2f ms | `python3 -c` cold: %.1f ms | "
+          "%.1fx faster |" % (r["context_warm"], r["python_cold"],
+                              r["python_cold"] / r["context_warm"]))
+    print("| trivial python run in a warm context | %.2f ms | /v1/run python: %.1f ms | "
+          "%.1fx faster |" % (r["context_warm"], r["run_python"],
+                              r["run_python"] / r["context_warm"]))
 
 
 if __name__ == "__main__":

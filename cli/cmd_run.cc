@@ -93,6 +93,11 @@ int CmdRun(Context& ctx) {
   if (std::optional<std::string> marker = args.Get("result-marker")) req.result_marker = *marker;
   Result<RunResponse> r = ctx.client().RunCode(req);
   if (!r.ok()) return ctx.out().Fail(r.status());
+  return AnswerRun(ctx, *r);
+}
+
+int AnswerRun(Context& ctx, const RunResponse& answer) {
+  const RunResponse* r = &answer;
   if (ctx.out().json()) {
     ctx.out().Succeed(EncodeRunResponse(*r), "");
   } else {

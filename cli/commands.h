@@ -36,6 +36,12 @@ int CmdStdin(Context& ctx);
 
 // cmd_run.cc
 int CmdRun(Context& ctx);
+// A run answer (of /v1/run or a context run): --json prints it; else the
+// code's output, the summary, the exception, result and changed files, and
+// the exit code is the remote one.
+int AnswerRun(Context& ctx, const RunResponse& r);
+// cmd_context.cc: context create|run|get|list|reset|delete
+int CmdContext(Context& ctx);
 // cmd_files.cc
 int CmdCat(Context& ctx);
 int CmdPut(Context& ctx);

@@ -339,6 +339,30 @@ void OutputLimitIsGapUnlessKill(CheckContext& ctx) {
   Expect(b.killed_by == "output", "killed_by " + b.killed_by.value_or("null"));
 }
 
+// docs/PROTOCOL.md, "Contexts": a name set by one run is there for the
+// next, and each answer carries only its own run's output.
+void ContextKeepsAVariableBetweenRuns(CheckContext& ctx) {
+  NeedRuntime(ctx, "python");
+  ContextCreateRequest create;
+  create.id = client::MintExecId("conf-ctx");
+  create.spec.runtime = Runtime::kPython;
+  create.spec.scan_changes = false;
+  ContextInfo info = ExpectOk(ctx.client().CreateContext(create), "creating a context");
+  Expect(info.state == "ready", "a new context is " + info.state);
+  ContextRunRequest set;
+  set.code = "kept = 41\nprint('set')";
+  RunResponse a = ExpectOk(ctx.client().RunInContext(create.id, set), "the first context run");
+  ContextRunRequest get;
+  get.code = "print(kept + 1)";
+  RunResponse b = ExpectOk(ctx.client().RunInContext(create.id, get), "the second context run");
+  ContextInfo ended = ExpectOk(ctx.client().DeleteContext(create.id), "deleting the context");
+  Expect(a.stdout_text == "set\n", "the first run answered \"" + a.stdout_text + "\"");
+  Expect(b.exit_code == 0 && b.stdout_text == "42\n",
+         "the second run answered " + b.summary + " with stdout \"" + b.stdout_text + "\"");
+  Expect(ended.ended_reason == std::optional<std::string>("deleted"),
+         "a deleted context ended as " + ended.ended_reason.value_or("null"));
+}
+
 }  // namespace
 
 void AddRunChecks(std::vector<Check>& checks) {
@@ -350,6 +374,8 @@ void AddRunChecks(std::vector<Check>& checks) {
       {"run", "a runtime the guest lacks is runtime_unavailable", AbsentRuntimeIsRefused});
   checks.push_back({"run", "every runtime is advertised or listed unavailable with a reason",
                     EveryRuntimeIsAdvertisedOrExplained});
+  checks.push_back(
+      {"run", "a context keeps a variable between two runs", ContextKeepsAVariableBetweenRuns});
   checks.push_back({"run", "a python exception is answered with type, line and keys present",
                     PythonExceptionIsStructured});
   checks.push_back({"run", "a result line split across writes is the result, not stdout",

@@ -155,6 +155,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   RegisterHealthRoutes(router, ctx);
   RegisterExecRoutes(router, ctx, exec);
   RegisterRunRoutes(router, ctx, exec);
+  RegisterContextRoutes(router, ctx, exec);
   RegisterMetricsRoutes(router);
   RegisterFsFileRoutes(router, ctx, **fs);
   RegisterFsMetaRoutes(router, ctx, **fs);

@@ -285,6 +285,11 @@ class OpenApiLiveTest(unittest.TestCase):
             cls.fixtures[name] = exec_id
         for name in ("exited", "acked"):
             status, _ = d.json("GET", "/v1/execs/%s?wait_ms=10000" % cls.fixtures[name])
+        for name in ("context", "doomed_context"):
+            context_id = "openapi-%s-%d" % (name, os.getpid())
+            status, _ = d.json("POST", "/v1/contexts", {"id": context_id, "runtime": "python"})
+            assert status == 201, status
+            cls.fixtures[name] = context_id
         with open(os.path.join(cls.root, "file.txt"), "w") as f:
             f.write("a\nb\nc\n")
         os.symlink("file.txt", os.path.join(cls.root, "link"))
@@ -311,7 +316,8 @@ class OpenApiLiveTest(unittest.TestCase):
                 OpenApiLiveTest.counter += 1
                 return "openapi-new-%d-%d" % (os.getpid(), OpenApiLiveTest.counter)
             return self.fixtures[name]
-        return re.sub(r"\{(exited|acked|running|pty|new|unknown|root|daemon_port)\}", sub, text)
+        return re.sub(r"\{(exited|acked|running|pty|new|unknown|root|daemon_port|context|"
+                      r"doomed_context)\}", sub, text)
 
     def fill_json(self, value):
         if isinstance(value, str):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "context_calls.h"
 #include "exec_calls.h"
 #include "file_calls.h"
 #include "reactive_calls.h"
@@ -159,6 +160,31 @@ asio::awaitable<Result<RunResponse>> AsyncClient::RunCode(RunRequest request) {
       std::min<int64_t>(request.timeout_sec.value_or(kMaxRunTimeoutSec), kMaxRunTimeoutSec);
   req.extra_wait = std::chrono::seconds(timeout + 30);
   co_return DecodeAnswer<RunResponse>(co_await transport_->Call(req), &DecodeRunResponse);
+}
+
+asio::awaitable<Result<ContextInfo>> AsyncClient::CreateContext(ContextCreateRequest request) {
+  co_return co_await CreateContextCall(*transport_, std::move(request));
+}
+
+asio::awaitable<Result<RunResponse>> AsyncClient::RunInContext(std::string id,
+                                                               ContextRunRequest request) {
+  co_return co_await RunInContextCall(*transport_, std::move(id), std::move(request));
+}
+
+asio::awaitable<Result<ContextInfo>> AsyncClient::GetContext(std::string id) {
+  co_return co_await ContextCall(*transport_, "GET", std::move(id), "");
+}
+
+asio::awaitable<Result<std::vector<ContextInfo>>> AsyncClient::ListContexts() {
+  co_return co_await ListContextsCall(*transport_);
+}
+
+asio::awaitable<Result<ContextInfo>> AsyncClient::ResetContext(std::string id) {
+  co_return co_await ContextCall(*transport_, "POST", std::move(id), "/reset");
+}
+
+asio::awaitable<Result<ContextInfo>> AsyncClient::DeleteContext(std::string id) {
+  co_return co_await ContextCall(*transport_, "DELETE", std::move(id), "");
 }
 
 asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, ReadOptions options,

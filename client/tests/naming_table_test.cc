@@ -34,6 +34,12 @@ using namespace agentd::client;
   X(ResizeExec)              \
   X(Run)                     \
   X(RunCode)                 \
+  X(CreateContext)           \
+  X(RunInContext)            \
+  X(GetContext)              \
+  X(ListContexts)            \
+  X(ResetContext)            \
+  X(DeleteContext)           \
   X(ReadFileTo)              \
   X(ReadFile)                \
   X(ReadFileWithEtag)        \
@@ -75,7 +81,7 @@ TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClie
 #define AGENTD_CLIENT_OP(name) names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
-  CHECK(names.size() == 41);
+  CHECK(names.size() == 47);
 }
 
 TEST_CASE("every error code has its error class, and an unknown code is UnknownError",

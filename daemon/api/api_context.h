@@ -41,6 +41,8 @@ struct ApiContext {
   std::function<std::vector<RuntimeUnavailable>()> runtimes_unavailable = [] {
     return std::vector<RuntimeUnavailable>{};
   };
+  // Health's "contexts" member: every context, as GET /v1/contexts lists it.
+  std::function<json::Array()> contexts = [] { return json::Array(); };
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
   // Health's "profiles" member (docs/SECURITY.md) and whether an exec of

@@ -18,6 +18,8 @@ bool StartsWork(const Request& req) {
     return true;
   }
   if (method == "POST" && (path == "/v1/run" || path == "/v1/reset")) return true;
+  // A context's create, runs and reset (its delete only ends work).
+  if (method == "POST" && (path == "/v1/contexts" || under("/v1/contexts/"))) return true;
   if (path == "/v1/fs/watch") return true;
   return under("/v1/ports/") && path.size() > 8 && path.substr(path.size() - 8) == "/connect";
 }

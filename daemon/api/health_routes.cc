@@ -36,6 +36,7 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   if (json::Object profiles = ctx.profiles(); !profiles.empty()) {
     h.extra.Set("profiles", std::move(profiles));
   }
+  h.extra.Set("contexts", ctx.contexts());
   h.extra.Set("privileged_generation", ctx.privileged_generation());
   UpgradeCounts upgrades = ctx.upgrades();
   h.extra.Set("upgrades", upgrades.upgrades);

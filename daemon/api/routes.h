@@ -13,6 +13,8 @@ void RegisterBootstrapRoutes(Router& router, ApiContext& ctx);
 void RegisterHealthRoutes(Router& router, ApiContext& ctx);
 // Also wires ctx.exec_counts (health's busy and execs) to the engine.
 void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
+// /v1/contexts (api/context_routes.cc); also wires ctx.contexts (health).
+void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
 // POST /v1/run; also wires ctx.runtimes and ctx.limits (health) to the engine.
 void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine);
 // GET /v1/metrics.

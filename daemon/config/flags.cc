@@ -310,6 +310,10 @@ const std::vector<Flag>& Flags() {
        Integer<int64_t>("scan-max-ms", &DaemonConfig::scan_max_ms, 1, 600'000)},
       {"changed-files-max", "N", "changed_files entries in one /v1/run answer. Default 1000.",
        Integer<uint64_t>("changed-files-max", &DaemonConfig::changed_files_max, 0, 1'000'000)},
+      {"max-contexts", "N",
+       "Live stateful contexts (persistent interpreters) at once; 503 too_many_contexts "
+       "beyond. Default 8.",
+       Integer<int64_t>("max-contexts", &DaemonConfig::max_contexts, 1, 1000)},
       {"tar-max-entries", "N", "Members of one uploaded archive. Default 65536.",
        Integer<uint64_t>("tar-max-entries", &DaemonConfig::tar_max_entries, 1, UINT64_MAX)},
       {"tar-max-entry-bytes", "N", "Size of one archive member. Default 8 GiB.",

@@ -320,6 +320,13 @@ Result<ExecEngine::Started> ExecEngine::StartRun(Prepared prepared) {
   return Insert(id, std::move(fingerprint), std::move(prepared), /*internal=*/true);
 }
 
+void ExecEngine::Expire(const ExecView& exec, int64_t timeout_sec) {
+  const SharedRecord& rec = exec.record();
+  if (!rec->running() || rec->killed_by) return;
+  rec->timeout_sec = timeout_sec;
+  OnTimeout(rec);
+}
+
 void ExecEngine::Discard(const ExecView& exec) {
   const SharedRecord& rec = exec.record();
   if (rec->released) return;
@@ -379,6 +386,7 @@ Result<ExecEngine::Started> ExecEngine::Insert(const std::string& id, std::strin
                                                Prepared prepared, bool internal) {
   auto rec = std::make_shared<ExecRecord>(io_.get_executor());
   AGENTD_RETURN_IF_ERROR(ApplyLimits(prepared.request, prepared.identity, *rec));
+  if (prepared.open_ended) rec->timeout_sec.reset();
   rec->internal = internal;
   rec->id = id;
   rec->fingerprint = std::move(fingerprint);

@@ -91,6 +91,10 @@ class ExecEngine {
     // caller, open until the run ends; -1: none).
     std::optional<std::vector<std::string>> argv;
     int fd3 = -1;
+    // A context's interpreter (run/code_context.h): no exec-wide timeout,
+    // not even the daemon's default; each of its runs has its own
+    // deadline, enforced with Expire().
+    bool open_ended = false;
   };
   Result<Prepared> Prepare(ExecStartRequest request);
   // Looks the id up (same request: the record; different: 409; released:
@@ -111,6 +115,9 @@ class ExecEngine {
   std::vector<std::string> Runtimes() const;
   // Every runtime with why it cannot run (health's runtimes_unavailable).
   std::vector<RuntimeCheck> RuntimeChecks() const;
+  // Ends a running exec as its timeout would: killed_by "timeout", the
+  // limit `timeout_sec` (a context run's deadline on its interpreter).
+  void Expire(const ExecView& exec, int64_t timeout_sec);
   // Removes a finished internal record and its files (no tombstone).
   void Discard(const ExecView& exec);
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.

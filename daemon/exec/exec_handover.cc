@@ -49,7 +49,10 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
   for (const auto& [id, rec] : table_) {
     if (rec->launching) return Refuse(*rec, "is being launched; retry");
     if (rec->finished()) continue;
-    if (rec->internal) return Refuse(*rec, "is a /v1/run in progress; retry once it answered");
+    if (rec->internal)
+      return Refuse(*rec,
+                    "is a /v1/run in progress or a context's interpreter; retry once it answered "
+                    "or the context is deleted");
     if (rec->group) return Refuse(*rec, "runs in a cgroup, which an upgrade cannot hand over yet");
     if (rec->egress_guard) {
       return Refuse(*rec, "has an egress policy, whose accounting an upgrade cannot hand over yet");

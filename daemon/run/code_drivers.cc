@@ -7,7 +7,10 @@ namespace {
 // deletes itself from __main__ before the code runs. Frames: those of
 // "<string>" and of files outside the interpreter's prefixes and
 // site-packages are the caller's; the rest are counted, not listed.
-constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
+// The driver of a run, in three pieces: its start (the code from argv,
+// the report descriptor moved out of the way), the exception description
+// the context driver shares (run/context_driver.cc), and its end.
+constexpr std::string_view kPythonRunHead = R"PY(def _agentd_run():
     import sys
     import os
     g = sys.modules["__main__"].__dict__
@@ -21,11 +24,12 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
     except (OSError, AttributeError, ImportError):
         pass
 
-    def _agentd_describe(e, tb, src, os, sys):
+)PY";
+
+constexpr std::string_view kPythonDescribe = R"PY(    def _agentd_describe(e, tb, sources, os, sys):
         import linecache
         import site
         cut = lambda s, n: s if len(s) <= n else s[:n] + "..."
-        lines = src.splitlines()
         cwd = os.getcwd()
         lib = set()
         for p in [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]:
@@ -37,14 +41,14 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
             pass
 
         def name(fn):
-            if fn == "<string>" or fn.startswith("<"):
+            if fn.startswith("<"):
                 return fn
             real = os.path.realpath(fn)
             rel = os.path.relpath(real, os.path.realpath(cwd))
             return cut(rel if not rel.startswith("..") else real, 300)
 
         def mine(fn):
-            if fn == "<string>":
+            if fn in sources:
                 return True
             if fn.startswith("<"):
                 return False
@@ -54,7 +58,8 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
         def text(fn, n):
             if not n:
                 return None
-            if fn == "<string>":
+            if fn in sources:
+                lines = sources[fn]
                 line = lines[n - 1] if 0 < n <= len(lines) else ""
             else:
                 line = linecache.getline(fn, n)
@@ -93,8 +98,8 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
             out["column"] = e.offset
             if e.text is not None:
                 out["source_line"] = cut(e.text.strip(), 240)
-            elif e.filename == "<string>" and e.lineno:
-                out["source_line"] = text("<string>", e.lineno)
+            elif e.filename in sources and e.lineno:
+                out["source_line"] = text(e.filename, e.lineno)
         elif frames:
             top = frames[-1]
             out["file"], out["line"], out["source_line"] = top["file"], top["line"], top["source_line"]
@@ -157,12 +162,14 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
             found = cands
         return list(found[0].keys())
 
-    def report(e, tb):
+)PY";
+
+constexpr std::string_view kPythonRunTail = R"PY(    def report(e, tb):
         if fd < 0:
             return
         try:
             import json
-            data = json.dumps(_agentd_describe(e, tb, src, os, sys)).encode("utf-8", "replace")
+            data = json.dumps(_agentd_describe(e, tb, {"<string>": src.splitlines()}, os, sys)).encode("utf-8", "replace")
             if len(data) <= 49152:
                 while data:
                     data = data[os.write(fd, data):]
@@ -194,12 +201,128 @@ constexpr std::string_view kPythonDriver = R"PY(def _agentd_run():
 _agentd_run()
 )PY";
 
+// The context driver (docs/PROTOCOL.md, "Contexts"): `python3 -c DRIVER`,
+// a loop over requests on descriptor 3 (a socket; moved to a close-on-exec
+// descriptor >= 64 like the run's report). A request is a 4-byte
+// big-endian length and JSON {"seq", "code", "token"}; each cell is
+// compiled as "<cell SEQ>" (its line numbers are the caller's, and
+// linecache knows its text, so tracebacks show it) and run in __main__'s
+// one globals dict, so names and imports persist. After a cell it flushes
+// and writes the token to fd 1 and fd 2 (where the cell's output ends in
+// the streams), then answers {"exit_code", "exception", "marked"} the same
+// way. SystemExit ends the cell, not the interpreter.
+constexpr std::string_view kPythonContextHead = R"PY(def _agentd_context():
+    import sys
+    import os
+    import json
+    import linecache
+    import fcntl
+    g = sys.modules["__main__"].__dict__
+    del g["_agentd_context"]
+    fd = fcntl.fcntl(3, fcntl.F_DUPFD_CLOEXEC, 64)
+    os.close(3)
+)PY";
+
+constexpr std::string_view kPythonContextLoop = R"PY(    def read_exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+
+    def write_all(n, data):
+        while data:
+            data = data[os.write(n, data):]
+
+    def mark(stream, n, token):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+        try:
+            write_all(n, token)
+            return True
+        except BaseException:
+            return False
+
+    sources = {}
+    order = []
+    while True:
+        try:
+            req = json.loads(read_exact(int.from_bytes(read_exact(4), "big")))
+        except EOFError:
+            os._exit(0)
+        name = "<cell %d>" % req["seq"]
+        src = req["code"]
+        token = req["token"].encode()
+        sources[name] = src.splitlines()
+        order.append(name)
+        linecache.cache[name] = (len(src), None, [l + "\n" for l in sources[name]], name)
+        if len(order) > 256:
+            old = order.pop(0)
+            sources.pop(old, None)
+            linecache.cache.pop(old, None)
+        exit_code = 0
+        exception = None
+        try:
+            exec(compile(src, name, "exec"), g)
+        except SystemExit as e:
+            c = e.code
+            if isinstance(c, int):
+                exit_code = c & 255
+            elif c is not None:
+                try:
+                    print(c, file=sys.stderr)
+                except BaseException:
+                    pass
+                exit_code = 1
+        except BaseException as e:
+            tb = None
+            if not isinstance(e, SyntaxError) and e.__traceback__ is not None:
+                tb = e.__traceback__.tb_next
+            e.__traceback__ = tb
+            try:
+                exception = _agentd_describe(e, tb, sources, os, sys)
+                if len(json.dumps(exception)) > 49152:
+                    exception = None
+            except BaseException:
+                exception = None
+            try:
+                sys.excepthook(type(e), e, tb)
+            except BaseException:
+                pass
+            exit_code = 1
+        marked = [mark(sys.stdout, 1, token), mark(sys.stderr, 2, token)]
+        data = json.dumps({"exit_code": exit_code, "exception": exception, "marked": marked}).encode()
+        try:
+            write_all(fd, len(data).to_bytes(4, "big") + data)
+        except BaseException:
+            os._exit(70)
+
+
+_agentd_context()
+)PY";
+
 }  // namespace
 
 std::vector<std::string> PythonDriverArgv(const std::string& code) {
-  return {"python3", "-c", std::string(kPythonDriver), code};
+  return {"python3", "-c", PythonDriverSource(), code};
 }
 
-std::string_view PythonDriverSource() { return kPythonDriver; }
+std::string PythonDriverSource() {
+  std::string out(kPythonRunHead);
+  out += kPythonDescribe;
+  out += kPythonRunTail;
+  return out;
+}
+
+std::vector<std::string> PythonContextDriverArgv() {
+  std::string driver(kPythonContextHead);
+  driver += kPythonDescribe;
+  driver += kPythonContextLoop;
+  return {"python3", "-c", std::move(driver)};
+}
 
 }  // namespace agentd

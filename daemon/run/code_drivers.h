@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace agentd {
@@ -28,6 +27,10 @@ inline constexpr size_t kRunReportBytes = 48 * 1024;
 // {"python3", "-c", DRIVER, code}.
 std::vector<std::string> PythonDriverArgv(const std::string& code);
 // The driver's text (tests run it directly).
-std::string_view PythonDriverSource();
+std::string PythonDriverSource();
+// {"python3", "-c", CONTEXT_DRIVER}: a context's interpreter
+// (run/code_context.h), which serves cells on descriptor 3 until that
+// socket closes. Its exception reports are the run driver's.
+std::vector<std::string> PythonContextDriverArgv();
 
 }  // namespace agentd

@@ -45,8 +45,4 @@ class CodeRun {
   CodeRunOptions options_;
 };
 
-// The stream as a run answer carries it: whole up to kRunOutputBytes, else
-// its first and last bytes around a marker. Sets *cut when bytes are left out.
-std::string RunAnswerText(const OutputLog& log, bool* cut);
-
 }  // namespace agentd

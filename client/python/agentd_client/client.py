@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequ
 
 from ._base import check_id, retryable_stream_failure
 from ._events import apply_event
+from ._contexts import ContextCalls
 from ._files import FileCalls
 from ._reactive import ReactiveCalls
 from ._sse import SseDecoder
@@ -45,7 +46,6 @@ def mint_exec_id(prefix: str = "x") -> str:
     return "%s-%011x-%016x" % (prefix[:98], ms, secrets.randbits(64))
 
 
-
 def _unready_health(status: int, body: bytes) -> bool:
     """A 503 that carries the daemon's health document (docs/CLIENT.md,
     "Health"): a JSON object naming its protocol, a `status` other than "ok"
@@ -61,7 +61,8 @@ def _unready_health(status: int, body: bytes) -> bool:
             and doc["reason"] != "" and isinstance(doc.get("protocol"), (int, str))
             and not isinstance(doc.get("protocol"), bool))
 
-class Client(FileCalls, ReactiveCalls):
+
+class Client(FileCalls, ReactiveCalls, ContextCalls):
     """Talks to one agentd. ``url``: ``http://HOST:PORT``, ``unix:/path`` or ``vsock:CID:PORT``."""
 
     def __init__(self, url: str = "http://127.0.0.1:7700", token: Optional[str] = None, *,

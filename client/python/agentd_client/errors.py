@@ -270,6 +270,37 @@ class ProfileUnsupported(AgentdError):
     code = "profile_unsupported"
 
 
+class ContextNotFound(AgentdError):
+    """No context with this id (deleted, never created, or forgotten by a guest reset)."""
+    code = "context_not_found"
+
+
+class ContextGone(AgentdError):
+    """The context's interpreter ended; ``details`` say why (``ended_reason``) and
+    name the limit that killed it (``killed_by``, ``limit``). Reset it or create another."""
+    code = "context_gone"
+
+
+class ContextIdConflict(AgentdError):
+    """A context with this id exists with a different create request."""
+    code = "context_id_conflict"
+
+
+class TooManyContexts(AgentdError):
+    """The daemon holds ``details["limit"]`` live contexts (--max-contexts)."""
+    code = "too_many_contexts"
+
+
+class ContextBusy(AgentdError):
+    """``details["limit"]`` runs already wait in this context."""
+    code = "context_busy"
+
+
+class RunIdConflict(AgentdError):
+    """This run_id was used for other code in this context."""
+    code = "run_id_conflict"
+
+
 class UnknownError(AgentdError):
     """A code this client does not know (a newer daemon's); ``code`` is the code
     as sent. Judge it by ``status`` (docs/PROTOCOL.md, "Compatibility")."""
@@ -288,7 +319,8 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, PortUnreachable, IoError,
         InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
         TooManyWaits, PreconditionFailed, EditMismatch, RestrictedUserUnknown,
-        ProfileUnsupported)
+        ProfileUnsupported, ContextNotFound, ContextGone, ContextIdConflict, TooManyContexts,
+        ContextBusy, RunIdConflict)
 }
 
 

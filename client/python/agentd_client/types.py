@@ -428,6 +428,37 @@ class CodeRunResult:
 
 
 @dataclass
+class ContextInfo:
+    """A stateful context (docs/PROTOCOL.md, "Contexts"): a persistent interpreter."""
+
+    id: str
+    runtime: str
+    #: "ready", "running" (a run in progress) or "ended".
+    state: str
+    cwd: str
+    pid: int
+    #: Runs answered (replays not counted).
+    runs: int
+    created_at: str
+    profile: str = "unrestricted"
+    network: Optional[str] = None
+    #: Once ended: "limit", "exited", "reset", "deleted"; with the limit that
+    #: killed the interpreter ({"name", "value", "unit"}) and killed_by.
+    ended_reason: Optional[str] = None
+    killed_by: Optional[str] = None
+    limit: Optional[Dict[str, Any]] = None
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "ContextInfo":
+        return ContextInfo(str(d.get("id", "")), str(d.get("runtime", "")),
+                           str(d.get("state", "")), str(d.get("cwd", "")), _int(d.get("pid")),
+                           _int(d.get("runs")), str(d.get("created_at", "")),
+                           str(d.get("profile") or "unrestricted"), _opt_str(d.get("network")),
+                           _opt_str(d.get("ended_reason")), _opt_str(d.get("killed_by")),
+                           _opt_dict(d.get("limit")))
+
+
+@dataclass
 class FileStat:
     """The stat object (docs/PROTOCOL.md, "Stat"); `mode` is an int (0o755)."""
 

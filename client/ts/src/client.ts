@@ -15,10 +15,10 @@ import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
 import {
   bootstrapResultFromWire, codeRunResultFromWire, egressReportFromWire, execInfoFromWire, execRequestToWire, healthFromWire,
-  resetReportFromWire, runCodeOptionsToWire,
+  resetReportFromWire, runCodeOptionsToWire, contextInfoFromWire,
 } from "./wire.js";
 import type {
-  BootstrapResult, CodeRunResult, Cursors, EgressReport, ExecInfo, ExecRequest, Health, KillOptions, OutputChunk,
+  BootstrapResult, CodeRunResult, ContextInfo, ContextOptions, ContextRunOptions, Cursors, EgressReport, ExecInfo, ExecRequest, Health, KillOptions, OutputChunk,
   OutputMatch, PollOptions, PollResult, ResetOptions, ResetReport, RunCodeOptions, RunResult,
   StreamEvent, WaitForOutputOptions,
 } from "./types.js";
@@ -438,5 +438,45 @@ export class Client extends ReactiveCalls {
   async runCode(runtime: "shell" | "python" | "ts", code: string, options: RunCodeOptions = {}): Promise<CodeRunResult> {
     return codeRunResultFromWire(
       await this.json("POST", "/v1/run", { runtime, code, ...runCodeOptionsToWire(options) }, false));
+  }
+
+  /**
+   * POST /v1/contexts: a persistent interpreter whose names and imports last
+   * between runs (idempotent for the same id and options).
+   */
+  async createContext(id: string, runtime: "python" = "python", options: ContextOptions = {}): Promise<ContextInfo> {
+    return contextInfoFromWire(
+      await this.json("POST", "/v1/contexts", { id: checkId(id), runtime, ...runCodeOptionsToWire(options) }, true));
+  }
+
+  /**
+   * POST /v1/contexts/{id}/run: code in the context, answered like runCode.
+   * Retry-safe: a run id (minted when absent) makes a retry replay the answer.
+   */
+  async runInContext(id: string, code: string, options: ContextRunOptions = {}): Promise<CodeRunResult> {
+    const body: Record<string, unknown> = { code, run_id: options.runId ?? "run-" + randomBytes(8).toString("hex") };
+    if (options.timeoutSec !== undefined) body.timeout_sec = options.timeoutSec;
+    return codeRunResultFromWire(await this.json("POST", `/v1/contexts/${q(id)}/run`, body, true));
+  }
+
+  /** GET /v1/contexts/{id}. */
+  async getContext(id: string): Promise<ContextInfo> {
+    return contextInfoFromWire(await this.json("GET", `/v1/contexts/${q(id)}`, undefined, true));
+  }
+
+  /** GET /v1/contexts: every context, ended ones with what ended them. */
+  async listContexts(): Promise<ContextInfo[]> {
+    const w = await this.json<{ contexts?: unknown[] }>("GET", "/v1/contexts", undefined, true);
+    return (w.contexts ?? []).map(contextInfoFromWire);
+  }
+
+  /** POST /v1/contexts/{id}/reset: a fresh interpreter with the same options. */
+  async resetContext(id: string): Promise<ContextInfo> {
+    return contextInfoFromWire(await this.json("POST", `/v1/contexts/${q(id)}/reset`, undefined, false));
+  }
+
+  /** DELETE /v1/contexts/{id}: kills the interpreter and forgets the context. */
+  async deleteContext(id: string): Promise<ContextInfo> {
+    return contextInfoFromWire(await this.json("DELETE", `/v1/contexts/${q(id)}`, undefined, false));
   }
 }

@@ -22,6 +22,8 @@ export type ErrorCode =
   | "internal" | "cross_device" | "too_many_watches" | "quarantined" | "resetting"
   | "too_many_waits"
   | "precondition_failed" | "edit_mismatch" | "restricted_user_unknown" | "profile_unsupported"
+  | "context_not_found" | "context_gone" | "context_id_conflict" | "too_many_contexts"
+  | "context_busy" | "run_id_conflict"
   | "transport_error" | "deadline_exceeded" | "protocol_error" | "protocol_mismatch";
 
 export type ErrorDetails = Record<string, unknown>;
@@ -88,6 +90,12 @@ export class RuntimeUnavailable extends AgentdError { override name = "RuntimeUn
 export class LimitUnsupported extends AgentdError { override name = "LimitUnsupported"; }
 export class RestrictedUserUnknown extends AgentdError { override name = "RestrictedUserUnknown"; }
 export class ProfileUnsupported extends AgentdError { override name = "ProfileUnsupported"; }
+export class ContextNotFound extends AgentdError { override name = "ContextNotFound"; }
+export class ContextGone extends AgentdError { override name = "ContextGone"; }
+export class ContextIdConflict extends AgentdError { override name = "ContextIdConflict"; }
+export class TooManyContexts extends AgentdError { override name = "TooManyContexts"; }
+export class ContextBusy extends AgentdError { override name = "ContextBusy"; }
+export class RunIdConflict extends AgentdError { override name = "RunIdConflict"; }
 export class PortUnreachable extends AgentdError { override name = "PortUnreachable"; }
 export class IoError extends AgentdError { override name = "IoError"; }
 export class InternalError extends AgentdError { override name = "InternalError"; }
@@ -156,6 +164,12 @@ const CLASSES: Record<string, new (...a: ConstructorParameters<typeof AgentdErro
   resetting: Resetting,
   precondition_failed: PreconditionFailed,
   edit_mismatch: EditMismatch,
+  context_not_found: ContextNotFound,
+  context_gone: ContextGone,
+  context_id_conflict: ContextIdConflict,
+  too_many_contexts: TooManyContexts,
+  context_busy: ContextBusy,
+  run_id_conflict: RunIdConflict,
   transport_error: TransportError,
   deadline_exceeded: DeadlineExceeded,
   protocol_error: ProtocolError,

@@ -17,7 +17,8 @@ export {
   StdinClosed, UnknownUser, UnknownGroup, NotAPty, NotFound, IsADirectory, NotADirectory, AlreadyExists,
   PermissionDenied, DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
   ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, RestrictedUserUnknown,
-  ProfileUnsupported, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
+  ProfileUnsupported, ContextNotFound, ContextGone, ContextIdConflict, TooManyContexts, ContextBusy,
+  RunIdConflict, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
   Quarantined, Resetting, PreconditionFailed, EditMismatch, TransportError, DeadlineExceeded, ProtocolError, ProtocolMismatch,
   UnknownError,
 } from "./errors.js";

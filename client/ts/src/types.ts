@@ -365,6 +365,35 @@ export interface RunException {
 }
 
 /** POST /v1/run's members beside runtime and code. */
+/** A stateful context (docs/PROTOCOL.md, "Contexts"): a persistent interpreter. */
+export interface ContextInfo {
+  id: string;
+  runtime: string;
+  /** "ready", "running" (a run in progress) or "ended". */
+  state: "ready" | "running" | "ended";
+  cwd: string;
+  pid: number;
+  /** Runs answered (replays not counted). */
+  runs: number;
+  createdAt: string;
+  profile: string;
+  network: string | null;
+  /** Once ended: "limit", "exited", "reset", "deleted" or "failed". */
+  endedReason: string | null;
+  killedBy: string | null;
+  limit: { name: string; value: number; unit: string } | null;
+}
+
+/** The options of createContext: those of runCode that apply to the interpreter. */
+export type ContextOptions = Omit<RunCodeOptions, "timeoutSec" | "stdin">;
+
+export interface ContextRunOptions {
+  /** Clamped to 300 s; past it the interpreter is killed and the context ends. */
+  timeoutSec?: number;
+  /** A retry with it replays the answer and never runs the code twice (minted when absent). */
+  runId?: string;
+}
+
 export interface RunCodeOptions extends Limits {
   timeoutSec?: number;
   cwd?: string;

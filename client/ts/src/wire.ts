@@ -4,8 +4,8 @@
 // (environment maps, file names, a run's result value, error details)
 // passes through untouched, and members a newer daemon adds are ignored.
 import type {
-  BootstrapResult, CodeRunResult, EgressPolicy, EgressReport, ExceptionFrame, ExecInfo, ExecRequest, FileStat,
-  Health, LimitHit, Limits, ResetReport, Restriction, RunCodeOptions, RunException,
+  BootstrapResult, CodeRunResult, ContextInfo, EgressPolicy, EgressReport, ExceptionFrame, ExecInfo, ExecRequest,
+  FileStat, Health, LimitHit, Limits, ResetReport, Restriction, RunCodeOptions, RunException,
 } from "./types.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -218,6 +218,15 @@ function runException(v: unknown): RunException | null {
   if (w.keys_present !== undefined) out.keysPresent = w.keys_present;
   if (w.keys_total !== undefined) out.keysTotal = w.keys_total;
   return out;
+}
+
+export function contextInfoFromWire(v: unknown): ContextInfo {
+  const w = obj(v);
+  return {
+    id: w.id, runtime: w.runtime, state: w.state, cwd: w.cwd, pid: w.pid, runs: w.runs,
+    createdAt: w.created_at, profile: w.profile ?? "unrestricted", network: orNull(w.network),
+    endedReason: orNull(w.ended_reason), killedBy: orNull(w.killed_by), limit: limitHit(w.limit),
+  };
 }
 
 export function codeRunResultFromWire(v: unknown): CodeRunResult {

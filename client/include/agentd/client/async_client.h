@@ -31,6 +31,7 @@
 #include "agentd/client/search.h"
 #include "agentd/client/trees.h"
 #include "agentd/protocol/bootstrap.h"
+#include "agentd/protocol/context.h"
 #include "agentd/protocol/reset.h"
 #include "agentd/protocol/run.h"
 #include "agentd/protocol/status.h"
@@ -170,6 +171,19 @@ class AsyncClient {
   // completion. Never retried (it runs code); the per-attempt deadline
   // grows by the run's timeout (300 s when unset) plus 30 s for the scans.
   asio::awaitable<Result<RunResponse>> RunCode(RunRequest request);
+
+  // --- Contexts (docs/PROTOCOL.md, "Contexts") ---
+  // POST /v1/contexts: a persistent interpreter; retried safely (the same
+  // id and request answer the same context).
+  asio::awaitable<Result<ContextInfo>> CreateContext(ContextCreateRequest request);
+  // POST /v1/contexts/{id}/run, answered like RunCode. A run_id is minted
+  // when the request has none, so a retry replays instead of running twice.
+  asio::awaitable<Result<RunResponse>> RunInContext(std::string id, ContextRunRequest request);
+  asio::awaitable<Result<ContextInfo>> GetContext(std::string id);
+  asio::awaitable<Result<std::vector<ContextInfo>>> ListContexts();
+  // A fresh interpreter with the context's create request.
+  asio::awaitable<Result<ContextInfo>> ResetContext(std::string id);
+  asio::awaitable<Result<ContextInfo>> DeleteContext(std::string id);
 
   // --- Files (docs/CLIENT.md, "Files") ---
   // GET /v1/fs/file into `sink` as it arrives (whole, lines, or a byte

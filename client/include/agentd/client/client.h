@@ -76,6 +76,20 @@ class Client {
   Result<RunResponse> RunCode(RunRequest request) {
     return Wait(async_.RunCode(std::move(request)));
   }
+  Result<ContextInfo> CreateContext(ContextCreateRequest request) {
+    return Wait(async_.CreateContext(std::move(request)));
+  }
+  Result<RunResponse> RunInContext(std::string id, ContextRunRequest request) {
+    return Wait(async_.RunInContext(std::move(id), std::move(request)));
+  }
+  Result<ContextInfo> GetContext(std::string id) { return Wait(async_.GetContext(std::move(id))); }
+  Result<std::vector<ContextInfo>> ListContexts() { return Wait(async_.ListContexts()); }
+  Result<ContextInfo> ResetContext(std::string id) {
+    return Wait(async_.ResetContext(std::move(id)));
+  }
+  Result<ContextInfo> DeleteContext(std::string id) {
+    return Wait(async_.DeleteContext(std::move(id)));
+  }
   Result<ExecInfo> ResizeExec(std::string id, int rows, int cols) {
     return Wait(async_.ResizeExec(std::move(id), rows, cols));
   }

@@ -1,0 +1,149 @@
+// /v1/contexts (docs/PROTOCOL.md, "Contexts"): create, list, run in,
+// reset and delete stateful contexts, through run/context_table.h.
+#include <memory>
+
+#include "agentd/protocol/context.h"
+#include "api/query_reader.h"
+#include "api/routes.h"
+#include "run/context_table.h"
+
+namespace agentd {
+namespace {
+
+json::Array EncodeContextList(const std::vector<ContextInfo>& list) {
+  json::Array out;
+  for (const ContextInfo& c : list) out.emplace_back(EncodeContextInfo(c));
+  return out;
+}
+
+asio::awaitable<void> CreateContext(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<json::Value> doc = co_await req.ReadJson();
+  if (!doc.ok()) {
+    co_await res.SendError(doc.status());
+    co_return;
+  }
+  Result<ContextCreateRequest> create = DecodeContextCreateRequest(*doc);
+  if (!create.ok()) {
+    co_await res.SendError(create.status());
+    co_return;
+  }
+  Result<ContextTable::Created> made = co_await table.Create(std::move(*create));
+  if (!made.ok()) {
+    co_await res.SendError(made.status());
+    co_return;
+  }
+  co_await res.SendJson(made->created ? 201 : 200, EncodeContextInfo(made->info));
+}
+
+asio::awaitable<void> ListContexts(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  json::Object body;
+  body.Set("contexts", EncodeContextList(table.List()));
+  body.Set("max_contexts", table.max_contexts());
+  co_await res.SendJson(200, body);
+}
+
+asio::awaitable<void> GetContext(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<std::shared_ptr<CodeContext>> found = table.Find(std::string(req.Param("id")));
+  if (!found.ok()) {
+    co_await res.SendError(found.status());
+    co_return;
+  }
+  co_await res.SendJson(200, EncodeContextInfo((*found)->Info()));
+}
+
+// The run goes on when the client leaves: its answer waits for a retry
+// with the same run_id.
+asio::awaitable<void> RunInContext(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<json::Value> doc = co_await req.ReadJson();
+  if (!doc.ok()) {
+    co_await res.SendError(doc.status());
+    co_return;
+  }
+  Result<ContextRunRequest> run = DecodeContextRunRequest(*doc);
+  if (!run.ok()) {
+    co_await res.SendError(run.status());
+    co_return;
+  }
+  Result<std::shared_ptr<CodeContext>> found = table.Find(std::string(req.Param("id")));
+  if (!found.ok()) {
+    co_await res.SendError(found.status());
+    co_return;
+  }
+  std::shared_ptr<CodeContext> context = *found;
+  Result<RunResponse> answer = co_await context->Run(std::move(*run));
+  if (!answer.ok()) {
+    co_await res.SendError(answer.status());
+    co_return;
+  }
+  co_await res.SendJson(200, EncodeRunResponse(*answer));
+}
+
+asio::awaitable<void> ResetContext(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<ContextInfo> info = co_await table.Reset(std::string(req.Param("id")));
+  if (!info.ok()) {
+    co_await res.SendError(info.status());
+    co_return;
+  }
+  co_await res.SendJson(200, EncodeContextInfo(*info));
+}
+
+asio::awaitable<void> DeleteContext(ContextTable& table, Request& req, Response& res) {
+  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
+    co_await res.SendError(s);
+    co_return;
+  }
+  Result<ContextInfo> info = co_await table.Delete(std::string(req.Param("id")));
+  if (!info.ok()) {
+    co_await res.SendError(info.status());
+    co_return;
+  }
+  co_await res.SendJson(200, EncodeContextInfo(*info));
+}
+
+}  // namespace
+
+void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
+  auto table = std::make_shared<ContextTable>(
+      engine, ctx.blocking,
+      CodeRunOptions{.default_timeout_sec = ctx.config.run_timeout_sec,
+                     .workdir = ctx.config.workdir,
+                     .scan_max_entries = ctx.config.scan_max_entries,
+                     .scan_max_ms = ctx.config.scan_max_ms,
+                     .changed_files_max = ctx.config.changed_files_max},
+      ctx.config.max_contexts);
+  ctx.contexts = [table] { return EncodeContextList(table->List()); };
+  router.Add("POST", "/v1/contexts",
+             [table](Request& req, Response& res) { return CreateContext(*table, req, res); });
+  router.Add("GET", "/v1/contexts",
+             [table](Request& req, Response& res) { return ListContexts(*table, req, res); });
+  router.Add("GET", "/v1/contexts/{id}",
+             [table](Request& req, Response& res) { return GetContext(*table, req, res); });
+  router.Add("DELETE", "/v1/contexts/{id}",
+             [table](Request& req, Response& res) { return DeleteContext(*table, req, res); });
+  router.Add("POST", "/v1/contexts/{id}/run",
+             [table](Request& req, Response& res) { return RunInContext(*table, req, res); });
+  router.Add("POST", "/v1/contexts/{id}/reset",
+             [table](Request& req, Response& res) { return ResetContext(*table, req, res); });
+}
+
+}  // namespace agentd

@@ -1,0 +1,441 @@
+#include "run/code_context.h"
+
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "agentd/protocol/sha256.h"
+#include "agentd/protocol/time_format.h"
+#include "proc/runtimes.h"
+#include "run/change_scan.h"
+#include "run/code_drivers.h"
+#include "run/run_answer.h"
+#include "sys/awaitable.h"
+
+namespace agentd {
+namespace {
+
+using SteadyClock = ChangeSignal::Clock;
+
+// The driver's answer to one cell: its exit code, its exception report
+// (kRunReportBytes) and a little JSON around them.
+constexpr uint32_t kMaxReplyBytes = kRunReportBytes + 1024;
+// How long a cell's output may trail its answer in the pumps, past its
+// deadline, before the answer is built from what arrived.
+constexpr std::chrono::seconds kTokenGrace{2};
+// Bytes of one read while looking for a token.
+constexpr uint64_t kTokenReadBytes = 64 << 10;
+
+std::string Nonce() {
+  unsigned char raw[12] = {};
+  size_t got = 0;
+  while (got < sizeof raw) {
+    ssize_t n = ::getrandom(raw + got, sizeof raw - got, 0);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  }
+  return out;
+}
+
+// Looks for `token` in [*at, log.next()) and moves *at past what it read
+// (keeping a token's length of overlap). Returns its offset if found.
+std::optional<uint64_t> FindToken(const OutputLog& log, const std::string& token, uint64_t* at) {
+  std::string chunk;
+  uint64_t from = std::max(*at, log.retained_from());
+  while (from < log.next()) {
+    chunk.clear();
+    uint64_t want = std::min<uint64_t>(kTokenReadBytes, log.next() - from);
+    if (!log.Read(from, want, &chunk).ok() || chunk.empty()) break;
+    size_t pos = chunk.find(token);
+    if (pos != std::string::npos) return from + pos;
+    uint64_t keep = std::min<uint64_t>(chunk.size(), token.size() - 1);
+    if (from + chunk.size() == log.next()) {
+      *at = from + chunk.size() - keep;
+      break;
+    }
+    from += chunk.size() - keep;
+    *at = from;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct CodeContext::Pending {
+  ContextRunRequest request;
+  std::string digest;  // of the code: a retry must carry the same
+  bool done = false;
+  Result<RunResponse> answer = Status::Error(ErrorCode::kInternal, "not answered");
+  ChangeSignal signal;
+};
+
+struct CodeContext::Reply {
+  std::string token;
+  bool done = false;    // an answer arrived (else: failed, see `failed`)
+  bool failed = false;  // the socket broke or the answer was malformed
+  int64_t exit_code = 0;
+  std::optional<RunException> exception;
+  bool out_marked = false;
+  bool err_marked = false;
+};
+
+std::string ContextFingerprint(const ContextCreateRequest& request) {
+  return Sha256Hex(json::Serialize(EncodeContextCreateRequest(request)));
+}
+
+CodeContext::CodeContext(ExecEngine& engine, asio::thread_pool& blocking,
+                         const CodeRunOptions& options, ContextCreateRequest request)
+    : engine_(engine),
+      blocking_(blocking),
+      options_(options),
+      request_(std::move(request)),
+      fingerprint_(ContextFingerprint(request_)),
+      generation_(engine.generation()),
+      cwd_(request_.spec.cwd.value_or(DefaultRunCwd(options.workdir))),
+      nonce_(Nonce()),
+      created_at_(std::chrono::system_clock::now()) {}
+
+CodeContext::~CodeContext() {
+  if (channel_) {
+    asio::error_code ignored;
+    channel_->close(ignored);
+  }
+}
+
+bool CodeContext::ended() const { return ended_reason_.has_value() || !exec_ || exec_->finished(); }
+
+asio::awaitable<Status> CodeContext::Start() {
+  ExecStartRequest exec_request = RunToExecRequest(request_.spec, cwd_, 0);
+  exec_request.timeout_sec.reset();
+  Result<ExecEngine::Prepared> prepared = engine_.Prepare(std::move(exec_request));
+  if (!prepared.ok()) {
+    ended_reason_ = "failed";
+    co_return prepared.status();
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    ended_reason_ = "failed";
+    co_return Status::Error(ErrorCode::kInternal, "socketpair failed for the context's channel");
+  }
+  UniqueFd ours(pair[0]);
+  UniqueFd theirs(pair[1]);
+  prepared->argv = PythonContextDriverArgv();
+  prepared->fd3 = theirs.get();
+  prepared->open_ended = true;
+  Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));
+  if (!started.ok()) {
+    ended_reason_ = "failed";
+    co_return started.status();
+  }
+  exec_ = started->exec;
+  co_await engine_.Launched(*exec_);
+  theirs.reset();  // the interpreter holds it now; its exit closes the channel
+  channel_ = std::make_shared<asio::posix::stream_descriptor>(co_await asio::this_coro::executor,
+                                                              ours.release());
+  if (exec_->finished()) {
+    NoteEnd("exited");
+    ExecInfo info = exec_->Info();
+    co_return Status::Error(ErrorCode::kInternal, "the context's interpreter did not start: " +
+                                                      info.error.value_or("it exited at once"));
+  }
+  co_return Status::Ok();
+}
+
+Status CodeContext::GoneError() const {
+  std::string why = ended_reason_.value_or("exited");
+  std::string message = "context \"" + request_.id + "\" has ended (" + why;
+  if (limit_) message += ": " + DescribeLimit(*limit_) + " exceeded";
+  message += "); reset it or create another";
+  Status s = Status::Error(ErrorCode::kContextGone, message);
+  s.With("id", request_.id).With("ended_reason", why);
+  if (killed_by_) s.With("killed_by", *killed_by_);
+  if (limit_) s.With("limit", EncodeLimitHit(*limit_));
+  return s;
+}
+
+void CodeContext::NoteEnd(std::string reason) {
+  if (ended_reason_) return;
+  if (exec_ && exec_->finished()) {
+    ExecInfo info = exec_->Info();
+    killed_by_ = info.killed_by;
+    limit_ = info.limit;
+    if (info.limit && reason == "exited") reason = "limit";
+    if (info.killed_by == "reset" && reason == "exited") reason = "reset";
+  }
+  ended_reason_ = std::move(reason);
+}
+
+ContextInfo CodeContext::Info() const {
+  ContextInfo c;
+  c.id = request_.id;
+  c.runtime = std::string(RuntimeName(request_.spec.runtime));
+  c.state = ended() ? "ended" : (busy_ ? "running" : "ready");
+  c.cwd = cwd_;
+  c.runs = runs_;
+  c.created_at = FormatRfc3339(created_at_);
+  if (exec_) {
+    ExecInfo info = exec_->Info();
+    c.pid = info.pid;
+    c.profile = info.profile;
+    c.network = info.network;
+    if (!info.running || ended_reason_) {
+      c.killed_by = killed_by_ ? killed_by_ : info.killed_by;
+      c.limit = limit_ ? limit_ : info.limit;
+    }
+  }
+  if (c.state == "ended") {
+    c.ended_reason = ended_reason_.value_or(c.limit ? "limit" : "exited");
+  }
+  return c;
+}
+
+asio::awaitable<Result<RunResponse>> CodeContext::Run(ContextRunRequest request) {
+  std::string digest = Sha256Hex(request.code);
+  if (request.run_id) {
+    for (const std::shared_ptr<Pending>& p : replay_) {
+      if (p->request.run_id != request.run_id) continue;
+      if (p->digest != digest) {
+        co_return Status::Error(
+            ErrorCode::kRunIdConflict,
+            "run_id \"" + *request.run_id + "\" was used for other code in this context")
+            .With("run_id", *request.run_id);
+      }
+      std::shared_ptr<Pending> same = p;
+      while (!same->done) co_await same->signal.Wait(SteadyClock::time_point::max());
+      co_return same->answer;
+    }
+  }
+  if (ended()) {
+    NoteEnd("exited");
+    co_return GoneError();
+  }
+  if (queue_.size() >= kContextQueue) {
+    co_return Status::Error(ErrorCode::kContextBusy, "context \"" + request_.id + "\" has " +
+                                                         std::to_string(queue_.size()) +
+                                                         " runs waiting; retry once some answered")
+        .With("id", request_.id)
+        .With("limit", static_cast<int64_t>(kContextQueue));
+  }
+  auto pending = std::make_shared<Pending>();
+  pending->request = std::move(request);
+  pending->digest = std::move(digest);
+  if (pending->request.run_id) {
+    replay_.push_back(pending);
+    if (replay_.size() > kReplayAnswers) replay_.erase(replay_.begin());
+  }
+  queue_.push_back(pending);
+  if (!pumping_) {
+    pumping_ = true;
+    asio::co_spawn(co_await asio::this_coro::executor, PumpOf(shared_from_this()), asio::detached);
+  }
+  while (!pending->done) co_await pending->signal.Wait(SteadyClock::time_point::max());
+  co_return pending->answer;
+}
+
+asio::awaitable<void> CodeContext::PumpOf(std::shared_ptr<CodeContext> self) {
+  co_await self->Pump();
+}
+
+asio::awaitable<void> CodeContext::Pump() {
+  while (!queue_.empty()) {
+    std::shared_ptr<Pending> p = queue_.front();
+    queue_.pop_front();
+    if (ended()) {
+      NoteEnd("exited");
+      p->answer = GoneError();
+    } else {
+      busy_ = true;
+      RunResponse answer = co_await Execute(p->request);
+      busy_ = false;
+      ++runs_;
+      p->answer = std::move(answer);
+    }
+    p->done = true;
+    p->signal.Notify();
+  }
+  pumping_ = false;
+}
+
+asio::awaitable<bool> CodeContext::AwaitReply(const std::shared_ptr<Reply>& reply,
+                                              SteadyClock::time_point deadline) {
+  // A broken channel is most often an interpreter a limit just killed: its
+  // exit, with the limit named, arrives from the engine in a moment.
+  while (!reply->done && !exec_->finished() && SteadyClock::now() < deadline) {
+    co_await exec_->WaitChange(deadline);
+  }
+  co_return reply->done;
+}
+
+asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& request) {
+  int64_t timeout =
+      std::min(request.timeout_sec.value_or(options_.default_timeout_sec), kMaxRunTimeoutSec);
+  ExecView exec = *exec_;
+  ChangeScan scan(blocking_, cwd_,
+                  ChangeScanOptions{.enabled = request_.spec.scan_changes,
+                                    .max_entries = options_.scan_max_entries,
+                                    .max_ms = options_.scan_max_ms,
+                                    .changed_files_max = options_.changed_files_max,
+                                    .exclude = DirIdentity(engine_.state_dir())});
+  co_await scan.Before();
+  auto reply = std::make_shared<Reply>();
+  int64_t seq = ++seq_;
+  reply->token =
+      "\x1f"
+      "agentd-cell-end-" +
+      nonce_ + "-" + std::to_string(seq) + "\x1f";
+  std::string body = json::Serialize(
+      json::Object().Set("seq", seq).Set("code", request.code).Set("token", reply->token));
+  std::string frame(4, '\0');
+  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((body.size() >> (24 - 8 * i)) & 0xff);
+  frame += body;
+  auto t0 = SteadyClock::now();
+  auto deadline = t0 + std::chrono::seconds(timeout);
+  asio::co_spawn(co_await asio::this_coro::executor,
+                 Converse(channel_, std::move(frame), reply, exec), asio::detached);
+  bool answered = co_await AwaitReply(reply, deadline);
+  if (!answered && !exec.finished()) {
+    // Past its deadline the cell cannot be stopped without its interpreter.
+    engine_.Expire(exec, timeout);
+    while (!exec.finished()) co_await exec.WaitChange(SteadyClock::time_point::max());
+  }
+  int64_t duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t0).count();
+  const OutputLog& out = exec.log(Stream::kStdout);
+  const OutputLog& err = exec.log(Stream::kStderr);
+  StreamWindow out_w{&out, out_at_, out.next()};
+  StreamWindow err_w{&err, err_at_, err.next()};
+  if (answered) {
+    // The answer was written after the token: wait for the pumps to bring
+    // each marked stream up to its token.
+    uint64_t out_scan = out_at_;
+    uint64_t err_scan = err_at_;
+    std::optional<uint64_t> out_end;
+    std::optional<uint64_t> err_end;
+    auto until = std::max(deadline, SteadyClock::now()) + kTokenGrace;
+    while (true) {
+      if (reply->out_marked && !out_end) out_end = FindToken(out, reply->token, &out_scan);
+      if (reply->err_marked && !err_end) err_end = FindToken(err, reply->token, &err_scan);
+      bool complete = (!reply->out_marked || out_end) && (!reply->err_marked || err_end);
+      if (complete || exec.finished() || SteadyClock::now() >= until) break;
+      co_await exec.WaitChange(until);
+    }
+    out_w.to = out_end.value_or(out.next());
+    err_w.to = err_end.value_or(err.next());
+    out_at_ = out_end ? *out_end + reply->token.size() : out_w.to;
+    err_at_ = err_end ? *err_end + reply->token.size() : err_w.to;
+  } else {
+    out_w.to = out.next();
+    err_w.to = err.next();
+    out_at_ = out_w.to;
+    err_at_ = err_w.to;
+  }
+  ExecInfo info = exec.Info();
+  if (answered) {
+    info.exit_code = reply->exit_code;
+    info.signal.reset();
+    info.timed_out = false;
+    info.killed_by.reset();
+    info.limit.reset();
+    info.error.reset();
+  } else {
+    NoteEnd("exited");
+    if (reply->failed && !info.killed_by && !info.exit_code && !info.signal) {
+      info.error = "the context's interpreter stopped answering";
+    }
+  }
+  info.duration_ms = duration_ms;
+  info.limit_timeout_sec = timeout;
+  TreeDiff diff = co_await scan.After();
+  co_return BuildRunAnswer(AnswerParts{.info = std::move(info),
+                                       .out = out_w,
+                                       .err = err_w,
+                                       .cwd = cwd_,
+                                       .runtime = request_.spec.runtime,
+                                       .result_marker = request_.spec.result_marker,
+                                       .diff = std::move(diff),
+                                       .exception = answered ? reply->exception : std::nullopt});
+}
+
+asio::awaitable<void> CodeContext::End(std::string reason) {
+  NoteEnd(reason);
+  if (channel_) {
+    asio::error_code ignored;
+    channel_->close(ignored);
+  }
+  if (!exec_) co_return;
+  ExecView exec = *exec_;
+  if (!exec.finished()) {
+    KillRequest kill;
+    kill.signal = "KILL";
+    // Already over is as good as killed.
+    (void)engine_.Kill(exec.id(), kill);
+    while (!exec.finished()) co_await exec.WaitChange(SteadyClock::time_point::max());
+  }
+  // Runs still queued see the context ended; the one in progress built its
+  // answer from the exec before this returns to the pump.
+  while (busy_) co_await exec.WaitChange(SteadyClock::now() + std::chrono::milliseconds(50));
+  engine_.Discard(exec);
+}
+
+asio::awaitable<void> CodeContext::Converse(std::shared_ptr<asio::posix::stream_descriptor> channel,
+                                            std::string frame, std::shared_ptr<Reply> reply,
+                                            ExecView exec) {
+  auto fail = [&] {
+    reply->failed = true;
+    exec.change_signal().Notify();
+  };
+  auto [wec, wn] = co_await asio::async_write(*channel, asio::buffer(frame), kUseNothrow);
+  if (wec) {
+    fail();
+    co_return;
+  }
+  unsigned char head[4];
+  auto [hec, hn] = co_await asio::async_read(*channel, asio::buffer(head), kUseNothrow);
+  if (hec) {
+    fail();
+    co_return;
+  }
+  uint32_t size = (uint32_t{head[0]} << 24) | (uint32_t{head[1]} << 16) | (uint32_t{head[2]} << 8) |
+                  uint32_t{head[3]};
+  if (size > kMaxReplyBytes) {
+    fail();
+    co_return;
+  }
+  std::string body(size, '\0');
+  auto [bec, bn] = co_await asio::async_read(*channel, asio::buffer(body), kUseNothrow);
+  if (bec) {
+    fail();
+    co_return;
+  }
+  Result<json::Value> doc = json::Parse(body);
+  if (!doc.ok() || !doc->is_object()) {
+    fail();
+    co_return;
+  }
+  const json::Value* code = doc->Find("exit_code");
+  if (!code || !code->is_int()) {
+    fail();
+    co_return;
+  }
+  reply->exit_code = code->as_int();
+  if (const json::Value* e = doc->Find("exception"); e && e->is_object()) {
+    Result<RunException> decoded = DecodeRunException(*e);
+    if (decoded.ok()) reply->exception = std::move(*decoded);
+  }
+  if (const json::Value* m = doc->Find("marked"); m && m->is_array() && m->as_array().size() == 2) {
+    const json::Array& a = m->as_array();
+    reply->out_marked = a[0].is_bool() && a[0].as_bool();
+    reply->err_marked = a[1].is_bool() && a[1].as_bool();
+  }
+  reply->done = true;
+  exec.change_signal().Notify();
+}
+
+}  // namespace agentd

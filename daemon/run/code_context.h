@@ -1,0 +1,113 @@
+// CodeContext: one stateful context (docs/PROTOCOL.md, "Contexts"): a
+// long-lived interpreter that runs code cells in one namespace, each
+// answered exactly like a /v1/run.
+//
+// The interpreter is an internal exec of the engine (every exec option
+// and limit applies) running the context driver (run/code_drivers.h),
+// spoken to over a socket given to it as descriptor 3. A cell's output is
+// the part of the interpreter's streams between the end of the previous
+// cell's token and its own (the driver writes the token to both streams
+// after the cell; its answer arrives first, and the pumps catch up).
+//
+// Runs are serialized in arrival order by one pump coroutine; each run's
+// answer is kept under its run_id (the last kReplayAnswers), so a retry
+// waits for or replays it instead of running the code again. A run goes
+// on when its client leaves: the answer waits for its retry. A cell past
+// its deadline, or a limit, kills the interpreter: the context has ended,
+// and says what ended it. Used only on the io thread; held by shared_ptr
+// (the pump keeps it alive while runs are queued).
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agentd/protocol/context.h"
+#include "exec/change_signal.h"
+#include "exec/exec_engine.h"
+#include "run/code_run.h"
+#include "agentd/trees/unique_fd.h"
+
+namespace agentd {
+
+// Answers kept for a retried run_id, per context.
+inline constexpr size_t kReplayAnswers = 16;
+// Runs waiting behind the one in progress, per context.
+inline constexpr size_t kContextQueue = 16;
+
+// Two create requests for one id are the same exactly when these are equal.
+std::string ContextFingerprint(const ContextCreateRequest& request);
+
+class CodeContext : public std::enable_shared_from_this<CodeContext> {
+ public:
+  CodeContext(ExecEngine& engine, asio::thread_pool& blocking, const CodeRunOptions& options,
+              ContextCreateRequest request);
+  ~CodeContext();
+
+  // Starts the interpreter; an error (runtime unavailable, limits the
+  // guest cannot apply, a failed spawn) leaves the context ended.
+  asio::awaitable<Status> Start();
+  // Runs one cell (or replays the answer of an earlier one with this
+  // run_id): 410 context_gone once ended, 503 context_busy when
+  // kContextQueue runs wait, 409 run_id_conflict for a run_id of other code.
+  asio::awaitable<Result<RunResponse>> Run(ContextRunRequest request);
+  // Kills the interpreter and waits for it to exit; queued runs answer
+  // context_gone. `reason`: "deleted", "reset".
+  asio::awaitable<void> End(std::string reason);
+
+  ContextInfo Info() const;
+  const ContextCreateRequest& request() const { return request_; }
+  const std::string& fingerprint() const { return fingerprint_; }
+  bool ended() const;
+  int64_t generation() const { return generation_; }
+
+ private:
+  struct Pending;
+  struct Reply;
+
+  static asio::awaitable<void> PumpOf(std::shared_ptr<CodeContext> self);
+  // Writes one request frame to the interpreter and reads its answer
+  // frame; the outcome goes into `reply`, and the exec's change signal
+  // wakes the run waiting for it.
+  static asio::awaitable<void> Converse(std::shared_ptr<asio::posix::stream_descriptor> channel,
+                                        std::string frame, std::shared_ptr<Reply> reply,
+                                        ExecView exec);
+  asio::awaitable<void> Pump();
+  asio::awaitable<RunResponse> Execute(const ContextRunRequest& request);
+  asio::awaitable<bool> AwaitReply(const std::shared_ptr<Reply>& reply,
+                                   ChangeSignal::Clock::time_point deadline);
+  asio::awaitable<void> AwaitTokens(const Reply& reply, ChangeSignal::Clock::time_point deadline);
+  void NoteEnd(std::string reason);
+  Status GoneError() const;
+
+  ExecEngine& engine_;
+  asio::thread_pool& blocking_;
+  const CodeRunOptions& options_;
+  const ContextCreateRequest request_;
+  const std::string fingerprint_;
+  const int64_t generation_;
+  std::string cwd_;
+  std::string nonce_;
+  std::chrono::system_clock::time_point created_at_;
+  std::optional<ExecView> exec_;
+  std::shared_ptr<asio::posix::stream_descriptor> channel_;
+  int64_t seq_ = 0;
+  int64_t runs_ = 0;
+  bool busy_ = false;
+  bool pumping_ = false;
+  // Where the next cell's output begins in each stream.
+  uint64_t out_at_ = 0;
+  uint64_t err_at_ = 0;
+  std::optional<std::string> ended_reason_;
+  std::optional<std::string> killed_by_;
+  std::optional<LimitHit> limit_;
+  std::deque<std::shared_ptr<Pending>> queue_;
+  std::vector<std::shared_ptr<Pending>> replay_;  // oldest first
+};
+
+}  // namespace agentd

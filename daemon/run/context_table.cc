@@ -1,0 +1,115 @@
+#include "run/context_table.h"
+
+#include <algorithm>
+
+namespace agentd {
+
+void ContextTable::ForgetEarlierGenerations() {
+  for (auto it = contexts_.begin(); it != contexts_.end();) {
+    if (it->second->generation() != engine_.generation()) {
+      forgotten_generation_ = engine_.generation();
+      it = contexts_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+int64_t ContextTable::Live() const {
+  int64_t n = 0;
+  for (const auto& [id, c] : contexts_) n += c->ended() ? 0 : 1;
+  return n;
+}
+
+void ContextTable::TrimEnded() {
+  std::vector<std::map<std::string, std::shared_ptr<CodeContext>>::iterator> ended;
+  for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
+    if (it->second->ended()) ended.push_back(it);
+  }
+  if (static_cast<int64_t>(ended.size()) <= max_contexts_) return;
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) {
+    return a->second->Info().created_at < b->second->Info().created_at;
+  });
+  for (size_t i = 0; i + max_contexts_ < ended.size(); ++i) contexts_.erase(ended[i]);
+}
+
+asio::awaitable<Result<ContextTable::Created>> ContextTable::Create(ContextCreateRequest request) {
+  ForgetEarlierGenerations();
+  if (auto it = contexts_.find(request.id); it != contexts_.end()) {
+    std::shared_ptr<CodeContext> existing = it->second;
+    if (existing->fingerprint() != ContextFingerprint(request)) {
+      co_return Status::Error(
+          ErrorCode::kContextIdConflict,
+          "context \"" + request.id + "\" exists with a different create request")
+          .With("id", request.id);
+    }
+    co_return Created{existing->Info(), false};
+  }
+  if (Live() >= max_contexts_) {
+    co_return Status::Error(ErrorCode::kTooManyContexts,
+                            "the daemon holds " + std::to_string(Live()) +
+                                " live contexts (--max-contexts " + std::to_string(max_contexts_) +
+                                "); delete one first")
+        .With("limit", max_contexts_)
+        .With("live", Live());
+  }
+  auto context = std::make_shared<CodeContext>(engine_, blocking_, options_, std::move(request));
+  std::string id = context->request().id;
+  contexts_[id] = context;
+  Status started = co_await context->Start();
+  if (!started.ok()) {
+    if (auto it = contexts_.find(id); it != contexts_.end() && it->second == context) {
+      contexts_.erase(it);
+    }
+    co_await context->End("failed");
+    co_return started;
+  }
+  TrimEnded();
+  co_return Created{context->Info(), true};
+}
+
+Result<std::shared_ptr<CodeContext>> ContextTable::Find(const std::string& id) {
+  ForgetEarlierGenerations();
+  if (auto it = contexts_.find(id); it != contexts_.end()) return it->second;
+  Status s = Status::Error(ErrorCode::kContextNotFound, "no context \"" + id + "\"");
+  if (forgotten_generation_ > 0 && forgotten_generation_ == engine_.generation()) {
+    s = Status::Error(ErrorCode::kContextNotFound,
+                      "no context \"" + id + "\" in generation " +
+                          std::to_string(engine_.generation()) +
+                          " (the guest was reset; earlier contexts are gone)");
+    s.With("generation", engine_.generation());
+  }
+  s.With("id", id);
+  return s;
+}
+
+asio::awaitable<Result<ContextInfo>> ContextTable::Reset(const std::string& id) {
+  Result<std::shared_ptr<CodeContext>> found = Find(id);
+  if (!found.ok()) co_return found.status();
+  std::shared_ptr<CodeContext> old = *found;
+  ContextCreateRequest request = old->request();
+  co_await old->End("reset");
+  auto fresh = std::make_shared<CodeContext>(engine_, blocking_, options_, std::move(request));
+  contexts_[id] = fresh;
+  Status started = co_await fresh->Start();
+  if (!started.ok()) co_return started;
+  co_return fresh->Info();
+}
+
+asio::awaitable<Result<ContextInfo>> ContextTable::Delete(const std::string& id) {
+  Result<std::shared_ptr<CodeContext>> found = Find(id);
+  if (!found.ok()) co_return found.status();
+  std::shared_ptr<CodeContext> context = *found;
+  contexts_.erase(id);
+  co_await context->End("deleted");
+  co_return context->Info();
+}
+
+std::vector<ContextInfo> ContextTable::List() {
+  ForgetEarlierGenerations();
+  std::vector<ContextInfo> out;
+  for (const auto& [id, c] : contexts_) out.push_back(c->Info());
+  return out;
+}
+
+}  // namespace agentd
