@@ -48,7 +48,7 @@ struct DaemonConfig {
   uint64_t scan_max_entries = 250'000;  // per changed-files scan
   int64_t scan_max_ms = 2000;           // per changed-files scan
   uint64_t changed_files_max = 1000;    // entries in one answer
-  int64_t max_contexts = 8;              // live stateful contexts (docs/PROTOCOL.md, "Contexts")
+  int64_t max_contexts = 8;             // live stateful contexts (docs/PROTOCOL.md, "Contexts")
 
   // Tar uploads.
   uint64_t tar_max_entries = 65536;

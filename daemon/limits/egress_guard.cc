@@ -14,9 +14,9 @@
 #include <cstring>
 
 #include "agentd/protocol/time_format.h"
+#include "agentd/trees/posix_error.h"
 #include "limits/bpf_program.h"
 #include "limits/cgroup_info.h"
-#include "agentd/trees/posix_error.h"
 #include "sys/read_file.h"
 
 namespace agentd {

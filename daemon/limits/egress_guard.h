@@ -31,8 +31,8 @@
 
 #include "agentd/protocol/egress.h"
 #include "agentd/protocol/status.h"
-#include "limits/egress_rules.h"
 #include "agentd/trees/unique_fd.h"
+#include "limits/egress_rules.h"
 
 namespace agentd {
 

@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "agentd/protocol/context.h"
+#include "agentd/trees/unique_fd.h"
 #include "exec/change_signal.h"
 #include "exec/exec_engine.h"
 #include "run/code_run.h"
-#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 
