@@ -13,12 +13,12 @@ bool ValidResetId(const std::string& id) {
   return true;
 }
 
-Status Malformed(std::string what) {
+Status MalformedReset(std::string what) {
   return Status::Error(ErrorCode::kProtocolError, "reset answer: " + std::move(what));
 }
 
 Status IntOf(const json::Value* v, std::string_view key, int64_t* out) {
-  if (!v || !v->is_int()) return Malformed("lacks integer \"" + std::string(key) + "\"");
+  if (!v || !v->is_int()) return MalformedReset("lacks integer \"" + std::string(key) + "\"");
   *out = v->as_int();
   return Status::Ok();
 }
@@ -83,17 +83,17 @@ json::Value EncodeResetReport(const ResetReport& r) {
 }
 
 Result<ResetReport> DecodeResetReport(const json::Value& doc) {
-  if (!doc.is_object()) return Malformed("not an object");
+  if (!doc.is_object()) return MalformedReset("not an object");
   ResetReport r;
   const json::Value* clean = doc.Find("clean");
-  if (!clean || !clean->is_bool()) return Malformed("lacks \"clean\"");
+  if (!clean || !clean->is_bool()) return MalformedReset("lacks \"clean\"");
   r.clean = clean->as_bool();
   AGENTD_RETURN_IF_ERROR(IntOf(doc.Find("generation"), "generation", &r.generation));
   AGENTD_RETURN_IF_ERROR(
       IntOf(doc.Find("killed_processes"), "killed_processes", &r.killed_processes));
   AGENTD_RETURN_IF_ERROR(IntOf(doc.Find("duration_ms"), "duration_ms", &r.duration_ms));
   const json::Value* removed = doc.Find("removed");
-  if (!removed || !removed->is_object()) return Malformed("lacks \"removed\"");
+  if (!removed || !removed->is_object()) return MalformedReset("lacks \"removed\"");
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("entries"), "removed.entries", &r.removed_entries));
   AGENTD_RETURN_IF_ERROR(IntOf(removed->Find("bytes"), "removed.bytes", &r.removed_bytes));
   // Added in protocol 1.x: an older daemon does not send it.
@@ -107,7 +107,7 @@ Result<ResetReport> DecodeResetReport(const json::Value& doc) {
     r.privileged_generation = p->as_bool();
   }
   const json::Value* remaining = doc.Find("remaining");
-  if (!remaining || !remaining->is_array()) return Malformed("lacks \"remaining\"");
+  if (!remaining || !remaining->is_array()) return MalformedReset("lacks \"remaining\"");
   for (const json::Value& item : remaining->as_array()) {
     ResetRemaining one;
     for (auto [key, field] : {std::pair{"kind", &one.kind}, std::pair{"name", &one.name},
