@@ -126,7 +126,7 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
   auto table = std::make_shared<ContextTable>(
       engine, ctx.blocking,
       CodeRunOptions{.default_timeout_sec = ctx.config.run_timeout_sec,
-                     .workdir = ctx.config.workdir,
+                     .workdir = ctx.config.engine.workdir,
                      .scan_max_entries = ctx.config.scan_max_entries,
                      .scan_max_ms = ctx.config.scan_max_ms,
                      .changed_files_max = ctx.config.changed_files_max},

@@ -360,7 +360,8 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
                                        .runtime = request_.spec.runtime,
                                        .result_marker = request_.spec.result_marker,
                                        .diff = std::move(diff),
-                                       .exception = answered ? reply->exception : std::nullopt});
+                                       .exception = answered ? reply->exception : std::nullopt,
+                                       .egress = std::nullopt});  // contexts take no egress yet
 }
 
 asio::awaitable<void> CodeContext::End(std::string reason) {
