@@ -13,13 +13,9 @@ from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import AgentdError, ERROR_CLASSES, error_for
 from ._reactive import WatchStop
 from .tunnel import Tunnel, TunnelForwarder
-<<<<<<< HEAD
-from .types import (BootstrapResult, ChangedFile, CodeRunResult, Cursors, EditResult,
-                    EgressDestination, EgressReport, ExecInfo, ExitEvent, FileContent, FileStat, FsWatchEvent, GapEvent, GlobResult,
-=======
-from .types import (BootstrapResult, ChangedFile, CodeRunResult, ContextInfo, Cursors, EditResult, ExecInfo,
-                    ExitEvent, FileContent, FileStat, FsWatchEvent, GapEvent, GlobResult,
->>>>>>> 80fc9c0 (wip: stateful contexts in daemon, protocol, python client, tests, docs)
+from .types import (BootstrapResult, ChangedFile, CodeRunResult, ContextInfo, Cursors, EditResult,
+                    EgressDestination, EgressReport, ExecInfo, ExitEvent, FileContent, FileStat,
+                    FsWatchEvent, GapEvent, GlobResult,
                     GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult,
                     ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary, StreamEvent,
                     TreeStats, UnavailableRuntime)
@@ -28,12 +24,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
-<<<<<<< HEAD
-    "ChangedFile", "CodeRunResult", "Cursors", "EditResult", "EgressDestination",
+    "ChangedFile", "CodeRunResult", "ContextInfo", "Cursors", "EditResult", "EgressDestination",
     "EgressReport", "ExecInfo", "ExitEvent",
-=======
-    "ChangedFile", "CodeRunResult", "ContextInfo", "Cursors", "EditResult", "ExecInfo", "ExitEvent",
->>>>>>> 80fc9c0 (wip: stateful contexts in daemon, protocol, python client, tests, docs)
     "FileContent", "FileStat", "FsWatchEvent", "GapEvent", "GlobResult", "GuestPort", "Health",
     "OutputChunk", "OutputEvent", "OutputMatch", "PollResult", "ResetReport", "RunResult",
     "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats", "Tunnel",
