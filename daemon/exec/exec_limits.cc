@@ -88,6 +88,10 @@ void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
   std::optional<LimitHit> hit;
   if (rec->group && l.memory_mb && rec->group->Read().oom_kills > 0) {
     hit = MemoryHit(*l.memory_mb);
+  } else if (rec->group && l.pids && rec->group->Read().pids_max_hits > 0) {
+    // A fork refused by the group's pids limit before the next poll: the
+    // leader may exit on it ("Cannot fork") before PollLimits sees it.
+    hit = PidsHit(*l.pids);
   } else if (xcpu && l.cpu_sec) {
     hit = CpuHit(*l.cpu_sec);
   } else if (xfsz && l.file_size_mb) {
