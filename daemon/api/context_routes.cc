@@ -94,25 +94,18 @@ asio::awaitable<void> RunInContext(ContextTable& table, Request& req, Response& 
   co_await res.SendJson(200, EncodeRunResponse(*answer));
 }
 
-asio::awaitable<void> ResetContext(ContextTable& table, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<ContextInfo> info = co_await table.Reset(std::string(req.Param("id")));
-  if (!info.ok()) {
-    co_await res.SendError(info.status());
-    co_return;
-  }
-  co_await res.SendJson(200, EncodeContextInfo(*info));
-}
+// Reset and delete: the same route shape around one table call that ends
+// the interpreter (and, for reset, starts a fresh one).
+using EndContextCall =
+    asio::awaitable<Result<ContextInfo>> (ContextTable::*)(const std::string& id);
 
-asio::awaitable<void> DeleteContext(ContextTable& table, Request& req, Response& res) {
+asio::awaitable<void> EndContext(ContextTable& table, EndContextCall call, Request& req,
+                                 Response& res) {
   if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
     co_await res.SendError(s);
     co_return;
   }
-  Result<ContextInfo> info = co_await table.Delete(std::string(req.Param("id")));
+  Result<ContextInfo> info = co_await (table.*call)(std::string(req.Param("id")));
   if (!info.ok()) {
     co_await res.SendError(info.status());
     co_return;
@@ -138,12 +131,14 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
              [table](Request& req, Response& res) { return ListContexts(*table, req, res); });
   router.Add("GET", "/v1/contexts/{id}",
              [table](Request& req, Response& res) { return GetContext(*table, req, res); });
-  router.Add("DELETE", "/v1/contexts/{id}",
-             [table](Request& req, Response& res) { return DeleteContext(*table, req, res); });
+  router.Add("DELETE", "/v1/contexts/{id}", [table](Request& req, Response& res) {
+    return EndContext(*table, &ContextTable::Delete, req, res);
+  });
   router.Add("POST", "/v1/contexts/{id}/run",
              [table](Request& req, Response& res) { return RunInContext(*table, req, res); });
-  router.Add("POST", "/v1/contexts/{id}/reset",
-             [table](Request& req, Response& res) { return ResetContext(*table, req, res); });
+  router.Add("POST", "/v1/contexts/{id}/reset", [table](Request& req, Response& res) {
+    return EndContext(*table, &ContextTable::Reset, req, res);
+  });
 }
 
 }  // namespace agentd
