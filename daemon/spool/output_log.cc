@@ -94,9 +94,13 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
       return f;
     }
     if (errno == EINVAL) return CopyFrom(pipe_fd, max_bytes, f);  // not a pipe: a PTY
-    // The disk refused (full, quota, I/O error). Keep the child running:
-    // read the bytes, drop them, and make the loss an explicit gap.
+    // The disk refused (full, quota, I/O error). The newest bytes matter
+    // most (a failing command's last lines say why), so give up this log's
+    // oldest retained unit and try again while there is one to give.
     int err = errno;
+    if (DiskFull(err) && FreeOldestUnit()) continue;
+    // Nothing left to give: keep the child running, read the bytes, drop
+    // them, and make the loss an explicit gap.
     char buf[64 * 1024];
     ssize_t r = ::read(pipe_fd, buf, sizeof(buf));
     if (r > 0) {
@@ -122,7 +126,11 @@ OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
   while (f.bytes < max_bytes) {
     ssize_t n = ::read(fd, buf, std::min<uint64_t>(sizeof(buf), max_bytes - f.bytes));
     if (n > 0) {
-      if (!Append(std::string_view(buf, static_cast<size_t>(n))).ok()) {
+      std::string_view bytes(buf, static_cast<size_t>(n));
+      Status written = Append(bytes);
+      // A full disk first costs this log its oldest units (see FillFrom).
+      while (written.code() == ErrorCode::kInsufficientStorage && FreeOldestUnit()) written = Append(bytes);
+      if (!written.ok()) {
         Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
         ReleaseTo(next_);
       }
@@ -186,6 +194,18 @@ void OutputLog::ReleaseTo(uint64_t offset) {
   retained_from_ = offset;
   if (budget_) budget_->OnRelease(released);
   Punch();
+}
+
+bool OutputLog::DiskFull(int err) { return err == ENOSPC || err == EDQUOT; }
+
+bool OutputLog::FreeOldestUnit() {
+  // The first unit boundary after the retained front: releasing up to it
+  // frees at least one whole unit of disk, unless a reader's pin holds it.
+  uint64_t boundary = (retained_from_ / kPunchUnit + 1) * kPunchUnit;
+  if (boundary > next_ || !punch_supported_) return false;
+  uint64_t punched_before = punched_to_;
+  ReleaseTo(boundary);
+  return punched_to_ > punched_before;
 }
 
 void OutputLog::Punch() {

@@ -71,8 +71,10 @@ class OutputLog {
     bool would_block = false;  // the pipe is empty for now
   };
   // Moves up to `max_bytes` from `pipe_fd` (non-blocking) into the log.
-  // A disk error (full, quota) does not stop the stream: the bytes are read
-  // and dropped, and the log's front jumps past them, an explicit gap. A
+  // A full disk (or quota) first releases this log's oldest whole units,
+  // one at a time, so the newest bytes are kept; only when no unit is left
+  // to give (or on another disk error) are the new bytes read and dropped,
+  // and the log's front jumps past them: either way an explicit gap. A
   // descriptor splice cannot read (a PTY master) is copied with read(2);
   // EIO from it is its end of file.
   Fill FillFrom(int pipe_fd, uint64_t max_bytes);
@@ -106,6 +108,10 @@ class OutputLog {
   void Grew(uint64_t bytes);
   Fill CopyFrom(int fd, uint64_t max_bytes, Fill f);
   void Punch();
+  static bool DiskFull(int err);
+  // Releases the front up to the next whole kPunchUnit and punches it;
+  // false when that freed no disk (no whole unit retained, or pinned).
+  bool FreeOldestUnit();
 
   std::string path_;
   UniqueFd fd_;

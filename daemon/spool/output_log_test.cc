@@ -1,6 +1,7 @@
 #include "spool/output_log.h"
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,4 +174,28 @@ TEST_CASE("spool: a file that cannot be made turns the bytes into a gap", "[spoo
   CHECK(log->next() == 100000);
   CHECK(log->retained_from() == 100000);  // the loss is explicit
   CHECK(log->fd() == -1);
+}
+
+TEST_CASE("spool: a full disk costs the oldest output and keeps the newest bytes", "[spool]") {
+  testing::TempDir dir;
+  // A 3 MiB tmpfs is the full disk; mounting one needs root.
+  if (::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=3m") != 0) {
+    WARN("cannot mount a tmpfs (not root?): skipped");
+    return;
+  }
+  std::string data = Pattern(8 << 20, 9);
+  {
+    auto log = OutputLog::Create(dir.path() + "/stdout");
+    Feed(*log, data);
+    Feed(*log, "tail-marker\n");
+    CHECK(log->next() == data.size() + 12);
+    CHECK(log->retained_from() > 0);
+    CHECK(log->retained_from() % OutputLog::kPunchUnit == 0);  // whole units were given up
+    std::string out;
+    uint64_t keep = log->next() - log->retained_from();
+    REQUIRE(keep > OutputLog::kPunchUnit);
+    REQUIRE(log->Read(log->retained_from(), keep, &out).ok());
+    CHECK(out == (data + "tail-marker\n").substr(log->retained_from()));
+  }
+  ::umount2(dir.path().c_str(), MNT_DETACH);
 }
