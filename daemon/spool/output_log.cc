@@ -129,7 +129,8 @@ OutputLog::Fill OutputLog::CopyFrom(int fd, uint64_t max_bytes, Fill f) {
       std::string_view bytes(buf, static_cast<size_t>(n));
       Status written = Append(bytes);
       // A full disk first costs this log its oldest units (see FillFrom).
-      while (written.code() == ErrorCode::kInsufficientStorage && FreeOldestUnit()) written = Append(bytes);
+      while (written.code() == ErrorCode::kInsufficientStorage && FreeOldestUnit())
+        written = Append(bytes);
       if (!written.ok()) {
         Grew(static_cast<uint64_t>(n));  // not on disk: an explicit gap
         ReleaseTo(next_);
