@@ -36,12 +36,15 @@ ARGV_LIST = re.compile(r"^\s*(?:args|argv)\s*=\s*\[\s*\"([A-Za-z0-9_.+-]+)\"", r
 WHICH = re.compile(r"shutil\.which\(\"([A-Za-z0-9_.+-]+)\"\)")
 
 
-def listed_packages():
+def listed_packages(array="packages"):
+    """The words of a bash array in install-deps, another array's expanded."""
     text = open(os.path.join(ROOT, "scripts", "install-deps")).read()
-    body = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M).group(1)
+    body = re.search(r"^%s=\((.*?)^\)" % array, text, re.S | re.M).group(1)
     words = []
     for line in body.splitlines():
-        words += line.split("#", 1)[0].split()
+        for word in line.split("#", 1)[0].split():
+            inner = re.fullmatch(r'"\$\{(\w+)\[@\]\}"', word)
+            words += listed_packages(inner.group(1)) if inner else [word]
     return words
 
 

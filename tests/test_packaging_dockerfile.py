@@ -13,12 +13,18 @@ import time
 import unittest
 
 from lib.agentd_test import AGENTD_BIN, parse_raw_responses, read_until_close
-from lib import dockerd, rootfs
+from lib import debian_image, dockerd, rootfs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 APPEND = os.path.join(ROOT, "packaging", "append-agentd")
 CHECK_GUEST = os.path.join(ROOT, "packaging", "check-guest")
+BUILD_RELEASE = os.path.join(ROOT, "packaging", "build-release")
+RELEASE = os.environ.get("AGENTD_RELEASE_DIR", "")
+# A whole release build in a container (minutes on two cores): asked for,
+# not run by scripts/test. CI builds the same stage for the release check.
+SOURCE_BUILD = os.environ.get("AGENTD_TEST_DOCKER_SOURCE_BUILD") == "1"
 STANZA = os.path.join(ROOT, "packaging", "Dockerfile.stanza")
+BUILD_DOCKERFILE = os.path.join(ROOT, "packaging", "Dockerfile.build")
 
 
 def append(dockerfile, *args):
@@ -131,6 +137,33 @@ class AppendTest(unittest.TestCase):
         self.assertIn("agent:x:1500:1500:", run[0])
         self.assertLess(text.index("USER root"), text.index("RUN "))
 
+    def test_build_stage_inserts_dockerfile_builds_stage_before_the_first_from(self):
+        self.write('# syntax=docker/dockerfile:1\nARG BASE=debian:12\nFROM ${BASE}\n'
+                   'CMD ["sleep", "1"]\n')
+        rc, out, err = append(self.path, "--build-stage", "vendor/agentd/")
+        self.assertEqual((rc, out), (0, "appended"), err)
+        text = self.read()
+        with open(BUILD_DOCKERFILE) as f:
+            build = f.read()
+        stage = build[build.index("# >>> agentd build stage >>>"):
+                      build.index("# <<< agentd build stage <<<")]
+        # The stage that build-release --check-reproducible=docker builds,
+        # its source path alone changed; global ARGs stay before it.
+        self.assertIn(stage.replace("ARG AGENTD_SRC=.\n", "ARG AGENTD_SRC=vendor/agentd\n"),
+                      text)
+        self.assertTrue(text.startswith("# syntax=docker/dockerfile:1\nARG BASE=debian:12\n"
+                                        "# >>> agentd build stage >>>"), text)
+        self.assertIn("# <<< agentd build stage <<<\n\nFROM ${BASE}\n", text)
+        self.assertIn("COPY --from=agentd-build /out/release/agentd /usr/local/bin/agentd\n",
+                      text)
+        self.assertEqual(append(self.path, "--build-stage", "vendor/agentd/")[1], "unchanged")
+        self.assertEqual(append(self.path)[1], "updated")  # back to the context's binary
+        self.assertNotIn("agentd-build", self.read())
+        self.assertTrue(self.read().startswith("# syntax=docker/dockerfile:1\nARG BASE=debian:12\n"
+                                               "FROM ${BASE}\n"), self.read())
+        self.assertEqual(append(self.path, "--build-stage", "/abs")[0], 2)
+        self.assertEqual(append(self.path, "--build-stage", "a", "--from", "s:/x")[0], 2)
+
     def test_bad_input_is_refused_without_touching_the_file(self):
         self.write("RUN true\n")
         self.assertEqual(append(self.path)[0], 2)
@@ -230,6 +263,54 @@ class DockerBuildTest(unittest.TestCase):
         self.assertEqual((state["ExitCode"], state["OOMKilled"]), (0, False),
                          d("logs", "agentd-test").stderr)
         d("rm", "agentd-test")
+
+
+@unittest.skipUnless(os.geteuid() == 0 and SOURCE_BUILD,
+                     "needs root for dockerd and AGENTD_TEST_DOCKER_SOURCE_BUILD=1")
+class DockerSourceBuildTest(unittest.TestCase):
+    """append-agentd --build-stage: one `docker build` compiles agentd from
+    the source tree in the context and the task image runs it."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="agentd-docker-src-")
+        self.engine = dockerd.Dockerd()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.addCleanup(self.engine.close)
+        self.engine.start()
+
+    def test_a_task_image_with_the_build_stage_runs_the_agentd_built_in_it(self):
+        d = self.engine.docker
+        debian_image.import_debian12(self.engine)
+        ctx = os.path.join(self.tmp, "ctx")
+        os.makedirs(os.path.join(ctx, "agentd"))
+        files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "-c", "-o",
+                                "--exclude-standard"], capture_output=True, check=True).stdout
+        tar = subprocess.run(["tar", "-C", ROOT, "--null", "-T", "-", "-cf", "-"], input=files,
+                             capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-C", os.path.join(ctx, "agentd"), "-xf", "-"], input=tar,
+                       check=True)
+        with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+            f.write('FROM debian:12\nCMD ["sleep", "600"]\n')
+        r = subprocess.run([APPEND, "--build-stage", "agentd", os.path.join(ctx, "Dockerfile")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pins = subprocess.run([BUILD_RELEASE, "--print-pin-versions"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        epoch = subprocess.run(["git", "-C", ROOT, "log", "-1", "--format=%ct"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        d("build", "-q", "--network", "host", "--build-arg", "PIN_VERSIONS=" + pins,
+          "--build-arg", "SOURCE_DATE_EPOCH=" + epoch, "-t", "local/agentd-src-test", ctx,
+          timeout=3000)
+        version = d("run", "--rm", "--network", "none", "--entrypoint",
+                    "/usr/local/bin/agentd", "local/agentd-src-test", "--version")
+        self.assertRegex(version.stdout.decode(), r"agentd \d+\.\d+\.\d+ \(protocol 1\)")
+        d("create", "--name", "agentd-src-test", "local/agentd-src-test")
+        d("cp", "agentd-src-test:/usr/local/bin/agentd", os.path.join(self.tmp, "agentd"))
+        d("rm", "agentd-src-test")
+        release = os.path.join(RELEASE, "agentd")
+        if os.path.isfile(release):  # the native release of the same source and packages
+            with open(release, "rb") as a, open(os.path.join(self.tmp, "agentd"), "rb") as b:
+                self.assertTrue(a.read() == b.read(), "the stage's agentd is not the release's")
 
 
 if __name__ == "__main__":

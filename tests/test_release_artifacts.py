@@ -107,8 +107,11 @@ class ReleaseBinaryTest(unittest.TestCase):
         self.assertTrue(fortified, "_FORTIFY_SOURCE checks are missing")
 
     def test_it_was_checked_reproducible(self):
-        self.assertIn("reproducibility_checked=1\n", read(os.path.join(RELEASE,
-                                                                       "build-info.txt")))
+        info = read(os.path.join(RELEASE, "build-info.txt"))
+        self.assertIn("reproducibility_checked=1\n", info)
+        # The second build: in Docker (packaging/Dockerfile.build), or native
+        # (asked for, or with the reason Docker could not make it).
+        self.assertRegex(info, r"(?m)^second_build=(docker|native( \(docker: .+\))?)$")
 
     def test_every_linked_library_has_a_notice(self):
         archives = read(os.path.join(RELEASE, "linked-archives.txt")).split()
