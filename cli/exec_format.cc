@@ -108,10 +108,11 @@ std::string DescribeExec(const ExecInfo& e) {
   }
   if (e.restriction) {
     const ExecRestriction& r = *e.restriction;
+    std::string filter = r.seccomp
+                             ? std::to_string(r.seccomp_refused_syscalls) + " system calls refused"
+                             : "no seccomp filter (" + r.seccomp_why + ")";
     rows.push_back({"restriction", "user " + r.user + " (uid " + std::to_string(r.uid) +
-                                       "), no capabilities, no_new_privs, " +
-                                       std::to_string(r.seccomp_refused_syscalls) +
-                                       " system calls refused"});
+                                       "), no capabilities, no_new_privs, " + filter});
     std::string readonly;
     for (const std::string& p : r.readonly_paths) readonly += (readonly.empty() ? "" : " ") + p;
     rows.push_back({"read-only", readonly.empty() ? std::string("none") : readonly});

@@ -96,6 +96,8 @@ json::Object EncodeExecRestriction(const ExecRestriction& r) {
   o.Set("no_new_privs", r.no_new_privs);
   o.Set("capabilities", r.capabilities);
   o.Set("seccomp_refused_syscalls", r.seccomp_refused_syscalls);
+  o.Set("seccomp", r.seccomp);
+  if (!r.seccomp) o.Set("seccomp_why", r.seccomp_why);
   json::Array readonly;
   for (const std::string& p : r.readonly_paths) readonly.emplace_back(p);
   o.Set("readonly_paths", std::move(readonly));
@@ -116,6 +118,10 @@ std::optional<ExecRestriction> DecodeExecRestriction(const json::Value* v) {
   }
   if (const json::Value* x = v->Find("seccomp_refused_syscalls"); x && x->is_int()) {
     r.seccomp_refused_syscalls = x->as_int();
+  }
+  if (const json::Value* x = v->Find("seccomp"); x && x->is_bool()) r.seccomp = x->as_bool();
+  if (const json::Value* x = v->Find("seccomp_why"); x && x->is_string()) {
+    r.seccomp_why = x->as_string();
   }
   if (const json::Value* x = v->Find("readonly_paths"); x && x->is_array()) {
     for (const json::Value& p : x->as_array()) {

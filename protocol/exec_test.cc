@@ -171,3 +171,29 @@ TEST_CASE("kill request defaults and bounds", "[exec]") {
         ErrorCode::kInvalidRequest);
   CHECK(DecodeKillRequest(Doc(R"({"sig":"TERM"})")).status().code() == ErrorCode::kInvalidRequest);
 }
+
+TEST_CASE("restriction says whether the seccomp filter was loaded", "[exec]") {
+  ExecRestriction weaker;
+  weaker.user = "nobody";
+  weaker.uid = 65534;
+  weaker.seccomp = false;
+  weaker.seccomp_why = "this kernel has no seccomp support";
+  json::Value doc(EncodeExecRestriction(weaker));
+  CHECK_FALSE(doc.Find("seccomp")->as_bool());
+  CHECK(doc.Find("seccomp_why")->as_string() == "this kernel has no seccomp support");
+  auto back = DecodeExecRestriction(&doc);
+  REQUIRE(back);
+  CHECK_FALSE(back->seccomp);
+  CHECK(back->seccomp_why == weaker.seccomp_why);
+
+  ExecRestriction full;
+  full.seccomp_refused_syscalls = 48;
+  json::Value with(EncodeExecRestriction(full));
+  CHECK(with.Find("seccomp")->as_bool());
+  CHECK(with.Find("seccomp_why") == nullptr);
+  // A record written before the member existed always had the filter.
+  json::Value legacy = Doc(R"({"uid": 65534, "seccomp_refused_syscalls": 48})");
+  auto old = DecodeExecRestriction(&legacy);
+  REQUIRE(old);
+  CHECK(old->seccomp);
+}

@@ -102,6 +102,9 @@ class PyClientExecTest(DaemonPerClassCase):
         info = c.start_exec("py-restricted", ["id", "-u"], profile="restricted")
         self.assertEqual(info.profile, "restricted")
         self.assertEqual(info.restriction["capabilities"], "none")
+        # This kernel loads the filter, and the dict says so.
+        self.assertEqual((info.restriction["seccomp"], info.restriction.get("seccomp_why")),
+                         (True, None))
         r = c.run_code("shell", "id -u", profile="restricted")
         self.assertEqual((r.stdout, r.profile, r.restriction["uid"]), ("65534\n", "restricted",
                                                                         65534))

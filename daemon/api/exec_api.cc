@@ -23,7 +23,8 @@ void RegisterExecRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     const ExecEngineOptions& o = engine.options();
     json::Object restricted;
     const RefusalFilter* filter = engine.refusal_filter();
-    restricted.Set("available", filter != nullptr);
+    restricted.Set("available", filter != nullptr || o.restricted_without_seccomp);
+    restricted.Set("seccomp", filter != nullptr);
     restricted.Set("user", o.restricted_user);
     if (filter) {
       json::Array refused;

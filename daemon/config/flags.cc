@@ -275,6 +275,15 @@ const std::vector<Flag>& Flags() {
          c.engine.restricted_user = v;
          return Status::Ok();
        }},
+      {"restricted-without-seccomp", nullptr,
+       "On a kernel that cannot load seccomp filters, run restricted execs without the "
+       "filter (user, no capabilities, no_new_privs, read-only paths still apply; each "
+       "reports \"seccomp\": false) instead of refusing them. No effect where the filter "
+       "loads.",
+       [](DaemonConfig& c, std::string_view) {
+         c.engine.restricted_without_seccomp = true;
+         return Status::Ok();
+       }},
       {"readonly-path", "PATH",
        "A file or directory restricted execs see read-only (a bind in their own mount "
        "namespace), on top of the defaults; the daemon does not start when it cannot "

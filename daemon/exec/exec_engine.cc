@@ -170,7 +170,8 @@ Status ExecEngine::OpenRestriction() {
   for (const std::string& p : readonly_paths_) readonly.emplace_back(p);
   Log(refusal_filter_ ? LogLevel::kInfo : LogLevel::kWarn, "restricted profile",
       json::Object()
-          .Set("available", refusal_filter_ != nullptr)
+          .Set("available", refusal_filter_ != nullptr || options_.restricted_without_seccomp)
+          .Set("seccomp", refusal_filter_ != nullptr)
           .Set("default_profile", options_.default_profile)
           .Set("user", options_.restricted_user)
           .Set("why", restricted_unavailable_)
@@ -181,9 +182,11 @@ Status ExecEngine::OpenRestriction() {
 
 Result<std::optional<Credentials>> ExecEngine::ResolveRestrictedIdentity(
     const ExecStartRequest& request) {
-  if (!refusal_filter_) {
+  if (!refusal_filter_ && !options_.restricted_without_seccomp) {
     return Status::Error(ErrorCode::kProfileUnsupported,
-                         "this guest cannot run restricted execs: " + restricted_unavailable_)
+                         "this guest cannot run restricted execs: " + restricted_unavailable_ +
+                             " (the operator's --restricted-without-seccomp runs them "
+                             "without the filter)")
         .With("profile", std::string(kProfileRestricted));
   }
   UserDb db = LoadUserDb();

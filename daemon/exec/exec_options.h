@@ -30,6 +30,9 @@ struct ExecEngineOptions {
   // Profiles (docs/SECURITY.md, "Restricted execs").
   std::string default_profile = "unrestricted";  // for execs and runs that name none
   std::string restricted_user = "nobody";        // who a restricted exec runs as
+  // --restricted-without-seccomp: on a kernel that cannot load the filter,
+  // restricted execs run with everything else and say so, instead of 400.
+  bool restricted_without_seccomp = false;
   // Bound read-only for restricted execs (proc/readonly_mounts.h): the
   // operator's --readonly-path list, which must be applied, and whether the
   // defaults (system directories, the daemon's binary and state) are too.

@@ -210,9 +210,11 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     if (int fd = rec->egress_guard->procs_fd(); fd >= 0) spec.cgroup_procs_fds.push_back(fd);
     spec.egress_policed = true;
   }
-  // Prepare() refuses a restricted exec when there is no filter.
+  // Without a filter Prepare() refuses a restricted exec unless the
+  // operator allowed the weaker profile (--restricted-without-seccomp).
   if (prepared.restricted) {
-    spec.seccomp_filter = &refusal_filter_->fprog;
+    spec.restricted = true;
+    spec.seccomp_filter = refusal_filter_ ? &refusal_filter_->fprog : nullptr;
     spec.readonly_paths = readonly_paths_;
   }
   Result<SpawnResult> spawned = Spawn(spec);
@@ -235,7 +237,12 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     applied.user = creds->user_name;
     applied.uid = *creds->uid;
     applied.gid = creds->gid;
-    applied.seccomp_refused_syscalls = static_cast<int64_t>(refusal_filter_->refused.size());
+    if (refusal_filter_) {
+      applied.seccomp_refused_syscalls = static_cast<int64_t>(refusal_filter_->refused.size());
+    } else {
+      applied.seccomp = false;
+      applied.seccomp_why = restricted_unavailable_;
+    }
     applied.readonly_paths = readonly_paths_;
     rec->restriction = std::move(applied);
   } else if (creds && creds->uid ? *creds->uid == 0 : ::geteuid() == 0) {

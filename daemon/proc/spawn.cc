@@ -101,6 +101,7 @@ struct ChildArgs {
   bool set_oom_score_adj;
   char oom_score_adj[16];  // decimal text
   size_t oom_score_adj_len;
+  bool restricted;
   const struct sock_fprog* seccomp_filter;
   const char* const* readonly_paths;
   size_t readonly_path_count;
@@ -212,7 +213,7 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     int err = ApplyReadonlyMounts(a->readonly_paths, a->readonly_path_count, &failed);
     if (err != 0) Fail(a, Step::kReadonly, err, failed);
   }
-  if (a->egress_policed && !a->seccomp_filter) {
+  if (a->egress_policed && !a->restricted) {
     // After the namespace and mount steps, which needed CAP_SYS_ADMIN. EINVAL:
     // a kernel that predates the capability (CAP_BPF and CAP_PERFMON: 5.8).
     for (int cap : kEgressDroppedCaps) {
@@ -225,7 +226,7 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
       Fail(a, Step::kCapabilities, errno);
     }
   }
-  if (a->seccomp_filter) {
+  if (a->restricted) {
     // While still root: nothing exec'd later can regain a dropped bounding
     // capability, whatever file capabilities or setuid bits it meets.
     for (unsigned long cap = 0; cap < 64; ++cap) {
@@ -250,7 +251,7 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
       if (::syscall(SYS_setresuid, u, u, u) != 0) Fail(a, Step::kUid, errno);
     }
   }
-  if (a->seccomp_filter) {
+  if (a->restricted) {
     struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct no_caps[_LINUX_CAPABILITY_U32S_3] = {};
     if (::syscall(SYS_capset, &header, no_caps) != 0) Fail(a, Step::kCapabilities, errno);
@@ -405,6 +406,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     std::memcpy(args.oom_score_adj, text.data(), args.oom_score_adj_len);
   }
 
+  args.restricted = spec.restricted;
   args.seccomp_filter = spec.seccomp_filter;
   std::vector<const char*> readonly_ptrs;
   for (const std::string& p : spec.readonly_paths) readonly_ptrs.push_back(p.c_str());

@@ -71,8 +71,11 @@ struct SpawnSpec {
   // limit when the child may not raise it.
   std::vector<std::pair<int, rlim_t>> rlimits;
   std::optional<int> oom_score_adj;
-  // The restricted profile: set, the child drops every capability, sets
-  // no_new_privs and loads this filter (it must outlive the call).
+  // The restricted profile: the child drops every capability and sets
+  // no_new_privs; it loads `seccomp_filter` when set (it must outlive the
+  // call; null only under --restricted-without-seccomp on a kernel that
+  // cannot load one).
+  bool restricted = false;
   const struct sock_fprog* seccomp_filter = nullptr;
   // Bound read-only in a private mount namespace of the child
   // (proc/readonly_mounts.h), before it gives up its capabilities.

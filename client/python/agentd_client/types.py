@@ -145,7 +145,9 @@ class ExecInfo:
     #: "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles").
     profile: str = "unrestricted"
     #: Restricted: what was applied: {"user", "uid", "gid", "no_new_privs",
-    #: "capabilities": "none", "seccomp_refused_syscalls", "readonly_paths"}.
+    #: "capabilities": "none", "seccomp_refused_syscalls", "seccomp", "readonly_paths"};
+    #: "seccomp" is False (with "seccomp_why") only under the daemon's
+    #: --restricted-without-seccomp on a kernel that cannot load the filter.
     restriction: Optional[Dict[str, Any]] = None
     #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
     network: Optional[str] = None

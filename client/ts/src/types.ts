@@ -27,10 +27,12 @@ export interface Health {
              defaults: Limits; runTimeoutSec: number; networkWhy?: string;
              /** The egress modes this guest enforces ([] where none can be) and why not. */
              egressModes?: EgressMode[]; egressWhy?: string };
-  /** The default profile, the restricted user, the calls the filter refuses and the
-   *  paths restricted execs see read-only (readonlyWhy: why none can be bound here). */
+  /** The default profile, the restricted user, the calls the filter refuses (seccomp
+   *  false: no filter here, why says why) and the paths restricted execs see
+   *  read-only (readonlyWhy: why none can be bound here). */
   profiles?: { default: Profile;
-               restricted: { available: boolean; user: string; refusedSyscalls?: string[];
+               restricted: { available: boolean; seccomp?: boolean; user: string;
+                             refusedSyscalls?: string[];
                              why?: string; readonlyPaths?: string[]; readonlyWhy?: string } };
   /** An exec of this generation ran unrestricted as root (a reset clears it). */
   privilegedGeneration?: boolean;
@@ -55,6 +57,10 @@ export interface Restriction {
   noNewPrivs: boolean;
   capabilities: "none";
   seccompRefusedSyscalls: number;
+  /** false (with seccompWhy) only under the daemon's --restricted-without-seccomp on a
+   *  kernel that cannot load the filter. */
+  seccomp: boolean;
+  seccompWhy?: string;
   /** Bound read-only in the exec's own mount namespace (empty: none could be). */
   readonlyPaths: string[];
 }

@@ -46,10 +46,13 @@ const limitHit = (v: unknown): LimitHit | null => {
 function restriction(v: unknown): Restriction | undefined {
   if (typeof v !== "object" || v === null) return undefined;
   const w = v as Wire;
-  return {
+  const out: Restriction = {
     user: w.user, uid: w.uid, gid: w.gid, noNewPrivs: w.no_new_privs, capabilities: w.capabilities,
-    seccompRefusedSyscalls: w.seccomp_refused_syscalls, readonlyPaths: w.readonly_paths ?? [],
+    seccompRefusedSyscalls: w.seccomp_refused_syscalls, seccomp: w.seccomp ?? true,
+    readonlyPaths: w.readonly_paths ?? [],
   };
+  if (w.seccomp_why !== undefined) out.seccompWhy = w.seccomp_why;
+  return out;
 }
 
 export function execInfoFromWire(v: unknown): ExecInfo {
@@ -164,6 +167,7 @@ export function healthFromWire(v: unknown): Health {
     const p = obj(w.profiles);
     const r = obj(p.restricted);
     out.profiles = { default: p.default, restricted: { available: r.available, user: r.user } };
+    if (r.seccomp !== undefined) out.profiles.restricted.seccomp = r.seccomp;
     if (r.refused_syscalls !== undefined) out.profiles.restricted.refusedSyscalls = r.refused_syscalls;
     if (r.why !== undefined) out.profiles.restricted.why = r.why;
     if (Array.isArray(r.readonly_paths)) out.profiles.restricted.readonlyPaths = r.readonly_paths;

@@ -242,6 +242,7 @@ describe("exec", () => {
     const r = await c.run("true", { profile: "restricted" });
     assert.equal(r.exitCode, 0);
     assert.deepEqual(r.exec.restriction?.readonlyPaths, listed);
+    assert.equal(r.exec.restriction?.seccomp, health.profiles?.restricted.seccomp);
     if (listed.length > 0) assert.ok(listed.includes("/usr"), String(listed));
     else assert.ok(health.profiles?.restricted.readonlyWhy, "an empty list says why");
   });
@@ -442,6 +443,32 @@ describe("server-side waits", () => {
       assert.equal(await c.waitForPort(port, 60000), true);
     } finally {
       server.close();
+    }
+  });
+});
+
+describe("a guest without seccomp (tests/lib/no_seccomp.py)", () => {
+  // The daemon runs under a filter that makes seccomp(2) answer ENOSYS.
+  const wrapper = ["python3", join(process.env.AGENTD_TS_PACKAGE_DIR ?? ".", "..", "..", "tests", "lib",
+    "no_seccomp.py")];
+
+  test("--restricted-without-seccomp runs a restricted exec and says the filter is missing", async (t) => {
+    if (process.getuid?.() !== 0) return t.skip("restricted execs need a root daemon");
+    const d = await Daemon.startUnder(wrapper, "--restricted-without-seccomp");
+    const wc = await d.client();
+    try {
+      const health = await wc.health();
+      assert.deepEqual([health.profiles?.restricted.available, health.profiles?.restricted.seccomp],
+        [true, false]);
+      const r = await wc.run("id -u", { profile: "restricted" });
+      assert.equal(r.exitCode, 0);
+      assert.equal(r.exec.restriction?.seccomp, false);
+      assert.match(r.exec.restriction?.seccompWhy ?? "", /no seccomp support/);
+      assert.equal(r.exec.restriction?.seccompRefusedSyscalls, 0);
+      assert.equal(r.exec.restriction?.capabilities, "none");
+    } finally {
+      wc.close();
+      await d.stop();
     }
   });
 });

@@ -33,10 +33,16 @@ export class Daemon {
   }
 
   static async start(...flags: string[]): Promise<Daemon> {
+    return Daemon.startUnder([], ...flags);
+  }
+
+  /** Runs the daemon under `wrapper` (a program that execs its arguments). */
+  static async startUnder(wrapper: string[], ...flags: string[]): Promise<Daemon> {
     const d = new Daemon();
     const bin = process.env.AGENTD_BIN;
     if (!bin) throw new Error("set AGENTD_BIN to the agentd binary");
-    const proc = spawn(bin, ["--state-dir", join(d.dir, "state"), "--listen", "127.0.0.1:0", ...flags],
+    const args = [bin, "--state-dir", join(d.dir, "state"), "--listen", "127.0.0.1:0", ...flags];
+    const proc = spawn(wrapper[0] ?? bin, [...wrapper.slice(1), ...(wrapper.length ? args : args.slice(1))],
       { stdio: ["ignore", "ignore", "pipe"] });
     d.proc = proc;
     await new Promise<void>((resolve, reject) => {

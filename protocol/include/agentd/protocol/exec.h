@@ -49,7 +49,8 @@ Status ValidateNetwork(std::string_view value);
 
 // What a restricted exec actually ran with: the "restriction" member of the
 // exec object and of the /v1/run answer. Every item is in force when the
-// member is present (a step that cannot be applied fails the spawn).
+// member is present (a step that cannot be applied fails the spawn); the
+// one item that may be absent, the filter, is named by `seccomp`.
 struct ExecRestriction {
   std::string user;  // the name switched to ("" when given by number)
   int64_t uid = 0;
@@ -59,6 +60,12 @@ struct ExecRestriction {
   // and ambient sets empty.
   std::string capabilities = "none";
   int64_t seccomp_refused_syscalls = 0;  // how many calls the filter answers EPERM
+  // Whether the filter was loaded: false only under the operator's
+  // --restricted-without-seccomp on a kernel that cannot load one, and then
+  // `seccomp_why` says why (seccomp_refused_syscalls is 0). Records from
+  // before the flag always had it.
+  bool seccomp = true;
+  std::string seccomp_why;
   // Bound read-only in the exec's own mount namespace (empty: none could be).
   std::vector<std::string> readonly_paths;
 };
