@@ -21,6 +21,8 @@ import unittest
 
 from lib.agentd_test import AGENTD_BIN, Daemon, DaemonTestCase, error_code
 from lib.exec_util import run
+from lib.restricted_checks import (check_setuid_root_binary_gives_nothing,
+                                  check_unshare_mount_namespace_refused)
 
 # A Python every user can run (the test's own may live under /root).
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -165,11 +167,7 @@ class RestrictedProfileTest(DaemonTestCase):
         self.assertFalse(os.path.ismount(target))
 
     def test_unshare_mount_namespace_works_unrestricted_and_is_refused_restricted(self):
-        self.exec_ok("u-unshare", {"argv": ["unshare", "-m", "true"]})
-        obj, out, err = run(self.daemon, "r-unshare", {"argv": ["unshare", "-m", "true"],
-                                                      "profile": "restricted"})
-        self.assertNotEqual(obj["exit_code"], 0)
-        self.assertIn(b"Operation not permitted", err)
+        check_unshare_mount_namespace_refused(self, self.daemon)
         # A user namespace (which needs no capability) is refused too.
         obj, out, err = run(self.daemon, "r-unshare-user",
                             {"argv": ["unshare", "-U", "true"], "profile": "restricted"})
@@ -177,16 +175,7 @@ class RestrictedProfileTest(DaemonTestCase):
         self.assertIn(b"Operation not permitted", err)
 
     def test_setuid_root_binary_gives_nothing_under_no_new_privs(self):
-        suid = os.path.join(self.tmp, "suid-python")
-        shutil.copy(os.path.realpath(PYTHON), suid)
-        os.chown(suid, 0, 0)
-        os.chmod(suid, 0o4755)
-        script = "import os; print(os.geteuid())"
-        # The control: as nobody without the profile, the setuid bit works.
-        _, out = self.exec_ok("u-suid", {"argv": [suid, "-c", script], "user": NOBODY})
-        self.assertEqual(out.strip(), "0")
-        _, out = self.exec_ok("r-suid", {"argv": [suid, "-c", script], "profile": "restricted"})
-        self.assertEqual(out.strip(), str(self.nobody.pw_uid))
+        check_setuid_root_binary_gives_nothing(self, PYTHON, self.tmp, self.nobody.pw_uid)
 
     def test_ptrace_of_the_daemon(self):
         pid = self.daemon.proc.pid
