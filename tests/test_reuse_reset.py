@@ -31,6 +31,30 @@ listener, port = os.read(r, 64).split()
 print(sleeper.pid, int(listener), int(port), flush=True)
 """
 
+# A setsid'd loop that keeps double-forking sleepers (each one is handed to
+# the daemon, the subreaper, as soon as its parent exits); prints the
+# loop's pid once the first sleeper exists, then exits.
+ORPHAN_FACTORY = r"""
+import os, time
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    os.close(r)
+    first = True
+    while True:
+        if os.fork() == 0:
+            if os.fork() == 0:
+                os.execvp("sleep", ["sleep", "1000"])
+            os._exit(0)
+        os.wait()
+        if first:
+            os.write(w, b"%d\n" % os.getpid())
+            first = False
+        time.sleep(0.001)
+os.close(w)
+print(int(os.read(r, 64)), flush=True)
+"""
+
 
 def leave_processes_behind(d, exec_id):
     start(d, exec_id, {"argv": ["python3", "-c", TENANT_LEFTOVERS]})
@@ -73,6 +97,20 @@ class ResetTest(unittest.TestCase):
         self.assertFalse(pid_alive(sleeper))
         self.assertFalse(pid_alive(listener))
         self.assertFalse(port_listens(port))
+
+    def test_reset_ends_a_loop_that_keeps_forking_orphans_while_it_is_swept(self):
+        d = self.d
+        start(d, "factory", {"argv": ["python3", "-c", ORPHAN_FACTORY]})
+        wait_exit(d, "factory")
+        factory = int(read_stream(d, "factory"))
+        # More orphans than the first walk can have seen.
+        wait_until(lambda: len(_descendants(d.proc.pid)) >= 20, what="orphans to pile up")
+        status, report = reset(d, {"reset_id": "r1", "next": {"token": new_token()}})
+        self.assertEqual((status, report["clean"]), (200, True), report)
+        self.assertGreaterEqual(report["killed_processes"], 20, report)
+        self.assertFalse(pid_alive(factory))
+        # Our own walk of /proc, not the daemon's word.
+        self.assertEqual(_descendants(d.proc.pid), [])
 
     def test_the_next_tenant_finds_no_record_of_the_last(self):
         d = self.d
@@ -219,6 +257,20 @@ class ResetInitModeTest(unittest.TestCase):
         self.assertEqual((status, report["clean"]), (200, True), report)
         for pid in workload:
             self.assertTrue(pid_alive(int(pid)), "the --init workload was killed")
+
+
+def _descendants(root):
+    """Every live process beneath `root` now, from our own walk of /proc."""
+    children = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            children.setdefault(_parent(int(p)), []).append(int(p))
+    out, pending = [], [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            out.append(child)
+            pending.append(child)
+    return out
 
 
 def _parent(pid):

@@ -158,6 +158,13 @@ asio::awaitable<void> GuestReset::WaitExecsFinished(SteadyClock::time_point dead
 asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
                                                      const std::function<void()>& close_others) {
   auto started = SteadyClock::now();
+  // Where the time went, for the log line (docs/BENCHMARKS.md, "Reset").
+  json::Object phases;
+  auto mark = [&phases, last = started](const char* name) mutable {
+    auto now = SteadyClock::now();
+    phases.Set(name, std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+  };
   std::shared_ptr<ResetLedger::Entry> entry =
       ledger_.Begin(request.reset_id, std::string(bootstrap_.token()));
   state_ = State::kResetting;
@@ -172,13 +179,16 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
       co_return written;
     }
   }
+  mark("token_file_ms");
   close_others();
 
   std::vector<pid_t> spared = options_.spared();
   engine_.MarkResetKill();
   SweepResult swept = co_await SweepProcesses(engine_.reaper(), spared, options_.kill_limit);
+  mark("sweep_ms");
   engine_.KillAll();  // cgroups of limited execs, and their timers
   co_await WaitExecsFinished(SteadyClock::now() + options_.kill_limit);
+  mark("exec_exits_ms");
   bool privileged = engine_.privileged_generation();  // DropAll clears it
   int64_t reset_generation = engine_.generation();
   std::vector<std::string> dirs = engine_.DropAll();
@@ -187,6 +197,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
     return true;
   };
   co_await RunBlocking(blocking_, std::move(remove));
+  mark("records_ms");
 
   // The reset paths, scratch dirs and IPC objects, then the verification
   // walk of each (blocking pool).
@@ -224,6 +235,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
     return all;
   };
   RestoreResult files = co_await RunBlocking(blocking_, std::move(restore));
+  mark("files_ms");
 
   ResetReport report;
   report.generation = engine_.generation();
@@ -233,6 +245,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   report.removed_ipc_objects = files.removed_ipc_objects;
   // Verification trusts nothing above: a fresh walk.
   report.remaining = ProcessesLeft(spared);
+  mark("verify_processes_ms");
   for (ResetRemaining& r : files.remaining) report.remaining.push_back(std::move(r));
   report.privileged_generation = privileged;
   if (privileged && options_.requires_restricted) {
@@ -265,7 +278,8 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
           .Set("generation", report.generation)
           .Set("killed_processes", report.killed_processes)
           .Set("remaining", report.remaining.size())
-          .Set("duration_ms", report.duration_ms));
+          .Set("duration_ms", report.duration_ms)
+          .Set("phases", std::move(phases)));
   metrics::DaemonMetrics& m = metrics::Daemon();
   m.resets.With({report.clean ? "clean" : "quarantined"}).Inc();
   m.reset_duration.Observe(std::chrono::duration<double>(SteadyClock::now() - started).count());

@@ -3,9 +3,11 @@
 // The daemon is a child subreaper, so whatever an exec started, including
 // what called setsid or double-forked, is beneath it in /proc. The sweep
 // SIGKILLs everything there except the spared subtrees (the --init
-// workload), reaps, and repeats until nothing is left or `limit` passes.
-// Then a fresh walk, trusting nothing the kill loop believed, names what
-// is still there. Runs on the io thread (the Reaper's thread).
+// workload) through pidfds, waits on those pidfds until every process it
+// signalled has exited (no fixed pauses), reaps, and walks again until
+// nothing is left or `limit` passes. The verification is a separate fresh
+// walk (ProcessesLeft) that trusts nothing the kill loop believed. Runs on
+// the io thread (the Reaper's thread).
 #pragma once
 
 #include <sys/types.h>
@@ -20,8 +22,7 @@
 namespace agentd {
 
 struct SweepResult {
-  int64_t killed = 0;                     // distinct processes that were alive and got SIGKILL
-  std::vector<ResetRemaining> remaining;  // beneath the daemon after the sweep
+  int64_t killed = 0;  // distinct processes that were alive and got SIGKILL
 };
 
 // `spared` must live until it completes.
