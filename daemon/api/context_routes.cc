@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "agentd/protocol/context.h"
+#include "api/json_body.h"
 #include "api/query_reader.h"
 #include "api/routes.h"
 #include "run/context_table.h"
@@ -17,16 +18,8 @@ json::Array EncodeContextList(const std::vector<ContextInfo>& list) {
 }
 
 asio::awaitable<void> CreateContext(ContextTable& table, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> doc = co_await req.ReadJson();
-  if (!doc.ok()) {
-    co_await res.SendError(doc.status());
-    co_return;
-  }
-  Result<ContextCreateRequest> create = DecodeContextCreateRequest(*doc);
+  Result<ContextCreateRequest> create =
+      co_await ReadBodyWithoutQuery(req, DecodeContextCreateRequest);
   if (!create.ok()) {
     co_await res.SendError(create.status());
     co_return;
@@ -66,16 +59,7 @@ asio::awaitable<void> GetContext(ContextTable& table, Request& req, Response& re
 // The run goes on when the client leaves: its answer waits for a retry
 // with the same run_id.
 asio::awaitable<void> RunInContext(ContextTable& table, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> doc = co_await req.ReadJson();
-  if (!doc.ok()) {
-    co_await res.SendError(doc.status());
-    co_return;
-  }
-  Result<ContextRunRequest> run = DecodeContextRunRequest(*doc);
+  Result<ContextRunRequest> run = co_await ReadBodyWithoutQuery(req, DecodeContextRunRequest);
   if (!run.ok()) {
     co_await res.SendError(run.status());
     co_return;

@@ -2,6 +2,7 @@
 // "Ack", "Kill", "Stdin", "Resize").
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
+#include "api/json_body.h"
 
 namespace agentd {
 namespace {
@@ -77,12 +78,7 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> doc = co_await req.ReadJson();
-  Result<ResizeRequest> resize = doc.ok() ? DecodeResizeRequest(*doc) : doc.status();
+  Result<ResizeRequest> resize = co_await ReadBodyWithoutQuery(req, DecodeResizeRequest);
   if (!resize.ok()) {
     co_await res.SendError(resize.status());
     co_return;

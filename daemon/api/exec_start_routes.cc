@@ -2,6 +2,7 @@
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
 #include "api/exec_poll_answer.h"
+#include "api/json_body.h"
 
 namespace agentd {
 namespace {
@@ -20,12 +21,7 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await res.SendError(s);
     co_return;
   }
-  Result<json::Value> doc = co_await req.ReadJson();
-  if (!doc.ok()) {
-    co_await res.SendError(doc.status());
-    co_return;
-  }
-  Result<ExecStartRequest> request = DecodeExecStartRequest(*doc);
+  Result<ExecStartRequest> request = co_await ReadBody(req, DecodeExecStartRequest);
   if (!request.ok()) {
     co_await res.SendError(request.status());
     co_return;

@@ -2,6 +2,7 @@
 // edits of one file, applied together by one atomic replace or not at all.
 #include "agentd/protocol/edit.h"
 #include "api/fs_route_util.h"
+#include "api/json_body.h"
 #include "api/query_reader.h"
 #include "api/routes.h"
 #include "fs/file_edit.h"
@@ -22,12 +23,7 @@ Result<Precondition> EditPrecondition(const Request& req, const EditRequest& edi
 }
 
 asio::awaitable<void> Edit(FsRoute r, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> body = co_await req.ReadJson();
-  Result<EditRequest> edit = body.ok() ? DecodeEditRequest(*body) : body.status();
+  Result<EditRequest> edit = co_await ReadBodyWithoutQuery(req, DecodeEditRequest);
   Result<RelPath> rel = edit.ok() ? r.fs.policy().Check(edit->path) : edit.status();
   Result<Precondition> pre = rel.ok() ? EditPrecondition(req, *edit) : rel.status();
   if (!pre.ok()) {

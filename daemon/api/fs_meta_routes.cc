@@ -4,6 +4,7 @@
 // its system calls on the blocking pool.
 #include "agentd/protocol/fs.h"
 #include "api/fs_route_util.h"
+#include "api/json_body.h"
 #include "api/query_reader.h"
 #include "api/recheck_waits.h"
 #include "api/request_ownership.h"
@@ -64,12 +65,7 @@ asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> body = co_await req.ReadJson();
-  Result<MkdirRequest> mk = body.ok() ? DecodeMkdirRequest(*body) : body.status();
+  Result<MkdirRequest> mk = co_await ReadBodyWithoutQuery(req, DecodeMkdirRequest);
   Result<RelPath> rel = mk.ok() ? r.fs.policy().Check(mk->path) : mk.status();
   Result<Ownership> owner = rel.ok() ? ResolveOwnership(mk->user, mk->group) : rel.status();
   if (!owner.ok()) {
@@ -85,12 +81,7 @@ asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> body = co_await req.ReadJson();
-  Result<RenameRequest> mv = body.ok() ? DecodeRenameRequest(*body) : body.status();
+  Result<RenameRequest> mv = co_await ReadBodyWithoutQuery(req, DecodeRenameRequest);
   Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();
   Result<RelPath> to = from.ok() ? r.fs.policy().Check(mv->to) : from.status();
   Result<Precondition> pre = to.ok() ? PreconditionOf(req) : to.status();

@@ -4,6 +4,7 @@
 
 #include "agentd/protocol/run.h"
 #include "api/exec_api.h"
+#include "api/json_body.h"
 #include "api/query_reader.h"
 #include "api/routes.h"
 #include "run/code_run.h"
@@ -12,16 +13,7 @@ namespace agentd {
 namespace {
 
 asio::awaitable<void> RunCode(CodeRun& runner, Request& req, Response& res) {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) {
-    co_await res.SendError(s);
-    co_return;
-  }
-  Result<json::Value> doc = co_await req.ReadJson();
-  if (!doc.ok()) {
-    co_await res.SendError(doc.status());
-    co_return;
-  }
-  Result<RunRequest> run = DecodeRunRequest(*doc);
+  Result<RunRequest> run = co_await ReadBodyWithoutQuery(req, DecodeRunRequest);
   if (!run.ok()) {
     co_await res.SendError(run.status());
     co_return;
