@@ -53,6 +53,7 @@ int ContextRun(Context& ctx, const std::string& id, const std::string& code) {
   ContextRunRequest req;
   req.code = code;
   req.run_id = ctx.args().Get("run-id");
+  req.artifacts_dir = ctx.args().Get("artifacts-dir");
   if (!ContextInt(ctx.args(), "timeout", &req.timeout_sec)) {
     return ctx.out().UsageError("--timeout takes whole seconds");
   }

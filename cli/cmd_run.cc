@@ -1,7 +1,7 @@
 // agentctl run: one code action through POST /v1/run (docs/PROTOCOL.md,
 // "Run code"). Human mode prints the code's stdout and stderr as they came
-// back, then the summary, the exception (a trimmed traceback) and the
-// changed files on stderr, and exits with
+// back, then the summary, the exception (a trimmed traceback), the
+// changed files and the artifacts on stderr, and exits with
 // the remote exit code (124 for a timeout, 128+n for a signal).
 #include <unistd.h>
 
@@ -54,6 +54,21 @@ std::string ExceptionBlock(const RunException& e) {
   return out;
 }
 
+// One line per artifact, as `ls -l` would put it: size, type, hash, path.
+std::string ArtifactLines(const ArtifactList& list) {
+  std::string out;
+  for (const Artifact& a : list.items) {
+    out += "  artifact " + a.path + " (" + a.media_type + ", " + std::to_string(a.bytes) +
+           " bytes" + (a.sha256 ? ", sha256 " + a.sha256->substr(0, 16) : "") + ")\n";
+  }
+  if (list.items.empty()) out += "  (no artifacts)\n";
+  if (list.truncated && list.bound) {
+    out += "  (artifacts incomplete: " + list.bound->name + " " +
+           std::to_string(list.bound->value) + " " + list.bound->unit + ")\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 int CmdRun(Context& ctx) {
@@ -91,6 +106,7 @@ int CmdRun(Context& ctx) {
   }
   if (args.Has("no-scan")) req.scan_changes = false;
   if (std::optional<std::string> marker = args.Get("result-marker")) req.result_marker = *marker;
+  req.artifacts_dir = args.Get("artifacts-dir");
   Result<RunResponse> r = ctx.client().RunCode(req);
   if (!r.ok()) return ctx.out().Fail(r.status());
   return AnswerRun(ctx, *r);
@@ -110,6 +126,7 @@ int AnswerRun(Context& ctx, const RunResponse& answer) {
     if (r->result_error) err += "agentctl: result_error " + *r->result_error + "\n";
     for (const ChangedFile& f : r->changed_files) err += "  " + f.change + " " + f.path + "\n";
     if (r->changed_files_truncated) err += "  (changed files incomplete)\n";
+    if (r->artifacts) err += ArtifactLines(*r->artifacts);
     WriteAllTo(STDERR_FILENO, err);
   }
   if (!r->exit_code) return kExitFailure;

@@ -264,6 +264,29 @@ void ChangedFilesAreReported(CheckContext& ctx) {
   Expect(EndsWith(a.summary, "; 4 files changed"), "summary \"" + a.summary + "\"");
 }
 
+// Artifacts are described by content (a PNG named .txt is image/png) and
+// only what the run made below artifacts_dir is one.
+void ArtifactsAreDescribedByContent(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  std::string dir = ctx.Scratch("artifacts");
+  Run(ctx, Shell("mkdir -p '" + dir + "/out' && echo old > '" + dir + "/out/old'"), "set-up");
+  RunRequest make =
+      Shell("printf '\\211PNG\\r\\n\\032\\n' > out/plot.txt; echo hi > out/hi; echo x > beside");
+  make.cwd = dir;
+  make.artifacts_dir = "out";
+  RunResponse a = Run(ctx, make, "a run making artifacts");
+  Expect(a.artifacts.has_value(), "the answer has no \"artifacts\"");
+  std::string got;
+  for (const Artifact& f : a.artifacts->items) {
+    got += f.path + " " + f.media_type + " " + std::to_string(f.bytes) + ";";
+  }
+  Expect(got == "out/hi text/plain; charset=utf-8 3;out/plot.txt image/png 8;",
+         "artifacts were: " + got);
+  Expect(a.artifacts->items[0].sha256 ==
+             "98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4",
+         "sha256 of out/hi");
+}
+
 void DetachedCodeExec(CheckContext& ctx) {
   NeedRuntime(ctx, "shell");
   ExecStartRequest req;
@@ -388,6 +411,8 @@ void AddRunChecks(std::vector<Check>& checks) {
                     OutputIsBoundedAndUtf8});
   checks.push_back({"run", "changed files: added, modified, removed, same-size rewrite",
                     ChangedFilesAreReported});
+  checks.push_back({"run", "artifacts: what a run makes in artifacts_dir, typed by content",
+                    ArtifactsAreDescribedByContent});
   checks.push_back({"run", "code runs as a detached exec too", DetachedCodeExec});
   checks.push_back({"limits", "health reports the limit mechanism", HealthReportsTheMechanism});
   checks.push_back({"limits", "a memory limit kills and names its value", MemoryLimitKills});

@@ -35,7 +35,7 @@ RULES = {
     "auth": ["log", "sys"],
     "server": ["log", "sys"],
     "exec": ["auth", "fs", "limits", "log", "metrics", "proc", "spool", "sys"],
-    "run": ["exec", "metrics", "proc", "sys"],
+    "run": ["exec", "fs", "metrics", "proc", "sys"],
     "reuse": ["auth", "exec", "fs", "log", "metrics", "proc", "sys"],
     "upgrade": ["log", "proc", "sys"],
     "config": ["exec", "log", "server"],

@@ -1,5 +1,6 @@
 #include "agentd/protocol/context.h"
 
+#include "agentd/protocol/artifacts.h"
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/object_reader.h"
 
@@ -7,7 +8,7 @@ namespace agentd {
 namespace {
 
 // Members of a run request that are each run's, not the context's.
-constexpr const char* kPerRunFields[] = {"code", "stdin", "timeout_sec"};
+constexpr const char* kPerRunFields[] = {"code", "stdin", "timeout_sec", "artifacts_dir"};
 
 Status ValidateRunId(const std::string& id) {
   if (IsValidExecId(id)) return Status::Ok();
@@ -74,6 +75,7 @@ Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc) {
   std::optional<std::string> code = r.String("code");
   req.timeout_sec = r.Int("timeout_sec", 1, 30 * 86400);
   req.run_id = r.String("run_id");
+  req.artifacts_dir = r.String("artifacts_dir");
   r.Require("code", code.has_value());
   if (code && code->find('\0') != std::string::npos) {
     r.Fail("code", "field \"code\" must not contain NUL");
@@ -89,6 +91,7 @@ Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc) {
         .With("limit", static_cast<int64_t>(kMaxContextCodeBytes));
   }
   if (req.run_id) AGENTD_RETURN_IF_ERROR(ValidateRunId(*req.run_id));
+  if (req.artifacts_dir) AGENTD_RETURN_IF_ERROR(ValidateArtifactsDir(*req.artifacts_dir));
   req.code = std::move(*code);
   return req;
 }
@@ -98,6 +101,7 @@ json::Value EncodeContextRunRequest(const ContextRunRequest& req) {
   o.Set("code", req.code);
   if (req.timeout_sec) o.Set("timeout_sec", *req.timeout_sec);
   if (req.run_id) o.Set("run_id", *req.run_id);
+  if (req.artifacts_dir) o.Set("artifacts_dir", *req.artifacts_dir);
   return o;
 }
 

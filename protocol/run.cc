@@ -45,6 +45,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   const json::Value* egress = r.Raw("egress");
   req.scan_changes = r.Bool("scan_changes").value_or(true);
   std::optional<std::string> marker = r.String("result_marker");
+  req.artifacts_dir = r.String("artifacts_dir");
   req.limits = ReadExecLimits(r);
   if (marker) {
     if (marker->size() > kMaxResultMarkerBytes ||
@@ -76,6 +77,7 @@ Result<RunRequest> DecodeRunRequest(const json::Value& doc) {
   AGENTD_RETURN_IF_ERROR(r.Finish());
   if (req.profile) AGENTD_RETURN_IF_ERROR(ValidateProfile(*req.profile));
   if (req.network) AGENTD_RETURN_IF_ERROR(ValidateNetwork(*req.network));
+  if (req.artifacts_dir) AGENTD_RETURN_IF_ERROR(ValidateArtifactsDir(*req.artifacts_dir));
   if (egress && !egress->is_null()) {
     Result<EgressPolicy> policy = DecodeEgressPolicy(*egress);
     if (!policy.ok()) return policy.status();
@@ -115,6 +117,7 @@ json::Value EncodeRunRequest(const RunRequest& req) {
   if (req.egress) o.Set("egress", EncodeEgressPolicy(*req.egress));
   if (!req.scan_changes) o.Set("scan_changes", false);
   if (req.result_marker != kDefaultResultMarker) o.Set("result_marker", req.result_marker);
+  if (req.artifacts_dir) o.Set("artifacts_dir", *req.artifacts_dir);
   WriteExecLimits(o, req.limits);
   return o;
 }
@@ -175,6 +178,7 @@ json::Value EncodeRunResponse(const RunResponse& r) {
   o.Set("exception", r.exception ? EncodeRunException(*r.exception) : json::Value());
   if (r.result) o.Set("result", *r.result);
   o.Set("result_error", OptString(r.result_error));
+  if (r.artifacts) SetArtifacts(o, *r.artifacts);
   return o;
 }
 
@@ -233,6 +237,7 @@ Result<RunResponse> DecodeRunResponse(const json::Value& doc) {
   }
   if (const json::Value* v = doc.Find("result")) r.result = *v;
   r.result_error = GetString(doc, "result_error");
+  r.artifacts = DecodeArtifacts(doc);
   return r;
 }
 

@@ -322,6 +322,18 @@ class PyClientExecTest(DaemonPerClassCase):
         self.assertIn(b"agentd:", r.stderr)
         self.assertTrue(r.exec.error)
 
+    def test_run_code_reports_artifacts_by_content_when_asked(self):
+        work = tempfile.mkdtemp(prefix="pyclient-artifacts-")
+        self.addCleanup(shutil.rmtree, work, True)
+        c = self.client()
+        res = c.run_code("shell", "mkdir out; printf '[1, 2]' > out/r.dat", cwd=work,
+                         artifacts_dir="out")
+        self.assertEqual(res.artifacts, [ac.Artifact(
+            "out/r.dat", "application/json", 6,
+            "3a316d6d3226f84c1e46e4447fa8d5fd800bff4a1bc6498152523cd4a602b69b")])
+        self.assertEqual((res.artifacts_truncated, res.artifacts_bound), (False, None))
+        self.assertIsNone(c.run_code("shell", "true", cwd=work).artifacts)
+
     def test_run_code_answers_a_summary_bounded_output_and_the_changed_files(self):
         work = tempfile.mkdtemp(prefix="pyclient-run-")
         self.addCleanup(shutil.rmtree, work, True)

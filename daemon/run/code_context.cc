@@ -8,6 +8,7 @@
 #include "agentd/protocol/sha256.h"
 #include "agentd/protocol/time_format.h"
 #include "proc/runtimes.h"
+#include "run/artifacts.h"
 #include "run/change_scan.h"
 #include "run/code_drivers.h"
 #include "run/run_answer.h"
@@ -284,6 +285,8 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
                                     .changed_files_max = options_.changed_files_max,
                                     .exclude = DirIdentity(engine_.state_dir())});
   co_await scan.Before();
+  ArtifactScan artifacts(blocking_, cwd_, request.artifacts_dir);
+  co_await artifacts.Before();
   auto reply = std::make_shared<Reply>();
   int64_t seq = ++seq_;
   reply->token =
@@ -353,6 +356,7 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
   info.duration_ms = duration_ms;
   info.limit_timeout_sec = timeout;
   TreeDiff diff = co_await scan.After();
+  std::optional<ArtifactList> made = co_await artifacts.After();
   co_return BuildRunAnswer(AnswerParts{.info = std::move(info),
                                        .out = out_w,
                                        .err = err_w,
@@ -361,7 +365,8 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
                                        .result_marker = request_.spec.result_marker,
                                        .diff = std::move(diff),
                                        .exception = answered ? reply->exception : std::nullopt,
-                                       .egress = std::nullopt});  // contexts take no egress yet
+                                       .egress = std::nullopt,  // contexts take no egress yet
+                                       .artifacts = std::move(made)});
 }
 
 asio::awaitable<void> CodeContext::End(std::string reason) {

@@ -10,6 +10,7 @@
 #include "agentd/trees/unique_fd.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/runtimes.h"
+#include "run/artifacts.h"
 #include "run/change_scan.h"
 #include "run/code_drivers.h"
 #include "run/run_answer.h"
@@ -95,6 +96,8 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
                                     .changed_files_max = options_.changed_files_max,
                                     .exclude = DirIdentity(engine_.state_dir())});
   co_await scan.Before();
+  ArtifactScan artifacts(blocking_, cwd, run.artifacts_dir);
+  co_await artifacts.Before();
   Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));
   if (!started.ok()) co_return started.status();
   ExecView exec = started->exec;
@@ -102,6 +105,7 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
   co_await WaitForRun(engine_, exec, client_gone);
   metrics::Daemon().run_phase.With({"execution"}).Observe(Since(t_exec));
   TreeDiff diff = co_await scan.After();
+  std::optional<ArtifactList> made = co_await artifacts.After();
   std::optional<EgressReport> egress;
   if (Result<EgressReport> e = engine_.Egress(exec.Info().id); e.ok()) egress = std::move(*e);
   RunResponse answer =
@@ -113,7 +117,8 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
                                  .result_marker = run.result_marker,
                                  .diff = std::move(diff),
                                  .exception = ReadReport(report),
-                                 .egress = std::move(egress)});
+                                 .egress = std::move(egress),
+                                 .artifacts = std::move(made)});
   engine_.Discard(exec);
   co_return answer;
 }

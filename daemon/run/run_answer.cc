@@ -88,6 +88,7 @@ RunResponse BuildRunAnswer(AnswerParts parts) {
   r.restriction = info.restriction;
   r.network = info.network;
   if (parts.egress && parts.egress->accounting) r.egress = std::move(*parts.egress);
+  r.artifacts = std::move(parts.artifacts);
   // Only a failed run has an exception (a report beside exit 0 was
   // written by the code itself).
   if (info.exit_code != 0) r.exception = std::move(parts.exception);

@@ -38,6 +38,7 @@ struct AnswerParts {
   TreeDiff diff;
   std::optional<RunException> exception;  // kept only when the run failed
   std::optional<EgressReport> egress;     // answered when the exec had accounting
+  std::optional<ArtifactList> artifacts;  // answered when an artifacts_dir was asked for
 };
 
 RunResponse BuildRunAnswer(AnswerParts parts);

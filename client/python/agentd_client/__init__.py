@@ -13,8 +13,8 @@ from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import AgentdError, ERROR_CLASSES, error_for
 from ._reactive import WatchStop
 from .tunnel import Tunnel, TunnelForwarder
-from .types import (BootstrapResult, ChangedFile, CodeRunResult, ContextInfo, Cursors, EditResult,
-                    EgressDestination, EgressReport, ExecInfo, ExitEvent, FileContent, FileStat,
+from .types import (Artifact, BootstrapResult, ChangedFile, CodeRunResult, ContextInfo, Cursors,
+                    EditResult, EgressDestination, EgressReport, ExecInfo, ExitEvent, FileContent, FileStat,
                     FsWatchEvent, GapEvent, GlobResult,
                     GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult,
                     ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary, StreamEvent,
@@ -23,7 +23,8 @@ from .types import (BootstrapResult, ChangedFile, CodeRunResult, ContextInfo, Cu
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "BootstrapResult",
+    "Client", "mint_exec_id", "AgentdError", "ERROR_CLASSES", "error_for", "Artifact",
+    "BootstrapResult",
     "ChangedFile", "CodeRunResult", "ContextInfo", "Cursors", "EditResult", "EgressDestination",
     "EgressReport", "ExecInfo", "ExitEvent",
     "FileContent", "FileStat", "FsWatchEvent", "GapEvent", "GlobResult", "GuestPort", "Health",

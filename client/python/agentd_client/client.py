@@ -508,19 +508,22 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
                  network: Optional[str] = None,
                  egress: Optional[Mapping[str, Any]] = None,
                  result_marker: Optional[str] = None,
+                 artifacts_dir: Optional[str] = None,
                  **limits: Union[int, float, bool]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
         `limits`, `profile`, `network` and `egress` as for exec_request. `result_marker` (daemon default
         "__AGENTD_RESULT__"; "" turns it off): a stdout line starting with it is the
-        JSON result (`result`, `result_error`). Not retried once sent (running code
-        twice is not harmless)."""
+        JSON result (`result`, `result_error`). `artifacts_dir` (relative to cwd):
+        files the run creates or modifies there are answered as `artifacts` (path,
+        media type, bytes, sha256; never their content). Not retried once sent
+        (running code twice is not harmless)."""
         body: Dict[str, Any] = {"runtime": runtime, "code": code}
         for name, value in (("timeout_sec", timeout_sec), ("cwd", cwd), ("user", user),
                             ("group", group), ("stdin", stdin), ("scan_changes", scan_changes),
                             ("profile", profile), ("network", network),
-                            ("result_marker", result_marker)):
+                            ("result_marker", result_marker), ("artifacts_dir", artifacts_dir)):
             if value is not None:
                 body[name] = value
         if env is not None:

@@ -369,6 +369,21 @@ class ChangedFile:
 
 
 @dataclass
+class Artifact:
+    """A file a run created or modified under its artifacts_dir."""
+
+    path: str  # relative to the run's cwd
+    media_type: str  # sniffed from the content
+    bytes: int
+    sha256: Optional[str] = None  # None past the answer's hash budget
+
+    @staticmethod
+    def from_json(d: Dict[str, Any]) -> "Artifact":
+        return Artifact(str(d.get("path", "")), str(d.get("media_type", "")), _int(d.get("bytes")),
+                        _opt_str(d.get("sha256")))
+
+
+@dataclass
 class CodeRunResult:
     """The answer of POST /v1/run."""
 
@@ -409,6 +424,11 @@ class CodeRunResult:
     network: Optional[str] = None
     #: Its egress accounting when it ran under a policy (destinations bounded).
     egress: Optional["EgressReport"] = None
+    #: With artifacts_dir: what the run made there; None when none was asked for.
+    artifacts: Optional[List[Artifact]] = None
+    #: True when a bound left artifacts out; the bound: {"name", "value", "unit"}.
+    artifacts_truncated: bool = False
+    artifacts_bound: Optional[Dict[str, Any]] = None
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "CodeRunResult":
@@ -426,7 +446,10 @@ class CodeRunResult:
             _opt_dict(d.get("restriction")), _opt_dict(d.get("exception")),
             d.get("result"), "result" in d, _opt_str(d.get("result_error")),
             _opt_str(d.get("network")),
-            EgressReport.from_json(d["egress"]) if isinstance(d.get("egress"), dict) else None)
+            EgressReport.from_json(d["egress"]) if isinstance(d.get("egress"), dict) else None,
+            [Artifact.from_json(a) for a in d["artifacts"] if isinstance(a, dict)]
+            if isinstance(d.get("artifacts"), list) else None,
+            bool(d.get("artifacts_truncated")), _opt_dict(d.get("artifacts_bound")))
 
 
 @dataclass

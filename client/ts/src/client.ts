@@ -456,6 +456,7 @@ export class Client extends ReactiveCalls {
   async runInContext(id: string, code: string, options: ContextRunOptions = {}): Promise<CodeRunResult> {
     const body: Record<string, unknown> = { code, run_id: options.runId ?? "run-" + randomBytes(8).toString("hex") };
     if (options.timeoutSec !== undefined) body.timeout_sec = options.timeoutSec;
+    if (options.artifactsDir !== undefined) body.artifacts_dir = options.artifactsDir;
     return codeRunResultFromWire(await this.json("POST", `/v1/contexts/${q(id)}/run`, body, true));
   }
 

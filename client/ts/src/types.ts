@@ -341,6 +341,22 @@ export interface CodeRunResult {
   result?: unknown;
   /** Why the last result line was not JSON (null otherwise). */
   resultError?: string | null;
+  /** With artifactsDir: the files the run made there (absent when none was asked for). */
+  artifacts?: Artifact[];
+  /** True when a bound left artifacts out; `artifactsBound` names it. */
+  artifactsTruncated?: boolean;
+  artifactsBound?: LimitHit | null;
+}
+
+/** A file a run created or modified under its artifactsDir. */
+export interface Artifact {
+  /** Relative to the run's cwd, artifactsDir first. */
+  path: string;
+  /** Sniffed from the content, never from the name. */
+  mediaType: string;
+  bytes: number;
+  /** Lowercase hex; null past the answer's hash budget. */
+  sha256: string | null;
 }
 
 /** One frame of the caller's own code in a run's exception. */
@@ -391,13 +407,15 @@ export interface ContextInfo {
 }
 
 /** The options of createContext: those of runCode that apply to the interpreter. */
-export type ContextOptions = Omit<RunCodeOptions, "timeoutSec" | "stdin">;
+export type ContextOptions = Omit<RunCodeOptions, "timeoutSec" | "stdin" | "artifactsDir">;
 
 export interface ContextRunOptions {
   /** Clamped to 300 s; past it the interpreter is killed and the context ends. */
   timeoutSec?: number;
   /** A retry with it replays the answer and never runs the code twice (minted when absent). */
   runId?: string;
+  /** As for runCode. */
+  artifactsDir?: string;
 }
 
 export interface RunCodeOptions extends Limits {
@@ -414,6 +432,11 @@ export interface RunCodeOptions extends Limits {
   egress?: EgressPolicy;
   /** Default "__AGENTD_RESULT__"; "" turns result lines off. */
   resultMarker?: string;
+  /**
+   * Relative to cwd: files the run creates or modifies there are answered as
+   * `artifacts` (path, media type, bytes, sha256; never their content).
+   */
+  artifactsDir?: string;
 }
 
 export interface FileStat {

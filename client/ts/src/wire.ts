@@ -136,6 +136,7 @@ export function runCodeOptionsToWire(o: RunCodeOptions): Wire {
   if (o.network !== undefined) w.network = o.network;
   if (o.egress !== undefined) w.egress = o.egress;
   if (o.resultMarker !== undefined) w.result_marker = o.resultMarker;
+  if (o.artifactsDir !== undefined) w.artifacts_dir = o.artifactsDir;
   limitsToWire(o, w);
   return w;
 }
@@ -254,6 +255,13 @@ export function codeRunResultFromWire(v: unknown): CodeRunResult {
   if (w.exception !== undefined) out.exception = runException(w.exception);
   if ("result" in w) out.result = w.result; // the caller's own value, as sent
   if (w.result_error !== undefined) out.resultError = w.result_error;
+  if (Array.isArray(w.artifacts)) {
+    out.artifacts = w.artifacts.map((a: Wire) => ({
+      path: obj(a).path, mediaType: obj(a).media_type, bytes: obj(a).bytes, sha256: orNull(obj(a).sha256),
+    }));
+    out.artifactsTruncated = w.artifacts_truncated;
+    out.artifactsBound = limitHit(w.artifacts_bound);
+  }
   return out;
 }
 

@@ -290,6 +290,17 @@ describe("exec", () => {
     assert.equal(e.details.field, "runtime");
   });
 
+  test("runCode reports artifacts by content when asked", async () => {
+    const work = mkdtempSync(join(tmp, "artifacts-"));
+    const r = await c.runCode("shell", "mkdir out; printf '[1, 2]' > out/r.dat", { cwd: work, artifactsDir: "out" });
+    assert.deepEqual(r.artifacts, [{
+      path: "out/r.dat", mediaType: "application/json", bytes: 6,
+      sha256: "3a316d6d3226f84c1e46e4447fa8d5fd800bff4a1bc6498152523cd4a602b69b",
+    }]);
+    assert.deepEqual([r.artifactsTruncated, r.artifactsBound], [false, null]);
+    assert.equal((await c.runCode("shell", "true", { cwd: work })).artifacts, undefined);
+  });
+
   test("limits ride on runs and execs, and the one that ended them is reported", async () => {
     const r = await c.runCode("shell", "yes", { outputBytes: 4096, killOnOutput: true, timeoutSec: 30 });
     assert.deepEqual([r.success, r.killedBy, r.limit], [false, "output", { name: "output", value: 4096, unit: "bytes" }]);

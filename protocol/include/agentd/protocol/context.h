@@ -34,8 +34,9 @@ json::Value EncodeContextCreateRequest(const ContextCreateRequest& req);
 // POST /v1/contexts/{id}/run.
 struct ContextRunRequest {
   std::string code;
-  std::optional<int64_t> timeout_sec;  // as asked; clamped to kMaxRunTimeoutSec
-  std::optional<std::string> run_id;   // a retry with it replays the answer
+  std::optional<int64_t> timeout_sec;        // as asked; clamped to kMaxRunTimeoutSec
+  std::optional<std::string> run_id;         // a retry with it replays the answer
+  std::optional<std::string> artifacts_dir;  // as in a run request
 };
 Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc);
 json::Value EncodeContextRunRequest(const ContextRunRequest& req);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agentd/protocol/artifacts.h"
 #include "agentd/protocol/exec.h"
 #include "agentd/protocol/json.h"
 #include "agentd/protocol/limits.h"
@@ -50,6 +51,9 @@ struct RunRequest {
   ExecLimits limits;
   // A stdout line starting with it carries the result; "" turns it off.
   std::string result_marker = kDefaultResultMarker;
+  // Files the run creates or modifies below it (relative to cwd) are
+  // answered as `artifacts`.
+  std::optional<std::string> artifacts_dir;
 };
 
 Result<RunRequest> DecodeRunRequest(const json::Value& doc);
@@ -100,6 +104,8 @@ struct RunResponse {
   // none), or why the last result line is not one.
   std::optional<json::Value> result;
   std::optional<std::string> result_error;
+  // Present when the request named an artifacts_dir.
+  std::optional<ArtifactList> artifacts;
 };
 
 json::Value EncodeRunResponse(const RunResponse& r);
