@@ -18,8 +18,8 @@ json::Array EncodeContextList(const std::vector<ContextInfo>& list) {
 }
 
 asio::awaitable<void> CreateContext(ContextTable& table, Request& req, Response& res) {
-  Result<ContextCreateRequest> create =
-      co_await ReadBodyWithoutQuery(req, DecodeContextCreateRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<ContextCreateRequest> create = doc.ok() ? DecodeContextCreateRequest(*doc) : doc.status();
   if (!create.ok()) {
     co_await res.SendError(create.status());
     co_return;
@@ -59,7 +59,8 @@ asio::awaitable<void> GetContext(ContextTable& table, Request& req, Response& re
 // The run goes on when the client leaves: its answer waits for a retry
 // with the same run_id.
 asio::awaitable<void> RunInContext(ContextTable& table, Request& req, Response& res) {
-  Result<ContextRunRequest> run = co_await ReadBodyWithoutQuery(req, DecodeContextRunRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<ContextRunRequest> run = doc.ok() ? DecodeContextRunRequest(*doc) : doc.status();
   if (!run.ok()) {
     co_await res.SendError(run.status());
     co_return;

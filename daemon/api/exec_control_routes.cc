@@ -78,7 +78,8 @@ asio::awaitable<void> Stdin(ExecEngine& engine, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Resize(ExecEngine& engine, Request& req, Response& res) {
-  Result<ResizeRequest> resize = co_await ReadBodyWithoutQuery(req, DecodeResizeRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<ResizeRequest> resize = doc.ok() ? DecodeResizeRequest(*doc) : doc.status();
   if (!resize.ok()) {
     co_await res.SendError(resize.status());
     co_return;

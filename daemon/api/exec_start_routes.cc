@@ -2,7 +2,6 @@
 #include "agentd/protocol/exec.h"
 #include "api/exec_api.h"
 #include "api/exec_poll_answer.h"
-#include "api/json_body.h"
 
 namespace agentd {
 namespace {
@@ -21,7 +20,8 @@ asio::awaitable<void> StartExec(ExecEngine& engine, Request& req, Response& res)
     co_await res.SendError(s);
     co_return;
   }
-  Result<ExecStartRequest> request = co_await ReadBody(req, DecodeExecStartRequest);
+  Result<json::Value> doc = co_await req.ReadJson();
+  Result<ExecStartRequest> request = doc.ok() ? DecodeExecStartRequest(*doc) : doc.status();
   if (!request.ok()) {
     co_await res.SendError(request.status());
     co_return;

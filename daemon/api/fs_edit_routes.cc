@@ -23,7 +23,8 @@ Result<Precondition> EditPrecondition(const Request& req, const EditRequest& edi
 }
 
 asio::awaitable<void> Edit(FsRoute r, Request& req, Response& res) {
-  Result<EditRequest> edit = co_await ReadBodyWithoutQuery(req, DecodeEditRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<EditRequest> edit = doc.ok() ? DecodeEditRequest(*doc) : doc.status();
   Result<RelPath> rel = edit.ok() ? r.fs.policy().Check(edit->path) : edit.status();
   Result<Precondition> pre = rel.ok() ? EditPrecondition(req, *edit) : rel.status();
   if (!pre.ok()) {

@@ -65,7 +65,8 @@ asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
-  Result<MkdirRequest> mk = co_await ReadBodyWithoutQuery(req, DecodeMkdirRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<MkdirRequest> mk = doc.ok() ? DecodeMkdirRequest(*doc) : doc.status();
   Result<RelPath> rel = mk.ok() ? r.fs.policy().Check(mk->path) : mk.status();
   Result<Ownership> owner = rel.ok() ? ResolveOwnership(mk->user, mk->group) : rel.status();
   if (!owner.ok()) {
@@ -81,7 +82,8 @@ asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
 }
 
 asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
-  Result<RenameRequest> mv = co_await ReadBodyWithoutQuery(req, DecodeRenameRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<RenameRequest> mv = doc.ok() ? DecodeRenameRequest(*doc) : doc.status();
   Result<RelPath> from = mv.ok() ? r.fs.policy().Check(mv->from) : mv.status();
   Result<RelPath> to = from.ok() ? r.fs.policy().Check(mv->to) : from.status();
   Result<Precondition> pre = to.ok() ? PreconditionOf(req) : to.status();

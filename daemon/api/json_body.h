@@ -1,32 +1,23 @@
-// The JSON body of a request, read and decoded in one step, so a route
-// handles one Result whatever went wrong (too large, invalid JSON, a field
-// the decoder refuses, an unexpected query parameter) and sends its error.
+// The JSON body of a request that takes no query parameters, read in one
+// step: a route decodes it and handles one Result whatever went wrong (an
+// unexpected query parameter, too large, invalid JSON, a field the
+// decoder refuses):
+//
+//   Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+//   Result<RunRequest> run = doc.ok() ? DecodeRunRequest(*doc) : doc.status();
+//
+// One coroutine for every route (a template per request type cost a
+// coroutine frame each in the binary).
 #pragma once
 
-#include <utility>
+#include <asio.hpp>
 
 #include "agentd/protocol/json.h"
-#include "api/query_reader.h"
+#include "agentd/protocol/status.h"
 #include "server/request.h"
 
 namespace agentd {
 
-// `decode` is a protocol decoder, Result<T>(const json::Value&).
-template <typename Decode>
-auto ReadBody(Request& req, Decode decode)
-    -> asio::awaitable<decltype(decode(std::declval<const json::Value&>()))> {
-  Result<json::Value> doc = co_await req.ReadJson();
-  if (!doc.ok()) co_return doc.status();
-  co_return decode(*doc);
-}
-
-// For routes that take no query parameters: any given is refused first.
-template <typename Decode>
-auto ReadBodyWithoutQuery(Request& req, Decode decode)
-    -> asio::awaitable<decltype(decode(std::declval<const json::Value&>()))> {
-  if (Status s = QueryReader(req.query()).Finish(); !s.ok()) co_return s;
-  auto body = co_await ReadBody(req, decode);
-  co_return body;
-}
+asio::awaitable<Result<json::Value>> ReadJsonWithoutQuery(Request& req);
 
 }  // namespace agentd

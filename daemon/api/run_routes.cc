@@ -13,7 +13,8 @@ namespace agentd {
 namespace {
 
 asio::awaitable<void> RunCode(CodeRun& runner, Request& req, Response& res) {
-  Result<RunRequest> run = co_await ReadBodyWithoutQuery(req, DecodeRunRequest);
+  Result<json::Value> doc = co_await ReadJsonWithoutQuery(req);
+  Result<RunRequest> run = doc.ok() ? DecodeRunRequest(*doc) : doc.status();
   if (!run.ok()) {
     co_await res.SendError(run.status());
     co_return;
