@@ -13,6 +13,20 @@ namespace {
 
 long Sys(int cmd, union bpf_attr* attr) { return ::syscall(__NR_bpf, cmd, attr, sizeof(*attr)); }
 
+// BPF_PROG_LOAD answers EAGAIN when the verifier was interrupted (a signal
+// to the loading thread, seen under ThreadSanitizer's signal handling), so
+// it is tried again a few times, as libbpf does.
+constexpr int kProgLoadAttempts = 5;
+
+long LoadProgram(union bpf_attr* attr) {
+  long fd = -1;
+  for (int i = 0; i < kProgLoadAttempts; ++i) {
+    fd = Sys(BPF_PROG_LOAD, attr);
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
+}
+
 uint64_t Ptr(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 
 // Enough for the verifier's account of a program this size.
@@ -80,7 +94,7 @@ Result<UniqueFd> LoadProgram(uint32_t type, uint32_t attach_type,
   attr.insns = Ptr(code.data());
   attr.insn_cnt = static_cast<uint32_t>(code.size());
   attr.license = Ptr(kLicense);
-  long fd = Sys(BPF_PROG_LOAD, &attr);
+  long fd = LoadProgram(&attr);
   if (fd >= 0) return UniqueFd(static_cast<int>(fd));
   int err = errno;
   if (err != EACCES && err != EINVAL) return PosixError(err, "cannot load a BPF program");
@@ -88,7 +102,7 @@ Result<UniqueFd> LoadProgram(uint32_t type, uint32_t attach_type,
   attr.log_level = 1;
   attr.log_buf = Ptr(log.data());
   attr.log_size = static_cast<uint32_t>(log.size());
-  fd = Sys(BPF_PROG_LOAD, &attr);
+  fd = LoadProgram(&attr);
   if (fd >= 0) return UniqueFd(static_cast<int>(fd));
   log.resize(::strnlen(log.data(), log.size()));
   if (log.size() > 2000) log = "..." + log.substr(log.size() - 2000);
