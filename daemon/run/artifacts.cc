@@ -35,6 +35,21 @@ Result<UniqueFd> OpenBelow(int at, std::string_view path, int leaf_flags) {
   return cur;
 }
 
+// The artifacts directory below the cwd, reached without a symlink.
+Result<UniqueFd> OpenArtifactsDir(const std::string& cwd, const std::string& dir) {
+  UniqueFd cwd_fd(::open(cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cwd_fd) return PosixError(errno, "cannot open the run's cwd", cwd);
+  return OpenBelow(cwd_fd.get(), dir, O_PATH | O_DIRECTORY);
+}
+
+// The answer when the directory is not one below the cwd (anymore).
+ArtifactList DirRefused() {
+  ArtifactList refused;
+  refused.truncated = true;
+  refused.bound = LimitHit{"artifacts_dir", 0, "entries"};
+  return refused;
+}
+
 // Size, media type and hash of one regular file, within `budget` bytes
 // of hashing (taken from it).
 std::optional<Artifact> Describe(int dir_fd, const std::string& rel, const std::string& shown,
@@ -100,12 +115,7 @@ std::function<ArtifactList()> MakeAfter(const std::string& cwd, const std::strin
                                         std::shared_ptr<TreeSnapshot> before) {
   return [cwd, dir, before]() {
     Result<TreeSnapshot> after = SnapshotArtifactsDir(cwd, dir);
-    if (!before || !after.ok()) {
-      ArtifactList refused;
-      refused.truncated = true;
-      refused.bound = LimitHit{"artifacts_dir", 0, "entries"};
-      return refused;
-    }
+    if (!before || !after.ok()) return DirRefused();
     return DescribeArtifacts(cwd, dir, *before, *after);
   };
 }
@@ -113,9 +123,7 @@ std::function<ArtifactList()> MakeAfter(const std::string& cwd, const std::strin
 }  // namespace
 
 Result<TreeSnapshot> SnapshotArtifactsDir(const std::string& cwd, const std::string& dir) {
-  UniqueFd cwd_fd(::open(cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!cwd_fd) return PosixError(errno, "cannot open the run's cwd", cwd);
-  Result<UniqueFd> fd = OpenBelow(cwd_fd.get(), dir, O_PATH | O_DIRECTORY);
+  Result<UniqueFd> fd = OpenArtifactsDir(cwd, dir);
   if (!fd.ok()) {
     if (fd.status().code() == ErrorCode::kNotFound) {
       TreeSnapshot empty;
@@ -131,18 +139,11 @@ Result<TreeSnapshot> SnapshotArtifactsDir(const std::string& cwd, const std::str
 
 ArtifactList DescribeArtifacts(const std::string& cwd, const std::string& dir,
                                const TreeSnapshot& before, const TreeSnapshot& after) {
+  Result<UniqueFd> dir_fd = OpenArtifactsDir(cwd, dir);
+  if (!dir_fd.ok()) return DirRefused();
   ArtifactList out;
   TreeDiff diff = DiffTrees(before, after, SIZE_MAX);
   out.bound = diff.bound;  // a scan bound: some directories were not compared
-  UniqueFd cwd_fd(::open(cwd.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  Result<UniqueFd> dir_fd =
-      cwd_fd ? OpenBelow(cwd_fd.get(), dir, O_PATH | O_DIRECTORY)
-             : Result<UniqueFd>(PosixError(errno, "cannot open the run's cwd", cwd));
-  if (!dir_fd.ok()) {
-    out.bound = LimitHit{"artifacts_dir", 0, "entries"};
-    out.truncated = true;
-    return out;
-  }
   uint64_t budget = kArtifactHashBudgetBytes;
   bool over_budget = false;
   for (const ChangedFile& c : diff.changes) {
