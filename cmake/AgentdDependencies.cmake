@@ -28,7 +28,12 @@ if(NOT EXISTS ${AGENTD_SIMDJSON_SOURCE})
   message(FATAL_ERROR "simdjson source not found at ${AGENTD_SIMDJSON_SOURCE}; run scripts/install-deps")
 endif()
 add_library(agentd_simdjson STATIC ${AGENTD_SIMDJSON_SOURCE})
-target_compile_definitions(agentd_simdjson PUBLIC SIMDJSON_EXCEPTIONS=0)
+# Of simdjson's x86-64 kernels only haswell (AVX2) and the portable fallback
+# are built: request bodies are small, so the AVX-512 (icelake) and SSE4.2
+# (westmere) kernels bought no measurable time and cost 65 KB of the binary
+# (docs/BUILDING.md, "Binary size"). A CPU without AVX2 runs the fallback.
+target_compile_definitions(agentd_simdjson PUBLIC SIMDJSON_EXCEPTIONS=0
+  SIMDJSON_IMPLEMENTATION_ICELAKE=0 SIMDJSON_IMPLEMENTATION_WESTMERE=0)
 # The JSON library is hot and its debug build is slow: always optimize it.
 target_compile_options(agentd_simdjson PRIVATE -O2 -w)
 set_target_properties(agentd_simdjson PROPERTIES POSITION_INDEPENDENT_CODE ON)
