@@ -175,6 +175,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   }
   reset_options.reset_baselines = config.reset_baselines;
   reset_options.scratch_dirs = config.reset_scratch;
+  reset_options.overlay = config.reset_overlay;
   // PID 1 is in the guest's own IPC namespace (a container, a VM): nothing
   // there but the image and the tenant.
   reset_options.sweep_ipc = config.reset_ipc || ::getpid() == 1;

@@ -42,6 +42,18 @@ class PyClientResetTest(unittest.TestCase):
         with self.assertRaises(ac.Unauthorized):
             ac.Client("http://127.0.0.1:%d" % d.port, d.token).reset("py-reset-2")
 
+    def test_health_says_how_each_reset_path_is_reset(self):
+        work = os.path.join(self.d.tmp, "work")
+        os.mkdir(work)
+        d = Daemon("--reset-path", work)
+        self.addCleanup(d.close)
+        c = ac.Client("http://127.0.0.1:%d" % d.port, d.token)
+        self.addCleanup(c.close)
+        self.assertEqual(c.health().reset_paths,
+                         [{"path": work, "mode": "restore",
+                           "overlay_unavailable": "--reset-overlay off"}])
+        self.assertEqual(ac.Client("http://127.0.0.1:%d" % self.d.port).health().reset_paths, [])
+
     def test_a_second_client_keeps_the_retired_token_until_set_token(self):
         # docs/CLIENT.md, "Tokens": only the client that reset switches.
         url = "http://127.0.0.1:%d" % self.d.port

@@ -59,6 +59,9 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
     h.extra.Set("generation", ctx.reuse->generation());
     h.extra.Set("boot_id", ctx.reuse->boot_id());
     h.extra.Set("state", std::string(ctx.reuse->state_name()));
+    if (json::Array paths = ctx.reuse->reset_paths(); !paths.empty()) {
+      h.extra.Set("reset_paths", std::move(paths));
+    }
     if (ctx.reuse->state() == GuestReset::State::kResetting) {
       unable("resetting", "a reset is running; the guest serves again when it ends");
     } else if (ctx.reuse->state() == GuestReset::State::kQuarantined) {

@@ -35,6 +35,7 @@ struct DaemonConfig {
   std::vector<std::string> reset_baselines;
   std::vector<std::string> reset_scratch;  // emptied by a reset
   bool reset_ipc = false;                  // System V IPC objects made since the start go too
+  bool reset_overlay = false;              // --reset-overlay auto: the fast path where it mounts
   LogLevel log_level = LogLevel::kInfo;
   ServerLimits limits;
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(5)};

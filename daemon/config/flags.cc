@@ -173,6 +173,16 @@ const std::vector<Flag>& Flags() {
          c.reset_scratch.emplace_back(v);
          return Status::Ok();
        }},
+      {"reset-overlay", "MODE",
+       "auto: where the daemon is root and the kernel has overlayfs, each reset path is an "
+       "overlay on its golden copy with its writes on a tmpfs (memory), and a reset swaps "
+       "that upper layer; elsewhere a reset restores by copying. off: always by copying. "
+       "Default off.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "auto" && v != "off") return BadValue("reset-overlay", v, "auto or off");
+         c.reset_overlay = v == "auto";
+         return Status::Ok();
+       }},
       {"reset-ipc", nullptr,
        "POST /v1/reset removes every System V IPC object (shared memory, message queue, "
        "semaphore set) made since the daemon started. For a daemon in the guest's own IPC "

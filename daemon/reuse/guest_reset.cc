@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
 #include "agentd/trees/dir_entries.h"
 #include "agentd/trees/posix_error.h"
@@ -106,10 +107,17 @@ Status GuestReset::Open(const std::string& state_dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return PosixError(errno, "cannot create", dir);
   }
+  std::string overlay_dir = state_dir + "/reset-overlay";
+  std::string unavailable = options_.overlay ? OverlayUnavailable() : "";
+  if (options_.overlay && unavailable.empty() && ::mkdir(overlay_dir.c_str(), 0700) != 0 &&
+      errno != EEXIST) {
+    unavailable = "cannot create " + overlay_dir + ": " + std::strerror(errno);
+  }
   for (size_t i = 0; i < options_.reset_paths.size(); ++i) {
     auto path = std::make_shared<ResetPath>();
     path->live = options_.reset_paths[i];
     path->golden = dir + "/" + std::to_string(i);
+    std::string upper_dir = overlay_dir + "/" + std::to_string(i);
     std::string source =
         i < options_.reset_baselines.size() ? options_.reset_baselines[i] : path->live;
     // A golden copy made by an earlier start for the same path is kept: a
@@ -117,7 +125,14 @@ Status GuestReset::Open(const std::string& state_dir) {
     std::string marker = path->golden + ".source";
     std::string want = path->live + "\n" + source + "\n";
     Result<std::string> had = ReadFileToString(marker, 1 << 16);
-    if (!had.ok() || *had != want) {
+    bool remade = !had.ok() || *had != want;
+    // An overlay of an earlier start lies over the path: kept when it will
+    // be one again on the same golden copy, else taken off first (the copy
+    // is made from the path's own contents, never from a tenant's upper).
+    if (remade || !options_.overlay || !unavailable.empty()) {
+      DetachStaleOverlay(path->live, upper_dir);
+    }
+    if (remade) {
       // (The fs layer's removal: std::filesystem would add 100 KiB to the
       // static binary.)
       Result<uint64_t> removed = RemoveTreeAtPath(path->golden);
@@ -129,11 +144,46 @@ Status GuestReset::Open(const std::string& state_dir) {
       AGENTD_RETURN_IF_ERROR(SnapshotTree(source, path->golden, manifest));
       AGENTD_RETURN_IF_ERROR(WriteFileAtomically(marker, want));
     }
-    Log(LogLevel::kInfo, "reset path",
-        json::Object().Set("path", path->live).Set("golden", path->golden).Set("source", source));
+    if (!options_.overlay) {
+      path->overlay_unavailable = "--reset-overlay off";  // (the default)
+    } else if (!unavailable.empty()) {
+      path->overlay_unavailable = unavailable;
+    } else {
+      auto slot = std::make_unique<OverlaySlot>();
+      slot->live = path->live;
+      slot->lower = path->golden;
+      slot->dir = upper_dir;
+      Status mounted = OpenOverlay(*slot);
+      if (mounted.ok()) {
+        path->overlay = std::move(slot);
+        // The overlay shows the golden copy's identities, learned by the
+        // first verification's byte comparison.
+        path->manifest.clear();
+      } else {
+        path->overlay_unavailable = mounted.message();
+      }
+    }
+    Log(path->overlay || !options_.overlay ? LogLevel::kInfo : LogLevel::kWarn, "reset path",
+        json::Object()
+            .Set("path", path->live)
+            .Set("golden", path->golden)
+            .Set("source", source)
+            .Set("mode", path->overlay ? "overlay" : "restore")
+            .Set("overlay_unavailable", path->overlay_unavailable));
     paths_.push_back(std::move(path));
   }
   return Status::Ok();
+}
+
+json::Array GuestReset::reset_paths() const {
+  json::Array out;
+  for (const auto& p : paths_) {
+    json::Object one;
+    one.Set("path", p->live).Set("mode", p->overlay ? "overlay" : "restore");
+    if (!p->overlay) one.Set("overlay_unavailable", p->overlay_unavailable);
+    out.emplace_back(std::move(one));
+  }
+  return out;
 }
 
 asio::awaitable<std::optional<ResetReport>> GuestReset::ReportOf(
@@ -192,17 +242,13 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   bool privileged = engine_.privileged_generation();  // DropAll clears it
   int64_t reset_generation = engine_.generation();
   std::vector<std::string> dirs = engine_.DropAll();
-  auto remove = [dirs] {
-    for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
-    return true;
-  };
-  co_await RunBlocking(blocking_, std::move(remove));
-  mark("records_ms");
 
-  // The reset paths, scratch dirs and IPC objects, then the verification
-  // walk of each (blocking pool).
-  auto restore = [paths = paths_, scratch = options_.scratch_dirs, sweep_ipc = options_.sweep_ipc,
-                  ipc_baseline = ipc_baseline_] {
+  // The dropped records' dirs and spools, the reset paths, scratch dirs
+  // and IPC objects, then the verification walk of each: one trip to the
+  // blocking pool.
+  auto restore = [dirs = std::move(dirs), paths = paths_, scratch = options_.scratch_dirs,
+                  sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_] {
+    for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
     RestoreResult all;
     for (const std::string& dir : scratch) {
       ScratchResult emptied = EmptyScratchDir(dir);
@@ -220,6 +266,26 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
       for (ResetRemaining& r : ipc.remaining) all.remaining.push_back(std::move(r));
     }
     for (const auto& p : paths) {
+      if (p->overlay) {
+        OverlaySwap swap = SwapOverlay(*p->overlay);
+        all.removed_entries += swap.removed_entries;
+        all.removed_bytes += swap.removed_bytes;
+        if (swap.held) {
+          Log(LogLevel::kWarn, "reset path held",
+              json::Object()
+                  .Set("path", p->live)
+                  .Set("reason",
+                       "the old overlay was busy (a mount inside it, or a spared "
+                       "process's cwd or open file, which keeps the old view); it "
+                       "was detached and the path has the fresh one"));
+        }
+        std::vector<ResetRemaining> left = swap.remaining;
+        if (left.empty()) left = OverlayLeft(*p->overlay);
+        // Verified as without overlays, the mount not trusted.
+        if (left.empty()) left = CompareTrees(p->golden, p->live, p->manifest, &p->manifest);
+        for (ResetRemaining& r : left) all.remaining.push_back(std::move(r));
+        continue;
+      }
       RestoreResult one = RestoreTree(p->golden, p->live, p->manifest);
       all.removed_entries += one.removed_entries;
       all.removed_bytes += one.removed_bytes;
@@ -235,7 +301,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
     return all;
   };
   RestoreResult files = co_await RunBlocking(blocking_, std::move(restore));
-  mark("files_ms");
+  mark("records_and_files_ms");
 
   ResetReport report;
   report.generation = engine_.generation();

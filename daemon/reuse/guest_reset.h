@@ -34,6 +34,7 @@
 #include "auth/bootstrap_state.h"
 #include "exec/exec_engine.h"
 #include "reuse/ipc_sweep.h"
+#include "reuse/overlay_reset.h"
 #include "reuse/reset_ledger.h"
 #include "reuse/tree_restore.h"
 
@@ -55,6 +56,8 @@ struct GuestResetOptions {
   // --reset-requires-restricted: a generation in which an exec ran
   // unrestricted as root quarantines instead of being called clean.
   bool requires_restricted = false;
+  // --reset-overlay auto: overlays where they can be mounted.
+  bool overlay = false;
 };
 
 class GuestReset {
@@ -74,6 +77,9 @@ class GuestReset {
   const std::string& boot_id() const { return boot_id_; }
   // What the quarantining reset found (empty unless quarantined).
   const std::vector<ResetRemaining>& quarantine_items() const { return quarantine_items_; }
+  // Each reset path with how a reset returns it ("overlay" or "restore")
+  // and, for "restore" where overlays were not turned off, why not.
+  json::Array reset_paths() const;
 
   ResetLedger& ledger() { return ledger_; }
   // Waits for `entry`'s reset to end; nullopt when it was refused.
@@ -95,7 +101,9 @@ class GuestReset {
   struct ResetPath {
     std::string live;
     std::string golden;
-    TreeManifest manifest;  // touched only by the blocking job of a reset
+    TreeManifest manifest;                 // touched only by the blocking job of a reset
+    std::unique_ptr<OverlaySlot> overlay;  // the fast path, where it could be mounted
+    std::string overlay_unavailable;       // why not
   };
 
   asio::thread_pool& blocking_;

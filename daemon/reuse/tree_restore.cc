@@ -212,7 +212,7 @@ struct Walk {
 };
 
 void Compare(int golden, int live, const std::string& rel, const std::string& root, dev_t dev,
-             const TreeManifest& manifest, std::vector<ResetRemaining>& out) {
+             const TreeManifest& manifest, TreeManifest* learn, std::vector<ResetRemaining>& out) {
   auto differ = [&](const std::string& path, std::string why) {
     out.push_back({"path", root + "/" + path, std::move(why)});
   };
@@ -242,7 +242,11 @@ void Compare(int golden, int live, const std::string& rel, const std::string& ro
         differ(path, "another size");
       } else if (it == manifest.end() || it->second.first != l.st_ino ||
                  it->second.second != CtimeNs(l)) {
-        differ(path, "changed since it was restored");
+        if (learn && SameContents(golden, live, name, g.st_size)) {
+          (*learn)[path] = {l.st_ino, CtimeNs(l)};
+        } else {
+          differ(path, "changed since it was restored");
+        }
       }
     } else if (S_ISLNK(g.st_mode) && LinkTarget(golden, name) != LinkTarget(live, name)) {
       differ(path, "another symlink target");
@@ -253,7 +257,7 @@ void Compare(int golden, int live, const std::string& rel, const std::string& ro
       }
       UniqueFd gsub(::openat(golden, name.c_str(), kDirFlags));
       UniqueFd lsub(::openat(live, name.c_str(), kDirFlags));
-      if (gsub && lsub) Compare(gsub.get(), lsub.get(), path, root, dev, manifest, out);
+      if (gsub && lsub) Compare(gsub.get(), lsub.get(), path, root, dev, manifest, learn, out);
     }
   }
 }
@@ -312,7 +316,7 @@ RestoreResult RestoreTree(const std::string& golden, const std::string& live,
 }
 
 std::vector<ResetRemaining> CompareTrees(const std::string& golden, const std::string& live,
-                                         const TreeManifest& manifest) {
+                                         const TreeManifest& manifest, TreeManifest* learn) {
   std::vector<ResetRemaining> out;
   UniqueFd g(::open(golden.c_str(), kDirFlags));
   UniqueFd l(::open(live.c_str(), kDirFlags));
@@ -321,7 +325,7 @@ std::vector<ResetRemaining> CompareTrees(const std::string& golden, const std::s
     out.push_back({"path", live, std::string("cannot open: ") + std::strerror(errno)});
     return out;
   }
-  Compare(g.get(), l.get(), "", live, st.st_dev, manifest, out);
+  Compare(g.get(), l.get(), "", live, st.st_dev, manifest, learn, out);
   return out;
 }
 

@@ -49,7 +49,11 @@ RestoreResult RestoreTree(const std::string& golden, const std::string& live,
 // The verification walk: every difference between the trees (names,
 // types, sizes, modes, owners, symlink targets, and regular files whose
 // identity is not the manifest's), as remaining items named by live path.
+// With `learn` (an overlay, whose files keep the golden copy's identities
+// across swaps), a file whose identity is not the manifest's is compared
+// by bytes instead, and its identity learned when they are equal.
 std::vector<ResetRemaining> CompareTrees(const std::string& golden, const std::string& live,
-                                         const TreeManifest& manifest);
+                                         const TreeManifest& manifest,
+                                         TreeManifest* learn = nullptr);
 
 }  // namespace agentd

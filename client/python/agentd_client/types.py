@@ -63,6 +63,9 @@ class Health:
     reason: str = ""
     #: With state_dir_unwritable: the errno name of the failed write.
     errno: str = ""
+    #: How a reset returns each reset path: {"path", "mode": "overlay" or
+    #: "restore", "overlay_unavailable": why not overlay (with restore)}.
+    reset_paths: List[Dict[str, str]] = field(default_factory=list)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -78,7 +81,8 @@ class Health:
                                           str(u.get("reason", "")))
                        for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)],
                       _int(d.get("upgrades")), _int(d.get("upgrade_failures")),
-                      str(d.get("reason") or ""), str(d.get("errno") or ""))
+                      str(d.get("reason") or ""), str(d.get("errno") or ""),
+                      [p for p in d.get("reset_paths") or [] if isinstance(p, dict)])
 
 
 @dataclass

@@ -41,6 +41,8 @@ export interface Health {
   /** 32 hex digits, random at every daemon start. */
   bootId?: string;
   state?: "ready" | "resetting" | "quarantined";
+  /** How a reset returns each reset path (overlayUnavailable: why not overlay). */
+  resetPaths?: { path: string; mode: "overlay" | "restore"; overlayUnavailable?: string }[];
   /** Upgrades in place since the daemon first started, and failed ones. */
   upgrades?: number;
   upgradeFailures?: number;

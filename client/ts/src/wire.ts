@@ -178,6 +178,15 @@ export function healthFromWire(v: unknown): Health {
   if (w.generation !== undefined) out.generation = w.generation;
   if (w.boot_id !== undefined) out.bootId = w.boot_id;
   if (w.state !== undefined) out.state = w.state;
+  if (Array.isArray(w.reset_paths)) {
+    out.resetPaths = w.reset_paths.map((p: Wire) => {
+      const one: { path: string; mode: "overlay" | "restore"; overlayUnavailable?: string } = {
+        path: obj(p).path, mode: obj(p).mode,
+      };
+      if (obj(p).overlay_unavailable !== undefined) one.overlayUnavailable = obj(p).overlay_unavailable;
+      return one;
+    });
+  }
   if (w.reason !== undefined) out.reason = w.reason;
   if (w.errno !== undefined) out.errno = w.errno;
   if (w.upgrades !== undefined) out.upgrades = w.upgrades;

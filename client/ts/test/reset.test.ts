@@ -1,6 +1,9 @@
 // @agentd/client reset() against the real daemon: the next token installed
 // and used, the last tenant's records gone, a retry answered from the record.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { AgentdError, Client } from "../src/index.js";
@@ -75,5 +78,20 @@ test("a fresh guest: health says it is not bootstrapped, bootstrap installs the 
     c.close();
   } finally {
     await fresh.stop();
+  }
+});
+
+test("health says how each reset path is reset", async () => {
+  const work = mkdtempSync(join(tmpdir(), "agentd-ts-work-"));
+  const d = await Daemon.start("--reset-path", work);
+  try {
+    const c = await d.client();
+    const h = await c.health();
+    assert.deepEqual(h.resetPaths,
+      [{ path: work, mode: "restore", overlayUnavailable: "--reset-overlay off" }]);
+    c.close();
+  } finally {
+    await d.stop();
+    rmSync(work, { recursive: true, force: true });
   }
 });
