@@ -101,7 +101,8 @@ Result<RunException> DecodeRunException(const json::Value& doc) {
 std::string ExceptionSummaryLine(const RunException& e) {
   std::string out = e.type + (e.message.empty() ? "" : ": " + e.message);
   if (e.line) {
-    bool in_code = !e.file || *e.file == "<string>";
+    // The code itself: "<string>" (python3 -c) or "[eval]" (bun -e).
+    bool in_code = !e.file || *e.file == "<string>" || *e.file == "[eval]";
     out += in_code ? " at line " : " at " + *e.file + " line ";
     out += std::to_string(*e.line);
     if (e.column) out += ", column " + std::to_string(*e.column);

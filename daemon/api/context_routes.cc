@@ -107,7 +107,8 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
                      .workdir = ctx.config.engine.workdir,
                      .scan_max_entries = ctx.config.scan_max_entries,
                      .scan_max_ms = ctx.config.scan_max_ms,
-                     .changed_files_max = ctx.config.changed_files_max},
+                     .changed_files_max = ctx.config.changed_files_max,
+                     .shared_driver_dir = ctx.config.run_driver_dir},
       ctx.config.max_contexts);
   ctx.contexts = [table] { return EncodeContextList(table->List()); };
   router.Add("POST", "/v1/contexts",

@@ -49,7 +49,10 @@ struct DaemonConfig {
   uint64_t scan_max_entries = 250'000;  // per changed-files scan
   int64_t scan_max_ms = 2000;           // per changed-files scan
   uint64_t changed_files_max = 1000;    // entries in one answer
-  int64_t max_contexts = 8;             // live stateful contexts (docs/PROTOCOL.md, "Contexts")
+  // Where run drivers that must be files go (run/driver_file.h); "" for
+  // the state directory only.
+  std::string run_driver_dir = "/run/agentd-drivers";
+  int64_t max_contexts = 8;  // live stateful contexts (docs/PROTOCOL.md, "Contexts")
 
   // Tar uploads.
   uint64_t tar_max_entries = 65536;

@@ -285,6 +285,18 @@ const std::vector<Flag>& Flags() {
          c.engine.restricted_user = v;
          return Status::Ok();
        }},
+      {"run-driver-dir", "DIR",
+       "Where the TypeScript run driver is written for every user to read (owned by the "
+       "daemon's user, not writable by others; made if missing). An empty value keeps it "
+       "in the state directory, where only runs as the daemon's own user can load it. "
+       "Default /run/agentd-drivers.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (!v.empty() && (v[0] != '/' || v.find('\0') != std::string_view::npos)) {
+           return BadValue("run-driver-dir", v, "an absolute path, or empty");
+         }
+         c.run_driver_dir = v;
+         return Status::Ok();
+       }},
       {"restricted-without-seccomp", nullptr,
        "On a kernel that cannot load seccomp filters, run restricted execs without the "
        "filter (user, no capabilities, no_new_privs, read-only paths still apply; each "

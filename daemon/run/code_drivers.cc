@@ -305,6 +305,124 @@ constexpr std::string_view kPythonContextLoop = R"PY(    def read_exact(n):
 _agentd_context()
 )PY";
 
+// The TypeScript run driver, a preload (`bun --preload DRIVER -e CODE`):
+// bun runs CODE exactly as `bun -e CODE` does (same module semantics, the
+// file name "[eval]" under the cwd, the caller's line numbers), and the
+// driver only listens: an "uncaughtExceptionMonitor" listener, unlike an
+// "uncaughtException" one, leaves bun's own printing and exit status
+// alone. It reads the frames from Bun.inspect rather than e.stack, because
+// reading the stack first makes bun print the error with one frame fewer.
+// The report descriptor 3 is reopened through /proc (bun has no dup) with
+// close-on-exec and closed, so the code's children do not inherit it.
+// A build error (a syntax error) carries its own position; it is reported
+// as a SyntaxError.
+constexpr std::string_view kTsRunDriver = R"JS((() => {
+  const fs = require("fs");
+  let fd = -1;
+  try {
+    fd = fs.openSync("/proc/self/fd/3", "r+");
+    fs.closeSync(3);
+  } catch {
+    return;
+  }
+  const args = process.execArgv;
+  const at = args.indexOf("-e");
+  const code = at >= 0 && at + 1 < args.length ? String(args[at + 1]) : "";
+  const cwd = process.cwd();
+  const evalFile = (cwd === "/" ? "" : cwd) + "/[eval]";
+  const cut = (s, n) => (s.length <= n ? s : s.slice(0, n) + "...");
+  const fileLines = new Map([[evalFile, code.split("\n")]]);
+  const lib = (f) => !f.startsWith("/") || f.includes("/node_modules/") || f.startsWith("/$bunfs/");
+  const name = (f) => {
+    if (f === evalFile) return "[eval]";
+    const rel = f.startsWith(cwd + "/") ? f.slice(cwd.length + 1) : f;
+    return cut(rel, 300);
+  };
+  const text = (f, n) => {
+    if (!n) return null;
+    let lines = fileLines.get(f);
+    if (lines === undefined) {
+      lines = null;
+      try {
+        if (fs.statSync(f).size <= 4 << 20) lines = fs.readFileSync(f, "utf8").split("\n");
+      } catch {}
+      if (fileLines.size < 64) fileLines.set(f, lines);
+    }
+    return lines && n <= lines.length ? cut(lines[n - 1].trim(), 240) : null;
+  };
+  const describe = (e) => {
+    const isObj = e !== null && (typeof e === "object" || typeof e === "function");
+    let type = isObj ? String((e.constructor && e.constructor.name) || e.name || "Object") : typeof e;
+    let message;
+    try {
+      message = isObj ? String(e.message ?? "") : String(e);
+    } catch {
+      message = "<unprintable " + type + ">";
+    }
+    const out = {type, message: cut(message, 2000), file: null, line: null, column: null, source_line: null,
+                 frames: [], omitted_frames: 0};
+    const pos = isObj ? e.position : undefined;
+    if (pos && typeof pos.line === "number") {
+      if (type === "BuildMessage") out.type = "SyntaxError";
+      out.file = name(String(pos.file || evalFile));
+      out.line = pos.line;
+      out.column = typeof pos.column === "number" ? pos.column : null;
+      out.source_line = typeof pos.lineText === "string" ? cut(pos.lineText.trim(), 240) : text(String(pos.file || evalFile), pos.line);
+      return out;
+    }
+    // Bun.inspect, not e.stack: reading the stack (or e.line) first makes
+    // bun print the uncaught error with a frame fewer.
+    let stack = [];
+    if (isObj) {
+      try {
+        const all = Bun.inspect(e, {colors: false}).split("\n");
+        let end = all.length;
+        while (end > 0 && !/^\s+at /.test(all[end - 1])) end--;
+        let start = end;
+        while (start > 0 && /^\s+at /.test(all[start - 1])) start--;
+        stack = all.slice(start, end);
+      } catch {}
+    }
+    const frames = [];
+    let top = null;
+    for (const l of stack) {
+      const m = /^\s+at (?:(.*?) \()?(.+?):(\d+):(\d+)\)?$/.exec(l);
+      if (!m) {
+        if (/^\s+at /.test(l)) out.omitted_frames++;
+        continue;
+      }
+      const f = m[2];
+      if (lib(f) && f !== evalFile) {
+        out.omitted_frames++;
+        continue;
+      }
+      const line = Number(m[3]);
+      const frame = {file: name(f), line, function: m[1] || "<module>", source_line: text(f, line)};
+      if (top === null) top = {frame, column: Number(m[4])};
+      frames.push(frame);
+    }
+    frames.reverse();
+    if (frames.length > 30) {
+      out.omitted_frames += frames.length - 30;
+      frames.splice(15, frames.length - 30);
+    }
+    out.frames = frames;
+    if (top !== null) {
+      out.file = top.frame.file;
+      out.line = top.frame.line;
+      out.column = top.column;
+      out.source_line = top.frame.source_line;
+    }
+    return out;
+  };
+  process.on("uncaughtExceptionMonitor", (e) => {
+    try {
+      const data = Buffer.from(JSON.stringify(describe(e)));
+      if (data.length <= 49152) fs.writeSync(fd, data, 0, data.length, 0);
+    } catch {}
+  });
+})();)JS";
+
 }  // namespace
 
 std::vector<std::string> PythonDriverArgv(const std::string& code) {
@@ -316,6 +434,12 @@ std::string PythonDriverSource() {
   out += kPythonDescribe;
   out += kPythonRunTail;
   return out;
+}
+
+std::string_view TsDriverSource() { return kTsRunDriver; }
+
+std::vector<std::string> TsDriverArgv(const std::string& driver_path, const std::string& code) {
+  return {"bun", "--preload", driver_path, "-e", code};
 }
 
 std::vector<std::string> PythonContextDriverArgv() {

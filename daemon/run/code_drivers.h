@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace agentd {
@@ -28,6 +29,11 @@ inline constexpr size_t kRunReportBytes = 48 * 1024;
 std::vector<std::string> PythonDriverArgv(const std::string& code);
 // The driver's text (tests run it directly).
 std::string PythonDriverSource();
+// The TypeScript run's driver (a bun preload; run/driver_file.h puts it
+// on disk) and {"bun", "--preload", PATH, "-e", code}. Same report on
+// descriptor 3, same bounds.
+std::string_view TsDriverSource();
+std::vector<std::string> TsDriverArgv(const std::string& driver_path, const std::string& code);
 // {"python3", "-c", CONTEXT_DRIVER}: a context's interpreter
 // (run/code_context.h), which serves cells on descriptor 3 until that
 // socket closes. Its exception reports are the run driver's.

@@ -69,6 +69,13 @@ std::optional<RunException> ReadReport(const UniqueFd& fd) {
 
 }  // namespace
 
+CodeRun::CodeRun(ExecEngine& engine, asio::thread_pool& blocking, CodeRunOptions options)
+    : engine_(engine),
+      blocking_(blocking),
+      options_(std::move(options)),
+      ts_driver_("ts-run", std::string(TsDriverSource()), options_.shared_driver_dir,
+                 engine.state_dir() + "/drivers") {}
+
 asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
                                                   const std::function<bool()>& client_gone) {
   int64_t timeout =
@@ -80,11 +87,20 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
   if (!prepared.ok()) co_return prepared.status();
   // Python runs through its driver, which reports an uncaught exception on
   // fd 3. Without a memfd the code runs as plain `python3 -c` (no report).
+  // TypeScript runs through a preload driver that must be a file the run's
+  // user can read; without one the code runs as plain `bun -e` (no report).
   UniqueFd report;
-  if (run.runtime == Runtime::kPython) {
+  if (run.runtime == Runtime::kPython || run.runtime == Runtime::kTs) {
     report.reset(::memfd_create("agentd-run-report", MFD_CLOEXEC));
-    if (report) {
-      prepared->argv = PythonDriverArgv(run.code);
+  }
+  if (report && run.runtime == Runtime::kPython) {
+    prepared->argv = PythonDriverArgv(run.code);
+    prepared->fd3 = report.get();
+  } else if (report && run.runtime == Runtime::kTs) {
+    const std::optional<Credentials>& who = prepared->identity;
+    bool same_identity = !who || !who->uid || *who->uid == ::geteuid();
+    if (std::optional<std::string> driver = ts_driver_.Ensure(same_identity)) {
+      prepared->argv = TsDriverArgv(*driver, run.code);
       prepared->fd3 = report.get();
     }
   }

@@ -13,6 +13,7 @@
 
 #include "agentd/protocol/run.h"
 #include "exec/exec_engine.h"
+#include "run/driver_file.h"
 
 namespace agentd {
 
@@ -22,12 +23,14 @@ struct CodeRunOptions {
   uint64_t scan_max_entries = 250'000;  // per changed-files scan
   int64_t scan_max_ms = 2000;           // per changed-files scan
   uint64_t changed_files_max = 1000;    // entries in one answer
+  // Where the TypeScript driver is put for every user to read
+  // (run/driver_file.h); "" for the state directory only.
+  std::string shared_driver_dir = "/run/agentd-drivers";
 };
 
 class CodeRun {
  public:
-  CodeRun(ExecEngine& engine, asio::thread_pool& blocking, CodeRunOptions options)
-      : engine_(engine), blocking_(blocking), options_(std::move(options)) {}
+  CodeRun(ExecEngine& engine, asio::thread_pool& blocking, CodeRunOptions options);
 
   // Checks the request against the guest (user, runtime) before anything
   // runs, scans the working directory, starts the run, waits for it,
@@ -43,6 +46,7 @@ class CodeRun {
   ExecEngine& engine_;
   asio::thread_pool& blocking_;
   CodeRunOptions options_;
+  DriverFile ts_driver_;
 };
 
 }  // namespace agentd
