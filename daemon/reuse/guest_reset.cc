@@ -270,15 +270,6 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
         OverlaySwap swap = SwapOverlay(*p->overlay);
         all.removed_entries += swap.removed_entries;
         all.removed_bytes += swap.removed_bytes;
-        if (swap.held) {
-          Log(LogLevel::kWarn, "reset path held",
-              json::Object()
-                  .Set("path", p->live)
-                  .Set("reason",
-                       "the old overlay was busy (a mount inside it, or a spared "
-                       "process's cwd or open file, which keeps the old view); it "
-                       "was detached and the path has the fresh one"));
-        }
         std::vector<ResetRemaining> left = swap.remaining;
         if (left.empty()) left = OverlayLeft(*p->overlay);
         // Verified as without overlays, the mount not trusted.

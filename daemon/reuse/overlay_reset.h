@@ -60,7 +60,6 @@ void DetachStaleOverlay(const std::string& live, const std::string& dir);
 struct OverlaySwap {
   int64_t removed_entries = 0;  // inodes the tenant made in the upper
   int64_t removed_bytes = 0;    // bytes they used
-  bool held = false;            // the old overlay was busy: a mount in it, or a holder
   std::vector<ResetRemaining> remaining;
 };
 
