@@ -108,15 +108,25 @@ class RestartRecoveryTest(unittest.TestCase):
             self.assertEqual((s, retried), (200, obj))
             s, b = d.json("PUT", "/v1/execs/rec-1", {"argv": ["true"]})
             self.assertEqual((s, error_code(b)), (409, "exec_id_conflict"))
-            # The exec that was running when the daemon died is reported, honestly.
-            s, lost = d.json("GET", "/v1/execs/rec-2")
-            self.assertEqual((lost["state"], lost["exit_code"], lost["killed_by"]),
-                             ("exited", None, "daemon_restart"))
-            self.assertTrue(lost["error"])
+            # The exec that was running when the daemon died runs on under
+            # its holder (tests/test_exec_crash_survival.py has the rest).
+            s, kept = d.json("GET", "/v1/execs/rec-2")
+            self.assertEqual((kept["state"], kept["killed_by"]), ("running", None))
             # The acked one is still acked, within its TTL.
             s, acked = d.json("GET", "/v1/execs/rec-3")
             self.assertEqual((s, acked["acked"]), (200, True))
             self.assertEqual(health(d)["execs"], 3)
+            d.json("POST", "/v1/execs/rec-2/kill", {"signal": "KILL"})
+            self.assertEqual(wait_exit(d, "rec-2")["signal"], "KILL")
+
+    def test_without_a_holder_a_running_exec_is_reported_lost_with_the_reason(self):
+        with Daemon("--exec-holder", "off") as d:
+            start(d, "lost-1", {"argv": ["sleep", "1000"]})
+            restart_after_kill(d)
+            s, lost = d.json("GET", "/v1/execs/lost-1")
+            self.assertEqual((lost["state"], lost["exit_code"], lost["killed_by"]),
+                             ("exited", None, "daemon_restart"))
+            self.assertIn("without holders", lost["error"])
             os.kill(lost["pid"], signal.SIGKILL)  # the orphan the old daemon left
 
     def test_a_graceful_stop_kills_running_groups_and_records_why(self):

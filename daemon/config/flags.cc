@@ -226,6 +226,15 @@ const std::vector<Flag>& Flags() {
                          UINT64_MAX)},
       {"max-execs", "N", "Exec records held at once (503 beyond). Default 4096.",
        Integer<int64_t>("max-execs", &ExecEngineOptions::max_execs, 1, 1'000'000)},
+      {"exec-holder", "on|off",
+       "Spawn each exec (not PTY, stdin or run execs) under a holder process that keeps it "
+       "running, its output and its exit status through a daemon crash; off: a crash ends "
+       "them as daemon_restart. Default on.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "on" && v != "off") return BadValue("exec-holder", v, "on or off");
+         c.engine.exec_holder = v == "on";
+         return Status::Ok();
+       }},
       {"limits", "MODE",
        "How exec limits are enforced: auto (cgroup2, else cgroup1, else rlimits), cgroup2, "
        "cgroup1 or rlimit. Default auto.",

@@ -3,6 +3,7 @@
 #include "exec/exec_engine.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,9 +91,22 @@ Status ExecEngine::Open() {
           .Set("mechanism", std::string(limiter_.mechanism_name()))
           .Set("why", limiter_.fallback_reason()));
   ArmSweep();
+  if (options_.exec_holder) {
+    // <dir>/<pid>.sock must fit a unix socket address (108 bytes).
+    std::string hdir = state_dir_ + "/h";
+    if (hdir.size() + 17 > 107) {
+      Log(LogLevel::kWarn, "execs run without holders: the state directory's path is too long",
+          json::Object().Set("state_dir", state_dir_));
+    } else if (::mkdir(hdir.c_str(), 0700) != 0 && errno != EEXIST) {
+      Log(LogLevel::kWarn, "execs run without holders", json::Object().Set("errno", errno));
+    } else {
+      holder_dir_ = std::move(hdir);
+    }
+  }
   // Recovery first: execs handed over by an upgrade watch their leaders
   // before the reaper's first loop, which would reap them as orphans.
   RecoverAll();
+  EndUnclaimedHolders();
   handed_over_.clear();
   AGENTD_RETURN_IF_ERROR(reaper_.Start());
   Log(LogLevel::kInfo, "exec engine ready",

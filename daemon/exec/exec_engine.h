@@ -31,6 +31,7 @@
 #include "exec/exec_view.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
+#include "proc/exec_holder.h"
 #include "proc/reaper.h"
 #include "proc/refusal_filter.h"
 #include "proc/runtime_probe.h"
@@ -208,7 +209,22 @@ class ExecEngine {
   void SpawnProcess(const SharedRecord& rec, Prepared& prepared);
   void FailLaunch(const SharedRecord& rec, const std::string& reason, int exit_code);
   asio::awaitable<void> Pump(SharedRecord rec, Stream s);
-  void OnLeaderExit(const SharedRecord& rec, int wait_status);
+  void OnLeaderExit(const SharedRecord& rec, int wait_status,
+                    std::optional<std::chrono::system_clock::time_point> ended = std::nullopt);
+  // exec_held.cc: execs under a holder (proc/exec_holder.h).
+  asio::awaitable<void> ReadHolder(SharedRecord rec);
+  void WatchHolder(const SharedRecord& rec, int fd);
+  void EndHolder(ExecRecord& rec);
+  struct Held {  // a holder a restarted daemon connected to
+    UniqueFd conn;
+    HolderReport report;
+    UniqueFd out;
+    UniqueFd err;
+  };
+  std::unique_ptr<Held> ConnectHolder(pid_t pid, std::string& why);
+  void AdoptHeld(const SharedRecord& rec, Held& held);
+  // After recovery: holders of execs no record claims are told to end them.
+  void EndUnclaimedHolders();
   void OnPumpDone(const SharedRecord& rec);
   void ExpireDrain(const SharedRecord& rec);
   void Finalize(const SharedRecord& rec);
@@ -263,6 +279,7 @@ class ExecEngine {
   EgressHost egress_host_;
   bool privileged_generation_ = false;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()
+  std::string holder_dir_;   // <state-dir>/h; empty: execs run without holders
 };
 
 }  // namespace agentd

@@ -79,6 +79,10 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
       fds.push_back(rec->stdin_pipe->native_handle());
       e.Set("stdin_fd", rec->stdin_pipe->native_handle());
     }
+    if (rec->holder && rec->holder->is_open()) {
+      fds.push_back(rec->holder->native_handle());
+      e.Set("holder_fd", rec->holder->native_handle());
+    }
     e.Set("stdin_next", rec->stdin_next);
     e.Set("stdin_stream", rec->stdin_stream);
     e.Set("pty", rec->pty);
@@ -146,9 +150,15 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
     rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
     rec->stdin_closed = false;
   }
+  int holder = take("holder_fd");
+  // Under a holder the exit comes from its report (the holder is a child
+  // of this pid still, reaped as an orphan once it ended).
+  if (holder >= 0) WatchHolder(rec, holder);
   if (running) {
     ++running_;
-    reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+    if (holder < 0) {
+      reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+    }
     if (int64_t left = IntOr(handed, "timeout_left_ms", -1); left >= 0) {
       rec->timeout_timer.expires_after(std::chrono::milliseconds(left));
       rec->timeout_timer.async_wait([this, rec](const asio::error_code& ec) {

@@ -2,6 +2,7 @@
 // timeout and kill escalation (docs/PROTOCOL.md, "Exec").
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,7 +218,25 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.seccomp_filter = refusal_filter_ ? &refusal_filter_->fprog : nullptr;
     spec.readonly_paths = readonly_paths_;
   }
+  // A holder (proc/exec_holder.h) for what a restarted daemon can take
+  // back whole: not a PTY or stdin (their input would be cut), not a run.
+  SpawnSpec::Holder holder;
+  UniqueFd holder_conn;
+  UniqueFd holder_end;
+  if (!holder_dir_.empty() && !rec->internal && !io->write_in) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+      holder_conn = UniqueFd(sv[0]);
+      holder_end = UniqueFd(sv[1]);
+      holder.conn = sv[1];
+      holder.out = io->read_out.get();
+      holder.err = io->read_err.get();
+      holder.socket_dir = holder_dir_;
+      spec.holder = &holder;
+    }
+  }
   Result<SpawnResult> spawned = Spawn(spec);
+  holder_end.reset();  // the holder has its own copy
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
   if (rec->group) rec->group->CloseProcsFds();
@@ -227,10 +246,13 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
 
   rec->pid = spawned->pid;
   if (spawned->error != 0) {
-    // The child is already in _exit(): collect it here, so the start
-    // answer itself reports the failure as an exit.
-    return FailLaunch(rec, spawned->reason,
-                      DecodeWaitStatus(WaitForFailedChild(rec->pid)).exit_code);
+    // The child is already in _exit(): collect it here (or its holder,
+    // which collected it and exits with its code), so the start answer
+    // itself reports the failure as an exit.
+    bool held = spawned->holder_pid > 0;
+    int status = WaitForFailedChild(held ? spawned->holder_pid : rec->pid);
+    FreeHolderStack(spawned->holder_stack);
+    return FailLaunch(rec, spawned->reason, DecodeWaitStatus(status).exit_code);
   }
   if (prepared.restricted) {
     ExecRestriction applied;
@@ -250,7 +272,18 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   }
   ++running_;
   rec->owns_group = true;
-  reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+  if (spawned->holder_pid > 0) {
+    // The exit comes from the holder's report; its stack goes once it ended.
+    reaper_.Watch(spawned->holder_pid,
+                  [stack = spawned->holder_stack](int) { FreeHolderStack(stack); });
+    WatchHolder(rec, holder_conn.release());
+    if (spawned->holder_listen_error != 0) {
+      Log(LogLevel::kWarn, "exec holder has no socket: a daemon restart cannot take it back",
+          json::Object().Set("id", rec->id).Set("errno", spawned->holder_listen_error));
+    }
+  } else {
+    reaper_.Watch(rec->pid, [this, rec](int status) { OnLeaderExit(rec, status); });
+  }
   WatchLimits(rec);
   Log(LogLevel::kInfo, "exec started", json::Object().Set("id", rec->id).Set("pid", rec->pid));
 
@@ -318,15 +351,19 @@ asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
   OnPumpDone(rec);
 }
 
-void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status) {
+void ExecEngine::OnLeaderExit(const SharedRecord& rec, int wait_status,
+                              std::optional<SystemClock::time_point> ended) {
   ExitOutcome outcome = DecodeWaitStatus(wait_status);
   CheckLimitsAtExit(rec, outcome.signal, outcome.exit_code);
   rec->exit_code = rec->timed_out ? 124 : outcome.exit_code;
   rec->signal = outcome.signal;
-  rec->ended_at = SystemClock::now();
-  rec->duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() -
-                                                                           rec->started_steady)
-                         .count();
+  rec->ended_at = ended.value_or(SystemClock::now());
+  rec->duration_ms =
+      ended
+          ? std::chrono::duration_cast<std::chrono::milliseconds>(*ended - rec->started_at).count()
+          : std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() -
+                                                                  rec->started_steady)
+                .count();
   rec->phase = ExecRecord::Phase::kDraining;
   --running_;
   rec->timeout_timer.cancel();
@@ -402,6 +439,7 @@ void ExecEngine::Finalize(const SharedRecord& rec) {
   rec->stdin_pipe.reset();
   rec->stdin_closed = true;
   Persist(*rec);
+  EndHolder(*rec);
   rec->changed.Notify();
   rec->stdin_idle.Notify();
 }

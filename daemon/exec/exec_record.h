@@ -106,6 +106,10 @@ struct ExecRecord {
   asio::steady_timer drain_timer;
   asio::steady_timer release_timer;
 
+  // Its holder (proc/exec_holder.h): the connection that reports the
+  // exit, and that the daemon ends with 'A' once the output is complete.
+  std::unique_ptr<asio::posix::stream_descriptor> holder;
+
   // A PTY exec: pipes[0] is the terminal's master (output and resize).
   bool pty = false;
 

@@ -1,6 +1,8 @@
 // Recovery at start (docs/PROTOCOL.md, "Exec"): every record found in the
-// state directory comes back as an exited exec; one whose process was
-// running when the daemon died is marked "daemon_restart".
+// state directory comes back. One whose process was running (or whose
+// output was still being collected) when the daemon died comes back
+// running from its holder (exec/exec_held.cc), or from an upgrade's
+// handover; without either it is marked "daemon_restart", with the reason.
 #include <algorithm>
 
 #include "agentd/protocol/time_format.h"
@@ -58,12 +60,20 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   if (info.ended_at) rec->ended_at = ParseRfc3339(*info.ended_at);
   rec->stdin_closed = true;
   const json::Object* handed = HandedOver(info.id);
-  if (handed) {
-    // An upgrade handed this exec over: it runs on (Adopt() below).
+  std::unique_ptr<Held> held;
+  std::string no_holder;
+  if (!handed && info.running && info.pid > 0) {
+    held = ConnectHolder(static_cast<pid_t>(info.pid), no_holder);
+  }
+  if (handed || held) {
+    // An upgrade handed this exec over, or its holder kept it: it runs on
+    // (Adopt() or AdoptHeld() below).
   } else if (info.running && !info.exit_code) {
-    // The daemon died while the process ran: its status is lost for good.
+    // The daemon died while the process ran and nothing kept it for us:
+    // its status is lost for good.
     rec->killed_by = "daemon_restart";
-    rec->error = "the daemon restarted while the process ran; its exit status is unknown";
+    rec->error = "the daemon restarted while the process ran and " + no_holder +
+                 "; its exit status is unknown";
     rec->ended_at = now;
     rec->duration_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(now - rec->started_at).count();
@@ -87,6 +97,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   }
   table_.emplace(rec->id, rec);
   if (handed) return Adopt(rec, *handed);
+  if (held) return AdoptHeld(rec, *held);
   if (stored.acked_at_ms) {
     rec->acked = true;
     rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));

@@ -3,13 +3,17 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include "proc/child_env.h"
 #include "proc/child_side.h"
 #include "proc/empty_network.h"
+#include "proc/exec_holder.h"
 #include "proc/readonly_mounts.h"
 
 namespace agentd {
@@ -275,6 +280,73 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
   ExecCandidates(a);
 }
 
+// A holder's start (proc/exec_holder.h). It shares the daemon's memory and
+// runs beside it: until it sets `ready` the daemon waits (so it may use `h`
+// and libc's syscall() as a vfork child does); after that, only its copies.
+struct HeldArgs {
+  ChildArgs* child;
+  char* child_stack_top;
+  HolderFds fds;  // socket_path: the directory, with a trailing '/'
+  pid_t command;
+  int listen_error;
+  int ready;
+};
+
+// Binds and listens on `path`; -1 with *err set (and path emptied) if not.
+AGENTD_CHILD_SIDE int Listen(char* path, int* err) {
+  int fd = static_cast<int>(::syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd >= 0) {
+    struct sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    for (size_t i = 0; path[i] && i + 1 < sizeof(addr.sun_path); ++i) addr.sun_path[i] = path[i];
+    ::syscall(SYS_unlinkat, AT_FDCWD, path, 0);  // a stale one from an earlier boot
+    if (::syscall(SYS_bind, fd, &addr, sizeof(addr)) == 0 && ::syscall(SYS_listen, fd, 4) == 0) {
+      return fd;
+    }
+  }
+  *err = errno;
+  if (fd >= 0) ::syscall(SYS_close, fd);
+  path[0] = '\0';
+  return -1;
+}
+
+AGENTD_CHILD_SIDE int HolderMain(void* arg) {
+  auto* h = static_cast<HeldArgs*>(arg);
+  pid_t c = LibcClone()(ChildMain, h->child_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, h->child);
+  if (c < 0 && h->child->err == 0) {
+    h->child->err = errno;
+    h->child->step = Step::kNone;
+  }
+  h->command = c;
+  if (h->child->err != 0) {
+    // The child is in _exit() already: reap it, pass its code on.
+    int status = 0;
+    if (c > 0) ::syscall(SYS_wait4, c, &status, __WALL, nullptr);
+    int code = SpawnFailureExitCode(h->child->err);
+    HolderWake(&h->ready);
+    ::syscall(SYS_exit_group, code);
+  }
+  HolderFds fds = h->fds;
+  size_t len = 0;
+  while (fds.socket_path[len]) ++len;
+  char digits[16];
+  int nd = 0;
+  for (unsigned v = static_cast<unsigned>(c); v > 0 || nd == 0; v /= 10)
+    digits[nd++] = '0' + v % 10;
+  const char suffix[] = ".sock";
+  if (len + nd + sizeof(suffix) <= sizeof(fds.socket_path)) {
+    while (nd > 0) fds.socket_path[len++] = digits[--nd];
+    for (char ch : suffix) fds.socket_path[len++] = ch;
+    fds.listen = Listen(fds.socket_path, &h->listen_error);
+  } else {
+    h->listen_error = ENAMETOOLONG;
+    fds.socket_path[0] = '\0';
+  }
+  fds.command = c;
+  HolderWake(&h->ready);
+  RunHolder(fds);
+}
+
 // The paths execve is tried on, in order.
 std::vector<std::string> Candidates(const std::vector<std::string>& argv,
                                     const std::vector<std::string>& env) {
@@ -370,6 +442,10 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
 const int kEgressDroppedCaps[8] = {CAP_NET_ADMIN, CAP_NET_RAW,    CAP_SYS_ADMIN,  CAP_PERFMON,
                                    CAP_BPF,       CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO};
 
+void FreeHolderStack(void* stack) {
+  if (stack) ::munmap(stack, 2 * kChildStackBytes);
+}
+
 int SpawnFailureExitCode(int err) { return (err == ENOENT || err == ENOTDIR) ? 127 : 126; }
 
 Result<SpawnResult> Spawn(const SpawnSpec& spec) {
@@ -415,21 +491,55 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.empty_network = spec.empty_network;
   args.egress_policed = spec.egress_policed;
 
-  void* stack = ::mmap(nullptr, kChildStackBytes, PROT_READ | PROT_WRITE,
+  // Under a holder: its stack above the child's, in one mapping.
+  size_t stack_bytes = kChildStackBytes * (spec.holder ? 2 : 1);
+  void* stack = ::mmap(nullptr, stack_bytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return PosixError(errno, "cannot map a child stack");
+  HeldArgs held{};
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = LibcClone()(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
-                          CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  pid_t pid;
+  if (spec.holder) {
+    held.child = &args;
+    held.child_stack_top = static_cast<char*>(stack) + kChildStackBytes;
+    held.fds.conn = spec.holder->conn;
+    held.fds.out = spec.holder->out;
+    held.fds.err = spec.holder->err;
+    std::string dir = spec.holder->socket_dir + "/";
+    std::memcpy(held.fds.socket_path, dir.data(),
+                std::min(dir.size(), sizeof(held.fds.socket_path) - 1));
+    pid =
+        LibcClone()(HolderMain, static_cast<char*>(stack) + stack_bytes, CLONE_VM | SIGCHLD, &held);
+  } else {
+    pid = LibcClone()(ChildMain, static_cast<char*>(stack) + kChildStackBytes,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+  }
   int clone_errno = errno;
+  while (pid > 0 && spec.holder && __atomic_load_n(&held.ready, __ATOMIC_ACQUIRE) == 0) {
+    struct timespec second = {1, 0};
+    ::syscall(SYS_futex, &held.ready, FUTEX_WAIT, 0, &second);
+    siginfo_t si{};
+    if (__atomic_load_n(&held.ready, __ATOMIC_ACQUIRE) == 0 &&
+        ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == pid) {
+      args.err = args.err != 0 ? args.err : ECHILD;  // the holder died before it said
+      break;
+    }
+  }
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  ::munmap(stack, kChildStackBytes);
+  if (!spec.holder || pid < 0) ::munmap(stack, stack_bytes);
   if (pid < 0) return PosixError(clone_errno, "cannot create a process");
 
   SpawnResult out;
   out.pid = pid;
+  if (spec.holder) {
+    out.pid = held.command;
+    out.holder_pid = pid;
+    out.holder_listen_error = held.listen_error;
+    out.holder_stack = stack;
+  }
   out.error = args.err;
   if (args.err != 0) {
     out.reason = Describe(args.step, args.err, args.failed_path, spec);

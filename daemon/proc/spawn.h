@@ -89,6 +89,17 @@ struct SpawnSpec {
   // out), and later drops from its bounding set the capabilities that could
   // detach the programs or send around them (kEgressDroppedCaps).
   bool egress_policed = false;
+  // Spawned under a holder (proc/exec_holder.h), which is then the child's
+  // parent: `conn` is the holder's end of its connection to the daemon,
+  // `out`/`err` the read ends it keeps, and it binds
+  // `socket_dir`/<child pid>.sock (the whole path under 108 bytes).
+  struct Holder {
+    int conn = -1;
+    int out = -1;
+    int err = -1;
+    std::string socket_dir;
+  };
+  const Holder* holder = nullptr;
 };
 
 // CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_ADMIN, CAP_BPF, CAP_PERFMON,
@@ -101,7 +112,16 @@ struct SpawnResult {
   // When error != 0: "cannot execute python4: No such file or directory".
   std::string reason;
   int exit_code = 0;  // what the failed child exits with: 127 or 126
+  // Under a holder: its pid (the daemon's child; on a failed spawn it has
+  // reaped the child and exits with its code), why it could not bind its
+  // socket (0: it did), and its stack, freed by FreeHolderStack() only
+  // once the holder was reaped.
+  pid_t holder_pid = -1;
+  int holder_listen_error = 0;
+  void* holder_stack = nullptr;
 };
+
+void FreeHolderStack(void* stack);
 
 // A Status only when no child could be created at all (clone failed).
 Result<SpawnResult> Spawn(const SpawnSpec& spec);

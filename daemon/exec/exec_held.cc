@@ -1,0 +1,171 @@
+// Execs under a holder (proc/exec_holder.h, docs/OPERATIONS.md "Surviving
+// a crash"): their exit comes from the holder's report, not the reaper;
+// after a daemon crash the next daemon connects to each holder, takes the
+// pipes back and pumps them on from the spool files' real size.
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "exec/exec_engine.h"
+#include "log/log.h"
+#include "proc/exec_holder.h"
+#include "sys/awaitable.h"
+
+namespace agentd {
+namespace {
+
+using SystemClock = std::chrono::system_clock;
+using SteadyClock = std::chrono::steady_clock;
+
+SystemClock::time_point FromUnixMs(int64_t ms) {
+  return SystemClock::time_point(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+void ExecEngine::WatchHolder(const SharedRecord& rec, int fd) {
+  rec->holder = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  asio::co_spawn(io_, ReadHolder(rec), asio::detached);
+}
+
+asio::awaitable<void> ExecEngine::ReadHolder(SharedRecord rec) {
+  for (;;) {
+    if (!rec->holder || !rec->holder->is_open()) co_return;  // ended by EndHolder()
+    HolderReport r;
+    auto [ec, n] =
+        co_await asio::async_read(*rec->holder, asio::buffer(&r, sizeof(r)), kUseNothrow);
+    if (ec || r.magic != HolderReport::kMagic) break;
+    if (r.exited && rec->running()) OnLeaderExit(rec, r.wait_status, FromUnixMs(r.ended_unix_ms));
+  }
+  if (!rec->running()) co_return;
+  // The holder ended before its command did (killed from outside): the
+  // command runs on without a parent that can tell its status.
+  Log(LogLevel::kWarn, "exec holder lost", json::Object().Set("id", rec->id));
+  rec->error = "the exec's holder process ended while the command ran; its exit status is unknown";
+  rec->ended_at = SystemClock::now();
+  rec->duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() -
+                                                                           rec->started_steady)
+                         .count();
+  rec->phase = ExecRecord::Phase::kDraining;
+  --running_;
+  rec->timeout_timer.cancel();
+  if (rec->pumps_running == 0) {
+    Finalize(rec);
+    co_return;
+  }
+  Persist(*rec);
+  rec->changed.Notify();
+  rec->drain_timer.expires_after(options_.output_drain);
+  rec->drain_timer.async_wait([this, rec](const asio::error_code& e) {
+    if (!e) ExpireDrain(rec);
+  });
+}
+
+void ExecEngine::EndHolder(ExecRecord& rec) {
+  if (!rec.holder || !rec.holder->is_open()) return;
+  // After the final record was written (Finalize persists first): the
+  // holder may now reap the command and go.
+  (void)::send(rec.holder->native_handle(), "A", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  asio::error_code ignored;
+  rec.holder->close(ignored);
+}
+
+std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::string& why) {
+  if (holder_dir_.empty()) {
+    why = "this daemon runs without holders";
+    return nullptr;
+  }
+  std::string path = holder_dir_ + "/" + std::to_string(pid) + ".sock";
+  struct sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), std::min(path.size(), sizeof(addr.sun_path) - 1));
+  auto held = std::make_unique<Held>();
+  held->conn = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // A holder answers at once (it polls its socket whenever no daemon is
+  // connected); a wedged one must not stall the start for long.
+  struct timeval limit = {5, 0};
+  ::setsockopt(held->conn.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  if (::connect(held->conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    why = err == ENOENT ? "it had no holder (a PTY or stdin exec, or --exec-holder=off)"
+                        : "its holder is gone: " + std::string(std::strerror(err));
+    if (err == ECONNREFUSED) ::unlink(path.c_str());  // a holder's leftover from an earlier boot
+    return nullptr;
+  }
+  int fds[2];
+  if (!ReceiveHolderReport(held->conn.get(), &held->report, fds) || held->report.pid != pid ||
+      held->report.fds != 2) {
+    why = "its holder did not answer";
+    return nullptr;
+  }
+  held->out = UniqueFd(fds[0]);
+  held->err = UniqueFd(fds[1]);
+  return held;
+}
+
+void ExecEngine::EndUnclaimedHolders() {
+  if (holder_dir_.empty()) return;
+  std::set<pid_t> claimed;
+  for (const auto& [id, rec] : table_) {
+    if (rec->holder) claimed.insert(rec->pid);
+  }
+  DIR* dir = ::opendir(holder_dir_.c_str());
+  if (!dir) return;
+  std::vector<pid_t> pids;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string_view name = e->d_name;
+    if (name.size() <= 5 || name.substr(name.size() - 5) != ".sock") continue;
+    pid_t pid = static_cast<pid_t>(std::atol(std::string(name.substr(0, name.size() - 5)).c_str()));
+    if (pid > 0 && claimed.count(pid) == 0) pids.push_back(pid);
+  }
+  ::closedir(dir);
+  for (pid_t pid : pids) {
+    std::string why;
+    std::unique_ptr<Held> held = ConnectHolder(pid, why);
+    if (!held) continue;
+    (void)::send(held->conn.get(), "Q", 1, MSG_NOSIGNAL);
+    Log(LogLevel::kInfo, "ended an exec holder no record claims", json::Object().Set("pid", pid));
+  }
+}
+
+void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
+  auto now = SystemClock::now();
+  rec->phase = ExecRecord::Phase::kRunning;
+  rec->started_steady = SteadyClock::now() - (now - rec->started_at);
+  rec->owns_group = true;
+  ++running_;
+  if (rec->limits.output_bytes) {
+    for (auto& log : rec->logs)
+      log->set_stream_cap(static_cast<uint64_t>(*rec->limits.output_bytes));
+  }
+  // From the spool files' real size (OutputLog::Open): what the old daemon
+  // spliced is there, what it did not is still in the pipes.
+  Attach(rec, Stream::kStdout, held.out.release());
+  Attach(rec, Stream::kStderr, held.err.release());
+  WatchHolder(rec, held.conn.release());
+  if (held.report.exited) {
+    OnLeaderExit(rec, held.report.wait_status, FromUnixMs(held.report.ended_unix_ms));
+  } else if (rec->timeout_sec && !rec->timed_out) {
+    auto left = rec->started_at + std::chrono::seconds(*rec->timeout_sec) - now;
+    rec->timeout_timer.expires_after(std::max(
+        std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(left)));
+    rec->timeout_timer.async_wait([this, rec](const asio::error_code& ec) {
+      if (!ec) OnTimeout(rec);
+    });
+  }
+  Log(LogLevel::kInfo, "exec taken back from its holder",
+      json::Object()
+          .Set("id", rec->id)
+          .Set("pid", rec->pid)
+          .Set("exited", held.report.exited != 0)
+          .Set("stdout_bytes", rec->logs[0]->next())
+          .Set("stderr_bytes", rec->logs[1]->next()));
+}
+
+}  // namespace agentd

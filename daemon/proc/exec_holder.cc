@@ -1,0 +1,247 @@
+#include "proc/exec_holder.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "proc/child_side.h"
+
+namespace agentd {
+namespace {
+
+// A system call without libc: the holder runs beside the daemon in its
+// memory, and libc's syscall() writes errno into the daemon's io thread.
+// Returns -errno on failure.
+AGENTD_CHILD_SIDE inline long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0,
+                                  long e = 0) {
+#if defined(__x86_64__)
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                   : "rcx", "r11", "memory");
+  return ret;
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = n;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+  return x0;
+#else
+#error "the exec holder needs a raw system call for this architecture"
+#endif
+}
+
+// Sends `r`, with the kept read ends attached when `with_fds`.
+AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, bool with_fds) {
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(2 * sizeof(int))];
+  } control;
+  struct iovec iov = {&r, sizeof(r)};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  int n = 0;
+  int fds[2];
+  if (with_fds) {
+    if (h.out >= 0) fds[n++] = h.out;
+    if (h.err >= 0) fds[n++] = h.err;
+  }
+  r.fds = n;
+  if (n > 0) {
+    msg.msg_control = control.buf;
+    msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(n * sizeof(int));
+    int* data = reinterpret_cast<int*>(CMSG_DATA(c));
+    for (int i = 0; i < n; ++i) data[i] = fds[i];
+  }
+  for (;;) {
+    long w = Sys(SYS_sendmsg, sock, reinterpret_cast<long>(&msg), MSG_NOSIGNAL);
+    if (w == -EINTR) continue;
+    return w == static_cast<long>(sizeof(r));
+  }
+}
+
+// Closes every descriptor but the kept ones (a copy of the daemon's table:
+// listening sockets, connections, other execs' pipes and write ends).
+AGENTD_CHILD_SIDE void CloseAllBut(const int* keep, int n) {
+  unsigned next = 0;
+  for (int i = 0; i < n; ++i) {  // keep is sorted, -1s first
+    if (keep[i] < 0) continue;
+    unsigned k = static_cast<unsigned>(keep[i]);
+    if (k > next) Sys(SYS_close_range, next, k - 1, 0);
+    next = k + 1;
+  }
+  if (Sys(SYS_close_range, next, ~0U, 0) == -ENOSYS) {
+    // Kernels before 5.9: a plain loop, over the gaps only.
+    for (unsigned fd = 0; fd < 65536; ++fd) {
+      bool kept = false;
+      for (int i = 0; i < n; ++i) kept = kept || keep[i] == static_cast<int>(fd);
+      if (!kept) Sys(SYS_close, fd);
+    }
+  }
+}
+
+}  // namespace
+
+AGENTD_CHILD_SIDE void HolderWake(int* ready) {
+  __atomic_store_n(ready, 1, __ATOMIC_RELEASE);
+  Sys(SYS_futex, reinterpret_cast<long>(ready), FUTEX_WAKE, 1);
+}
+
+AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
+  int keep[4] = {h.listen, h.conn, h.out, h.err};
+  for (int i = 1; i < 4; ++i) {  // insertion sort
+    for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
+      int t = keep[j];
+      keep[j] = keep[j - 1];
+      keep[j - 1] = t;
+    }
+  }
+  CloseAllBut(keep, 4);
+  // Every signal stays blocked (inherited from the spawn); SIGCHLD is
+  // read from a signalfd, at its default disposition so the command is
+  // not reaped behind the holder's back.
+  struct KernelSigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    unsigned long mask;
+  } dfl{SIG_DFL, 0, nullptr, 0};
+  Sys(SYS_rt_sigaction, SIGCHLD, reinterpret_cast<long>(&dfl), 0, sizeof(dfl.mask));
+  unsigned long chld = 1UL << (SIGCHLD - 1);
+  int sfd = static_cast<int>(Sys(SYS_signalfd4, -1, reinterpret_cast<long>(&chld), sizeof(chld),
+                                 SFD_NONBLOCK | SFD_CLOEXEC));
+  HolderReport report;
+  report.pid = h.command;
+  for (;;) {
+    if (!report.exited) {
+      siginfo_t si;
+      si.si_pid = 0;
+      long w = Sys(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si),
+                   WEXITED | WNOWAIT | WNOHANG, 0);
+      if (w == 0 && si.si_pid == h.command) {
+        report.exited = 1;
+        report.wait_status = si.si_code == CLD_EXITED
+                                 ? (si.si_status & 0xff) << 8
+                                 : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+        struct timespec ts = {};
+        Sys(SYS_clock_gettime, CLOCK_REALTIME, reinterpret_cast<long>(&ts));
+        report.ended_unix_ms = static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+        if (h.conn >= 0 && !Send(h.conn, report, h, false)) {
+          Sys(SYS_close, h.conn);
+          h.conn = -1;
+        }
+      }
+    }
+    if (h.conn < 0 && h.listen < 0) {
+      // Nobody can reach this holder again: nothing left to keep.
+      if (report.exited) Sys(SYS_exit_group, 0);
+    }
+    struct pollfd p[2];
+    int n = 0;
+    if (!report.exited && sfd >= 0) p[n++] = {sfd, POLLIN, 0};
+    if (h.conn >= 0) {
+      p[n++] = {h.conn, POLLIN, 0};
+    } else if (h.listen >= 0) {
+      p[n++] = {h.listen, POLLIN, 0};
+    }
+    long ready = Sys(SYS_ppoll, reinterpret_cast<long>(p), n, 0, 0, 0);
+    if (ready < 0) continue;  // EINTR
+    for (int i = 0; i < n; ++i) {
+      if (p[i].revents == 0) continue;
+      if (p[i].fd == sfd) {
+        char drain[sizeof(struct signalfd_siginfo) * 4];
+        while (Sys(SYS_read, sfd, reinterpret_cast<long>(drain), sizeof(drain)) > 0) {
+        }
+      } else if (p[i].fd == h.conn) {
+        char b = 0;
+        long r = Sys(SYS_read, h.conn, reinterpret_cast<long>(&b), 1);
+        if (r == 1 && b == 'Q') {
+          // An exec no record knows (the daemon died before writing it).
+          Sys(SYS_kill, -h.command, SIGKILL);
+          Sys(SYS_kill, h.command, SIGKILL);
+          report.exited = 1;
+          b = 'A';
+        }
+        if (r == 1 && b == 'A' && report.exited) {
+          // The daemon recorded the exit: reap, tidy up, go.
+          siginfo_t si;
+          Sys(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si), WEXITED, 0);
+          if (h.socket_path[0]) Sys(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(h.socket_path));
+          Sys(SYS_exit_group, 0);
+        }
+        if (r == 0 || (r < 0 && r != -EINTR && r != -EAGAIN)) {
+          Sys(SYS_close, h.conn);  // that daemon is gone
+          h.conn = -1;
+        }
+      } else if (p[i].fd == h.listen) {
+        int c = static_cast<int>(Sys(SYS_accept4, h.listen, 0, 0, SOCK_CLOEXEC));
+        if (c < 0) continue;
+        if (Send(c, report, h, true)) {
+          h.conn = c;
+        } else {
+          Sys(SYS_close, c);
+        }
+      }
+    }
+  }
+}
+
+bool ReceiveHolderReport(int sock, HolderReport* report, int fds_out[2]) {
+  fds_out[0] = fds_out[1] = -1;
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(2 * sizeof(int))];
+  } control;
+  struct iovec iov = {report, sizeof(*report)};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.buf;
+  msg.msg_controllen = sizeof(control.buf);
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  } while (n < 0 && errno == EINTR);
+  int got = 0;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    int count = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    const int* data = reinterpret_cast<const int*>(CMSG_DATA(c));
+    for (int i = 0; i < count; ++i) {
+      if (got < 2) {
+        fds_out[got++] = data[i];
+      } else {
+        ::close(data[i]);
+      }
+    }
+  }
+  if (n != static_cast<ssize_t>(sizeof(*report)) || report->magic != HolderReport::kMagic ||
+      report->fds != got) {
+    for (int i = 0; i < got; ++i) ::close(fds_out[i]);
+    fds_out[0] = fds_out[1] = -1;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace agentd

@@ -1,0 +1,68 @@
+// The exec holder (docs/OPERATIONS.md, "Surviving a crash"): a small
+// process per exec that is the command's parent, so the command outlives a
+// daemon killed with SIGKILL.
+//
+// Spawn() (proc/spawn.h) clones the holder with CLONE_VM and without
+// CLONE_VFORK: it shares the daemon's memory (no copy, no execve, so an
+// exec starts about as fast as before) but is a process of its own, which a
+// signal to the daemon does not kill. The holder spawns the command (the
+// usual spawn child, so every limit and restriction applies as before),
+// binds <state-dir>/h/<command pid>.sock, and wakes the daemon. From then
+// on it runs only raw system calls on its own stack (the daemon goes on
+// using that memory, libc state included): it keeps duplicates of the
+// read ends of the command's stdout and stderr pipes (the command never
+// meets a pipe without a reader, so never SIGPIPE; while no daemon reads,
+// it blocks once the 256 KiB pipe buffer is full), waits for the command
+// with WNOWAIT (the exit status stays in the kernel and the command's pid
+// and process group cannot be reused before a daemon has recorded it), and
+// reports over its connection to the daemon: the exit status and time.
+//
+// A connection that closes (the daemon died) sends the holder back to its
+// socket; a restarted daemon connects and gets a report with the pipes'
+// read ends attached (SCM_RIGHTS), then pumps them into the spool files
+// from their real size on. The daemon ends a holder by writing 'A' once
+// the exec's output is complete and its record written: the holder reaps
+// the command, removes its socket and exits; 'Q' (an exec the new daemon
+// has no record of: it died before writing it) kills the command first.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace agentd {
+
+// What a holder sends: once per connection on a daemon's connect (with the
+// pipes attached), and when the command exits.
+struct HolderReport {
+  static constexpr uint32_t kMagic = 0x31484741;  // "AGH1"
+  uint32_t magic = kMagic;
+  int32_t pid = 0;          // the command
+  int32_t exited = 0;       // 1: wait_status and ended_unix_ms are set
+  int32_t wait_status = 0;  // as waitpid() reports it
+  int64_t ended_unix_ms = 0;
+  int32_t fds = 0;  // descriptors attached: stdout's read end, then stderr's
+  int32_t reserved = 0;
+};
+
+// The holder's descriptors (numbers in its own table; -1: none).
+struct HolderFds {
+  pid_t command = 0;
+  int listen = -1;  // <state-dir>/h/<pid>.sock, for a restarted daemon
+  int conn = -1;    // the spawning daemon's connection
+  int out = -1;     // read ends kept
+  int err = -1;
+  char socket_path[108] = {};  // removed when the holder ends
+};
+
+// Sets *ready and wakes the daemon waiting on it (a futex), raw.
+void HolderWake(int* ready);
+
+// Runs the holder until a daemon ended it. Only raw system calls.
+[[noreturn]] void RunHolder(HolderFds fds);
+
+// The daemon's side of the first report on a fresh connection: reads it
+// with its descriptors (at most 2, close-on-exec). False on anything short.
+bool ReceiveHolderReport(int sock, HolderReport* report, int fds_out[2]);
+
+}  // namespace agentd

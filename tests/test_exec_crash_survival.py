@@ -1,0 +1,171 @@
+"""SIGKILL of the daemon at each stage of an exec's life, then a restart on
+the same state directory: every exec comes back running under its holder
+(proc/exec_holder.h) or with its true exit status, and its output is
+complete, each byte exactly once (content checksums). A loop kills the
+daemon at random points under load: AGENTD_CRASH_KILLS sets how many kills
+(default 8; the issue's full run is 200) and the count checked is printed."""
+
+import hashlib
+import os
+import random
+import signal
+import tempfile
+import threading
+import unittest
+
+from lib.agentd_test import Daemon
+from lib.exec_util import read_stream, start, wait_exit, wait_until
+
+KILLS = int(os.environ.get("AGENTD_CRASH_KILLS", "8"))
+SEED = int(os.environ.get("AGENTD_CRASH_SEED", "2024"))
+
+
+def restart_after_kill(d):
+    d.kill()
+    d.start()
+    s, _ = d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+    assert s == 200
+
+
+def seq_bytes(n):
+    return b"".join(b"%d\n" % i for i in range(1, n + 1))
+
+
+def digest(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def stdout_bytes(d, exec_id):
+    s, obj = d.json("GET", "/v1/execs/" + exec_id)
+    return obj["stdout_bytes"] if s == 200 else 0
+
+
+class CrashStageTest(unittest.TestCase):
+    def test_a_streaming_exec_keeps_running_and_its_output_arrives_exactly_once(self):
+        n = 2_000_000  # about 15 MB: still printing when the daemon dies
+        with Daemon("--ack-ttl-sec", "3600") as d:
+            start(d, "stream-1", {"command": "seq 1 %d; seq 1 1000 >&2; exit 7" % n})
+            wait_until(lambda: stdout_bytes(d, "stream-1") > 0, what="output began")
+            restart_after_kill(d)
+            obj = wait_exit(d, "stream-1")
+            self.assertEqual((obj["exit_code"], obj["signal"], obj["killed_by"], obj["error"]),
+                             (7, None, None, None))
+            out = read_stream(d, "stream-1")
+            self.assertEqual((len(out), digest(out)), (len(seq_bytes(n)), digest(seq_bytes(n))))
+            self.assertEqual(read_stream(d, "stream-1", "stderr"), seq_bytes(1000))
+
+    def test_an_exec_that_exits_while_the_daemon_is_down_reports_its_true_status(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            start(d, "exits-1", {"command": "echo before; read x < %s; echo after; exit 5" % fifo})
+            wait_until(lambda: stdout_bytes(d, "exits-1") == 7, what="first line")
+            d.kill()
+            with open(fifo, "w") as f:  # the command ends with no daemon around
+                f.write("x\n")
+            d.start()
+            d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+            obj = wait_exit(d, "exits-1")
+            self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (5, None, None))
+            self.assertEqual(read_stream(d, "exits-1"), b"before\nafter\n")
+
+    def test_a_signal_while_the_daemon_is_down_is_the_recorded_signal(self):
+        with Daemon() as d:
+            start(d, "sig-1", {"argv": ["sleep", "1000"]})
+            s, obj = d.json("GET", "/v1/execs/sig-1")
+            d.kill()
+            os.kill(obj["pid"], signal.SIGTERM)
+            d.start()
+            d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+            obj = wait_exit(d, "sig-1")
+            self.assertEqual((obj["exit_code"], obj["signal"], obj["killed_by"]),
+                             (143, "TERM", None))
+
+    def test_an_exited_unacked_exec_survives_and_its_holder_ends_at_the_exit(self):
+        with Daemon() as d:
+            start(d, "done-1", {"command": "seq 1 50000; exit 3"})
+            obj = wait_exit(d, "done-1")
+            restart_after_kill(d)
+            again = wait_exit(d, "done-1")
+            self.assertEqual(again["exit_code"], 3)
+            self.assertEqual(again["ended_at"], obj["ended_at"])
+            self.assertEqual(read_stream(d, "done-1"), seq_bytes(50000))
+            # The holder went once the exit was recorded: no socket left.
+            self.assertEqual(os.listdir(os.path.join(d.state_dir, "h")), [])
+
+    def test_timeout_and_kill_escalation_keep_working_after_a_restart(self):
+        with Daemon() as d:
+            start(d, "to-1", {"command": "trap '' TERM; while :; do sleep 0.05; done",
+                              "timeout_sec": 3, "kill_grace_sec": 1})
+            restart_after_kill(d)
+            obj = wait_exit(d, "to-1")
+            self.assertEqual((obj["exit_code"], obj["signal"], obj["killed_by"]),
+                             (124, "KILL", "timeout"))
+            start(d, "kill-1", {"argv": ["sleep", "1000"]})
+            restart_after_kill(d)
+            s, _ = d.json("POST", "/v1/execs/kill-1/kill", {"signal": "INT"})
+            self.assertEqual(s, 200)
+            obj = wait_exit(d, "kill-1")
+            self.assertEqual((obj["signal"], obj["killed_by"]), ("INT", "kill"))
+
+    def test_a_stdin_exec_has_no_holder_and_says_why_it_was_lost(self):
+        with Daemon() as d:
+            start(d, "in-1", {"argv": ["cat"], "stdin_stream": True})
+            restart_after_kill(d)
+            s, obj = d.json("GET", "/v1/execs/in-1")
+            self.assertEqual((obj["state"], obj["killed_by"]), ("exited", "daemon_restart"))
+            self.assertIn("no holder", obj["error"])
+
+
+class RandomKillTest(unittest.TestCase):
+    def test_random_kills_under_load_lose_and_repeat_no_byte_and_no_status(self):
+        rng = random.Random(SEED)
+        expected = {}  # exec id -> (lines, exit code)
+        kills = 0
+        with Daemon("--ack-ttl-sec", "3600") as d:
+            for round_no in range(KILLS):
+                stop = threading.Event()
+
+                def load(r=round_no):
+                    i = 0
+                    while not stop.is_set():
+                        i += 1
+                        exec_id = "k%d-%d" % (r, i)
+                        lines = rng.choice([1, 1000, 50000, 400000])
+                        code = rng.randint(0, 100)
+                        expected[exec_id] = (lines, code)
+                        try:
+                            d.json("PUT", "/v1/execs/" + exec_id,
+                                   {"command": "seq 1 %d; exit %d" % (lines, code)}, timeout=5)
+                        except OSError:
+                            return  # killed mid-start: the id may or may not exist
+
+                t = threading.Thread(target=load, daemon=True)
+                t.start()
+                # A random point: starting, streaming, exiting, exited.
+                threading.Event().wait(rng.uniform(0.05, 0.6))
+                d.kill()
+                stop.set()
+                t.join(30)
+                kills += 1
+                d.start()
+                s, _ = d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+                self.assertEqual(s, 200)
+            checked = 0
+            for exec_id, (lines, code) in sorted(expected.items()):
+                s, obj = d.json("GET", "/v1/execs/" + exec_id)
+                if s == 404:
+                    continue  # the kill came before the start was recorded
+                obj = wait_exit(d, exec_id)
+                self.assertEqual((obj["exit_code"], obj["killed_by"]), (code, None),
+                                 (exec_id, obj))
+                out = read_stream(d, exec_id)
+                self.assertEqual(digest(out), digest(seq_bytes(lines)), (exec_id, len(out)))
+                checked += 1
+        print("\nrandom kills: %d, execs checked: %d" % (kills, checked))
+        self.assertEqual(kills, KILLS)
+        self.assertGreater(checked, KILLS)
+
+
+if __name__ == "__main__":
+    unittest.main()
