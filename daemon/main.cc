@@ -134,6 +134,9 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   asio::io_context io(1);
   asio::thread_pool blocking(2);
   ApiContext ctx{config, bootstrap, blocking};
+  // As PID 1 the daemon's death ends the whole PID namespace: a holder
+  // could keep nothing alive, so execs are its children as before.
+  if (config.init) config.engine.exec_holder = false;
   ExecEngine exec(io, blocking, config.engine, bootstrap);
   if (resume) {
     ctx.started_at -= std::chrono::milliseconds(resume->uptime_ms);

@@ -1,6 +1,7 @@
 #include "spool/output_log.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -68,9 +69,14 @@ void OutputLog::Grew(uint64_t bytes) {
 
 OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
   Fill f;
-  if (!fd_ && max_bytes > 0) {
-    // The first bytes of a log without a file: read, appended (which makes
-    // the file), then splice takes over.
+  int waiting = 0;
+  if (!fd_ && max_bytes > 0 &&
+      (::ioctl(pipe_fd, FIONREAD, &waiting) != 0 || waiting == 0 || !MakeFile().ok())) {
+    // No bytes waiting (end of file, or nothing), or no file to be had:
+    // read (and append, which makes the file), then splice takes over.
+    // With bytes waiting the file is made first and they are spliced: no
+    // byte is ever read into the daemon's memory only, so a daemon killed
+    // at any instant loses none (proc/exec_holder.h keeps the rest).
     f = CopyFrom(pipe_fd, std::min<uint64_t>(max_bytes, kFirstCopyBytes), f);
     if (f.eof || f.would_block) return f;
   }
