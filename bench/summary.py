@@ -297,6 +297,36 @@ def reset_rows(r: Dict[str, Any]) -> List[Row]:
     ]
 
 
+def holder_rows(r: Dict[str, Any]) -> List[Row]:
+    """The exec holder (issue 24): its cost against --exec-holder off, same run."""
+    rt, tp, m = r["round_trip"], r["throughput"], r["memory"]
+    on, off = m["on"], m["off"]
+    n = m["running_execs"]
+    return [
+        judged(Row("holder: exec round trip (start and wait, /bin/true, tmpfs, from C), holder "
+                   "on; to fork+exec+wait %s" % ms(rt["baseline_p50_us"] / 1e6),
+                   ms(rt["holder_p50_us"] / 1e6), ms(rt["holder_p99_us"] / 1e6),
+                   baseline="fork+exec+wait", ratio=rt["holder_p50_us"] / rt["baseline_p50_us"],
+                   target="≤ 1.5×"), at_most(1.5)),
+        Row("holder: the same round trip, holder on vs --exec-holder off (%s)" % ms(
+            rt["off_p50_us"] / 1e6), ms(rt["holder_p50_us"] / 1e6),
+            baseline="holder off: %s" % ms(rt["off_p50_us"] / 1e6),
+            ratio=rt["holder_p50_us"] / rt["off_p50_us"]),
+        Row("holder: %d MiB of output over the raw route, holder on vs off" % (tp["size"] >> 20),
+            rate(tp["holder_bytes_per_s"]), baseline="holder off: %s" % rate(
+                tp["off_bytes_per_s"]), ratio=tp["ratio"]),
+        Row("holder: memory per running exec (%d `sleep`s): daemon RSS, kernel stacks" % n,
+            "%.1f + %.1f KiB" % ((on["with_running_kib"] - on["idle_kib"]) / n,
+                                 on["kernel_stack_delta_kib"] / n),
+            baseline="holder off: %.1f + %.1f KiB" % (
+                (off["with_running_kib"] - off["idle_kib"]) / n,
+                off["kernel_stack_delta_kib"] / n)),
+        Row("holder: after a daemon crash, the memory each holder keeps mapped (the dead "
+            "daemon's, one copy shared by all %d)" % m["after_crash_holders"],
+            mib(m["after_crash_holder_rss_kib"])),
+    ]
+
+
 def ssh_rows(r: Dict[str, Any]) -> List[Row]:
     return [
         Row("for orientation: `ssh HOST /bin/true` through a ControlMaster (%d runs)" % r["runs"],
@@ -318,6 +348,7 @@ ROW_MAKERS: Dict[str, Callable[[Dict[str, Any]], List[Row]]] = {
     "startup": startup_rows,
     "search": search_rows,
     "reset": reset_rows,
+    "holder": holder_rows,
     "ssh": ssh_rows,
 }
 # Run only when asked or when their tool is there (not a project dependency).

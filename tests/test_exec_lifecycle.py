@@ -126,7 +126,7 @@ class RestartRecoveryTest(unittest.TestCase):
             s, lost = d.json("GET", "/v1/execs/lost-1")
             self.assertEqual((lost["state"], lost["exit_code"], lost["killed_by"]),
                              ("exited", None, "daemon_restart"))
-            self.assertIn("without holders", lost["error"])
+            self.assertIn("no holder", lost["error"])
             os.kill(lost["pid"], signal.SIGKILL)  # the orphan the old daemon left
 
     def test_a_graceful_stop_kills_running_groups_and_records_why(self):

@@ -77,11 +77,8 @@ void ExecEngine::EndHolder(ExecRecord& rec) {
 }
 
 std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::string& why) {
-  if (holder_dir_.empty()) {
-    why = "this daemon runs without holders";
-    return nullptr;
-  }
-  std::string path = holder_dir_ + "/" + std::to_string(pid) + ".sock";
+  // Whatever this daemon's --exec-holder: the last one's holders count.
+  std::string path = state_dir_ + "/h/" + std::to_string(pid) + ".sock";
   struct sockaddr_un addr = {};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.data(), std::min(path.size(), sizeof(addr.sun_path) - 1));
@@ -110,12 +107,11 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
 }
 
 void ExecEngine::EndUnclaimedHolders() {
-  if (holder_dir_.empty()) return;
   std::set<pid_t> claimed;
   for (const auto& [id, rec] : table_) {
     if (rec->holder) claimed.insert(rec->pid);
   }
-  DIR* dir = ::opendir(holder_dir_.c_str());
+  DIR* dir = ::opendir((state_dir_ + "/h").c_str());
   if (!dir) return;
   std::vector<pid_t> pids;
   while (struct dirent* e = ::readdir(dir)) {

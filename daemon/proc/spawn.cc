@@ -284,6 +284,7 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
 // runs beside it: until it sets `ready` the daemon waits (so it may use `h`
 // and libc's syscall() as a vfork child does); after that, only its copies.
 struct HeldArgs {
+  CloneFn clone;  // LibcClone(), resolved by the daemon (TSan: a dlsym)
   ChildArgs* child;
   char* child_stack_top;
   HolderFds fds;  // socket_path: the directory, with a trailing '/'
@@ -312,7 +313,7 @@ AGENTD_CHILD_SIDE int Listen(char* path, int* err) {
 
 AGENTD_CHILD_SIDE int HolderMain(void* arg) {
   auto* h = static_cast<HeldArgs*>(arg);
-  pid_t c = LibcClone()(ChildMain, h->child_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, h->child);
+  pid_t c = h->clone(ChildMain, h->child_stack_top, CLONE_VM | CLONE_VFORK | SIGCHLD, h->child);
   if (c < 0 && h->child->err == 0) {
     h->child->err = errno;
     h->child->step = Step::kNone;
@@ -502,6 +503,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid;
   if (spec.holder) {
+    held.clone = LibcClone();
     held.child = &args;
     held.child_stack_top = static_cast<char*>(stack) + kChildStackBytes;
     held.fds.conn = spec.holder->conn;
