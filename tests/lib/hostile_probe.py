@@ -82,6 +82,15 @@ def ptrace_attempt(pid, request):
         "error:" + errno.errorcode.get(ctypes.get_errno(), "?"))
 
 
+def parent_of(pid):
+    """The parent pid of pid, from /proc/PID/stat (after the command's ')')."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
 def http_attempt(port, method, path, body=None, token=None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     headers = {"Authorization": "Bearer " + token} if token else {}
@@ -102,7 +111,18 @@ def main():
     report["agentd_vars_in_env"] = [k for k in os.environ if k.startswith("AGENTD_")] or "absent"
     report["token_in_argv"] = read_attempt("/proc/self/cmdline", token).replace(
         "readable", "absent")
-    report["parent_is_daemon"] = os.getppid() == daemon
+    # The parent is the daemon, or (by default) the exec's holder: a clone of
+    # the daemon that shares its memory, so it is attacked the same way.
+    parent = os.getppid()
+    report["parent"] = "daemon" if parent == daemon else (
+        "holder" if parent_of(parent) == daemon else "other:%d" % parent)
+    if report["parent"] == "holder":
+        report["holder_environ"] = read_attempt("/proc/%d/environ" % parent, token)
+        report["holder_mem"] = read_attempt("/proc/%d/mem" % parent, token)
+        report["holder_fd_dir"] = list_attempt("/proc/%d/fd" % parent)
+        report["kill_holder"] = signal_attempt(parent, signal.SIGKILL)
+        report["stop_holder"] = signal_attempt(parent, signal.SIGSTOP)
+        report["ptrace_attach_holder"] = ptrace_attempt(parent, PTRACE_ATTACH)
     report["daemon_environ"] = read_attempt("/proc/%d/environ" % daemon, token)
     report["daemon_cmdline"] = read_attempt("/proc/%d/cmdline" % daemon, token).replace(
         "readable", "absent")
