@@ -46,7 +46,7 @@ int64_t Int(const json::Value& doc, std::string_view key) {
 
 }  // namespace
 
-Result<EgressPolicy> DecodeEgressPolicy(const json::Value& v) {
+Result<EgressPolicy> DecodeEgressPolicy(const json::Value& v, bool answer) {
   if (!v.is_object()) return EgressError("must be an object");
   ObjectReader r(v);
   EgressPolicy p;
@@ -54,9 +54,24 @@ Result<EgressPolicy> DecodeEgressPolicy(const json::Value& v) {
   std::optional<std::vector<std::string>> allow = r.StringArray("allow");
   std::optional<std::vector<std::string>> deny = r.StringArray("deny");
   p.dns = r.Bool("dns").value_or(false);
+  const json::Value* resolved = r.Raw("resolved");
   r.Require("mode", mode.has_value());
   Status s = r.Finish();
   if (!s.ok()) return EgressError(s.message());
+  if (resolved && !answer) {
+    return EgressError("\"resolved\" is answered by the daemon, not sent");
+  }
+  if (resolved && resolved->is_object()) {
+    for (const json::Member& m : resolved->as_object().members()) {
+      EgressResolvedName n{m.key, {}};
+      if (m.value.is_array()) {
+        for (const json::Value& a : m.value.as_array()) {
+          if (a.is_string()) n.addresses.push_back(a.as_string());
+        }
+      }
+      p.resolved.push_back(std::move(n));
+    }
+  }
   bool known = false;
   for (std::string_view m : kEgressModes) known = known || *mode == m;
   if (!known) return EgressError("\"mode\" must be \"public\", \"allow\", \"none\" or \"all\"");
@@ -74,6 +89,11 @@ json::Object EncodeEgressPolicy(const EgressPolicy& p) {
   o.Set("allow", Strings(p.allow));
   o.Set("deny", Strings(p.deny));
   o.Set("dns", p.dns);
+  if (!p.resolved.empty()) {
+    json::Object names;
+    for (const EgressResolvedName& n : p.resolved) names.Set(n.name, Strings(n.addresses));
+    o.Set("resolved", std::move(names));
+  }
   return o;
 }
 
@@ -157,7 +177,7 @@ Result<EgressReport> DecodeEgressReport(const json::Value& v) {
   r.id = Text(v, "id");
   if (const json::Value* x = v.Find("accounting"); x && x->is_bool()) r.accounting = x->as_bool();
   if (const json::Value* x = v.Find("policy"); x && x->is_object()) {
-    Result<EgressPolicy> p = DecodeEgressPolicy(*x);
+    Result<EgressPolicy> p = DecodeEgressPolicy(*x, /*answer=*/true);
     if (p.ok()) r.policy = std::move(*p);
   }
   r.attempts = Int(v, "attempts");

@@ -265,6 +265,12 @@ json::Value EncodeExecStartRequest(const ExecStartRequest& req) {
 }
 
 std::string ExecFingerprint(const ExecStartRequest& req) {
+  // The addresses a name resolved to are the daemon's, not the request's.
+  if (req.egress && !req.egress->resolved.empty()) {
+    ExecStartRequest asked = req;
+    asked.egress->resolved.clear();
+    return Sha256Hex(json::Canonical(EncodeExecStartRequest(asked)));
+  }
   return Sha256Hex(json::Canonical(EncodeExecStartRequest(req)));
 }
 

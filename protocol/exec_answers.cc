@@ -183,7 +183,7 @@ Result<ExecInfo> DecodeExecInfo(const json::Value& doc) {
   e.restriction = DecodeExecRestriction(doc.Find("restriction"));
   e.network = GetOptString(doc, "network");
   if (const json::Value* x = doc.Find("egress"); x && x->is_object()) {
-    Result<EgressPolicy> p = DecodeEgressPolicy(*x);
+    Result<EgressPolicy> p = DecodeEgressPolicy(*x, /*answer=*/true);
     if (p.ok()) e.egress = std::move(*p);
   }
   return e;

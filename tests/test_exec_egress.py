@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
@@ -32,6 +33,10 @@ METADATA = "169.254.169.254"
 METADATA6 = "fd00:ec2::254"
 PUBLIC = "203.0.113.7"
 PORT = 8080
+# Host names the test's own /etc/hosts (bound over the real one in a mount
+# namespace of the test process) gives the private and public addresses.
+PRIVATE_NAME = "egress-private.test"
+PUBLIC_NAME = "egress-public.test"
 
 # Tries each target and prints {target: "ok" | errno name}. Targets:
 # tcp:HOST:PORT (a v6 socket when HOST has a ':'), tcp6:HOST:PORT (always a
@@ -84,12 +89,22 @@ else:
 """
 
 
-def enter_test_network():
+CLONE_NEWNS = 0x00020000
+
+
+def enter_test_network(hosts_file):
     """A network namespace for this test process (and the daemon it starts)
-    with the addresses the policies are about on its loopback."""
+    with the addresses the policies are about on its loopback, and a mount
+    namespace whose /etc/hosts names two of them."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
+    if libc.unshare(CLONE_NEWNET | CLONE_NEWNS) != 0:
         raise unittest.SkipTest("cannot create a network namespace: errno %d" % ctypes.get_errno())
+    with open("/etc/hosts") as f:
+        hosts = f.read()
+    with open(hosts_file, "w") as f:
+        f.write(hosts + "\n%s %s\n%s %s\n" % (PRIVATE, PRIVATE_NAME, PUBLIC, PUBLIC_NAME))
+    subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    subprocess.run(["mount", "--bind", hosts_file, "/etc/hosts"], check=True)
     # ICMP "ping" sockets for every group, so the control can open one.
     with open("/proc/sys/net/ipv4/ping_group_range", "w") as f:
         f.write("0 2147483647")
@@ -106,7 +121,8 @@ class EgressTest(unittest.TestCase):
     def setUpClass(cls):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root (the CI runs as root)")
-        enter_test_network()
+        cls.tmp = tempfile.TemporaryDirectory()
+        enter_test_network(os.path.join(cls.tmp.name, "hosts"))
         cls.listeners = []
         for family, host in ((socket.AF_INET, PRIVATE), (socket.AF_INET, METADATA),
                              (socket.AF_INET, PUBLIC), (socket.AF_INET, "127.0.0.1"),
@@ -130,6 +146,7 @@ class EgressTest(unittest.TestCase):
         cls.daemon.stop()
         for s in cls.listeners + [cls.udp]:
             s.close()
+        cls.tmp.cleanup()
 
     def probe(self, exec_id, targets, egress, mode="child", **body):
         obj, out, err = run(self.daemon, exec_id,
@@ -214,6 +231,56 @@ class EgressTest(unittest.TestCase):
         self.assertEqual(got, {targets[0]: "ok", targets[1]: "EPERM", targets[2]: "EPERM",
                                targets[3]: "EPERM"})
 
+    def test_allow_takes_a_host_name_resolved_once_and_named_in_the_exec(self):
+        targets = ["tcp:%s:%d" % (PRIVATE, PORT), "tcp:%s:%d" % (PRIVATE, PORT + 1),
+                   "tcp:%s:%d" % (PUBLIC, PORT)]
+        # Control: the same name as a literal address rule answers the same.
+        _, literal = self.probe("allow-literal", targets,
+                                {"mode": "allow", "allow": ["%s:%d" % (PRIVATE, PORT)]})
+        obj, named = self.probe("allow-name", targets,
+                                {"mode": "allow", "allow": ["%s:%d" % (PRIVATE_NAME, PORT)]})
+        self.assertEqual(named, {targets[0]: "ok", targets[1]: "EPERM", targets[2]: "EPERM"})
+        self.assertEqual(named, literal)
+        self.assertEqual(obj["egress"]["allow"], ["%s:%d" % (PRIVATE_NAME, PORT)])
+        self.assertEqual(obj["egress"]["resolved"], {PRIVATE_NAME: [PRIVATE]})
+        s, again = self.daemon.json("GET", "/v1/execs/allow-name")
+        self.assertEqual(again["egress"]["resolved"], {PRIVATE_NAME: [PRIVATE]})
+        self.assertEqual(self.egress("allow-name")["policy"]["resolved"], {PRIVATE_NAME: [PRIVATE]})
+        self.assertNotIn("resolved", self.egress("allow-literal")["policy"])
+
+    def test_deny_takes_a_host_name(self):
+        targets = ["tcp:%s:%d" % (PUBLIC, PORT), "tcp:%s:%d" % (PRIVATE, PORT)]
+        _, got = self.probe("deny-name", targets, {"mode": "all", "deny": [PUBLIC_NAME]})
+        self.assertEqual(got, {targets[0]: "EPERM", targets[1]: "ok"})
+
+    def test_a_name_that_does_not_resolve_is_refused_naming_it(self):
+        s, body = self.daemon.json("PUT", "/v1/execs/unresolved",
+                                   {"argv": ["true"], "egress": {
+                                       "mode": "allow",
+                                       "allow": ["%s:%d" % (PRIVATE_NAME, PORT),
+                                                 "no-such-host.invalid:443"]}})
+        self.assertEqual((s, error_code(body)), (400, "egress_name_unresolved"), body)
+        self.assertEqual(body["error"]["name"], "no-such-host.invalid")
+        self.assertEqual(body["error"]["field"], "egress")
+        s, _ = self.daemon.json("GET", "/v1/execs/unresolved")
+        self.assertEqual(s, 404)
+        # The same through /v1/run.
+        s, body = self.daemon.json("POST", "/v1/run", {
+            "runtime": "python", "code": "pass",
+            "egress": {"mode": "all", "deny": ["no-such-host.invalid"]}})
+        self.assertEqual((s, error_code(body)), (400, "egress_name_unresolved"), body)
+
+    def test_names_are_bounded_and_resolved_is_not_sent(self):
+        names = ["h%d.invalid:80" % i for i in range(9)]
+        s, body = self.daemon.json("PUT", "/v1/execs/many-names",
+                                   {"argv": ["true"], "egress": {"mode": "allow", "allow": names}})
+        self.assertEqual((s, error_code(body)), (400, "invalid_request"), body)
+        self.assertEqual(body["error"]["max_names"], 8)
+        s, body = self.daemon.json("PUT", "/v1/execs/sent-resolved", {
+            "argv": ["true"], "egress": {"mode": "allow", "allow": [PRIVATE_NAME],
+                                         "resolved": {PRIVATE_NAME: [PUBLIC]}}})
+        self.assertEqual((s, error_code(body)), (400, "invalid_request"), body)
+
     def test_deny_narrows_a_mode(self):
         targets = ["tcp:%s:%d" % (PUBLIC, PORT), "tcp:%s:%d" % (PRIVATE, PORT)]
         _, got = self.probe("deny", targets, {"mode": "all", "deny": [PUBLIC + "/32"]})
@@ -287,7 +354,8 @@ class EgressTest(unittest.TestCase):
             ({"mode": "private"}, None),
             ({"allow": ["10.0.0.0/8"]}, None),
             ({"mode": "allow", "allow": ["10.0.0.0/33"]}, None),
-            ({"mode": "allow", "allow": ["pypi.internal:443"]}, None),
+            ({"mode": "allow", "allow": ["pypi.internal/24:443"]}, None),
+            ({"mode": "allow", "allow": ["pypi.internal:0"]}, None),
             ({"mode": "allow", "allow": ["10.0.0.1:80"] * 65}, ("max_entries", 64)),
             ({"mode": "allow", "deny": ["1" * 129]}, ("max_bytes", 128)),
             ("public", None),

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "limits/egress_names.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/child_env.h"
@@ -375,8 +376,25 @@ Result<ExecEngine::Started> ExecEngine::Start(const ExecId& exec_id, ExecStartRe
   return Insert(id, std::move(fingerprint), std::move(*prepared), /*internal=*/false);
 }
 
+asio::awaitable<Status> ExecEngine::ResolveEgressNames(ExecStartRequest& request) {
+  if (!request.egress) co_return Status::Ok();
+  Result<std::vector<std::string>> names = EgressNames(*request.egress);
+  if (!names.ok()) co_return names.status();
+  if (names->empty()) co_return Status::Ok();
+  auto resolve = [names = std::move(*names)] { return agentd::ResolveEgressNames(names); };
+  Result<std::vector<EgressResolvedName>> resolved =
+      co_await RunBlocking(blocking_, std::move(resolve));
+  if (!resolved.ok()) co_return resolved.status();
+  request.egress->resolved = std::move(*resolved);
+  co_return Status::Ok();
+}
+
 asio::awaitable<Result<ExecEngine::Started>> ExecEngine::StartLaunched(const ExecId& id,
                                                                        ExecStartRequest& request) {
+  // A repeated start of the same id answers the record without resolving.
+  if (!table_.contains(id.str())) {
+    if (Status s = co_await ResolveEgressNames(request); !s.ok()) co_return s;
+  }
   Result<Started> started = Start(id, std::move(request));
   if (started.ok()) {
     co_await Launched(started->exec);

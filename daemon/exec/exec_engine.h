@@ -98,6 +98,10 @@ class ExecEngine {
     bool open_ended = false;
   };
   Result<Prepared> Prepare(ExecStartRequest request);
+  // Resolves the host names of request.egress (limits/egress_names.h) on
+  // the blocking pool into its "resolved", before Prepare() builds the
+  // rules from them. `request` must live until it completes.
+  asio::awaitable<Status> ResolveEgressNames(ExecStartRequest& request);
   // Looks the id up (same request: the record; different: 409; released:
   // 410) and starts a new exec. An exec with cgroup limits is spawned once
   // its group exists (made off the io thread): until then its record is

@@ -100,35 +100,85 @@ std::array<uint8_t, 16> MappedV4(const uint8_t v4[4]) {
   return a;
 }
 
-Result<EgressRule> ParseEgressRule(std::string_view text, bool allow) {
-  std::string_view host = text;
-  std::string_view port_text;
+namespace {
+
+// "HOST[/BITS][:PORT]" or "[HOST[/BITS]]:PORT" into its host and port text.
+Status SplitRule(std::string_view text, std::string_view* host, std::string_view* port_text) {
+  *host = text;
+  *port_text = {};
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
     if (close == std::string_view::npos) return RuleError(text, "has '[' without ']'");
-    host = text.substr(1, close - 1);
+    *host = text.substr(1, close - 1);
     std::string_view rest = text.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':') return RuleError(text, "must be \"[ADDRESS/BITS]:PORT\"");
-      port_text = rest.substr(1);
-      if (port_text.empty()) return RuleError(text, "has an empty port");
+      *port_text = rest.substr(1);
+      if (port_text->empty()) return RuleError(text, "has an empty port");
     }
   } else if (size_t colon = text.rfind(':');
              colon != std::string_view::npos && text.find(':') == colon) {
-    // One colon: IPv4 with a port. More: a bare IPv6 address.
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-    if (port_text.empty()) return RuleError(text, "has an empty port");
+    // One colon: IPv4 or a host name with a port. More: a bare IPv6 address.
+    *host = text.substr(0, colon);
+    *port_text = text.substr(colon + 1);
+    if (port_text->empty()) return RuleError(text, "has an empty port");
   }
+  return Status::Ok();
+}
+
+// RFC 1123 host name letters, not all digits and dots (that is an address).
+bool LooksLikeName(std::string_view host) {
+  if (host.empty() || host.size() > 253 || host.front() == '-' || host.front() == '.') {
+    return false;
+  }
+  bool letter = false;
+  for (char c : host) {
+    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (!alpha && !(c >= '0' && c <= '9') && c != '-' && c != '.' && c != '_') return false;
+    letter = letter || alpha || c == '-' || c == '_';
+  }
+  return letter;
+}
+
+}  // namespace
+
+std::string EgressRuleName(std::string_view text) {
+  std::string_view host, port_text;
+  if (!SplitRule(text, &host, &port_text).ok() || text.front() == '[') return "";
+  std::string z(host);
+  uint8_t buf[16];
+  if (::inet_pton(AF_INET, z.c_str(), buf) == 1 || ::inet_pton(AF_INET6, z.c_str(), buf) == 1) {
+    return "";
+  }
+  return LooksLikeName(host) ? z : "";
+}
+
+namespace {
+
+Status ParsePort(std::string_view text, std::string_view port_text, uint16_t* out) {
+  int port = 0;
+  if (!port_text.empty() && (!ParseInt(port_text, 65535, &port) || port == 0)) {
+    return RuleError(text, "has a port that is not 1 to 65535");
+  }
+  *out = static_cast<uint16_t>(port);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckNamedRulePort(std::string_view text) {
+  std::string_view host, port_text;
+  AGENTD_RETURN_IF_ERROR(SplitRule(text, &host, &port_text));
+  uint16_t port = 0;
+  return ParsePort(text, port_text, &port);
+}
+
+Result<EgressRule> ParseEgressRule(std::string_view text, bool allow) {
+  std::string_view host, port_text;
+  AGENTD_RETURN_IF_ERROR(SplitRule(text, &host, &port_text));
   EgressRule r;
   r.allow = allow;
-  if (!port_text.empty()) {
-    int port = 0;
-    if (!ParseInt(port_text, 65535, &port) || port == 0) {
-      return RuleError(text, "has a port that is not 1 to 65535");
-    }
-    r.port = static_cast<uint16_t>(port);
-  }
+  AGENTD_RETURN_IF_ERROR(ParsePort(text, port_text, &r.port));
   std::string_view addr = host;
   std::string_view bits_text;
   if (size_t slash = host.find('/'); slash != std::string_view::npos) {
@@ -144,7 +194,7 @@ Result<EgressRule> ParseEgressRule(std::string_view text, bool allow) {
   } else if (::inet_pton(AF_INET6, addr_z.c_str(), r.addr.data()) == 1) {
     max_bits = 128;
   } else {
-    return RuleError(text, "is not an IPv4 or IPv6 address or CIDR (host names are not accepted)");
+    return RuleError(text, "is not an IPv4 or IPv6 address or CIDR, or a host name with a port");
   }
   int bits = max_bits;
   if (host.find('/') != std::string_view::npos && !ParseInt(bits_text, max_bits, &bits)) {
@@ -155,6 +205,40 @@ Result<EgressRule> ParseEgressRule(std::string_view text, bool allow) {
   return r;
 }
 
+namespace {
+
+// The rules of one "allow" or "deny" entry: itself, or one per address
+// its host name resolved to (EgressPolicy::resolved), with its port.
+Status AddRules(const EgressPolicy& policy, const std::string& text, bool allow,
+                std::vector<EgressRule>& t) {
+  std::string name = EgressRuleName(text);
+  if (name.empty()) {
+    Result<EgressRule> r = ParseEgressRule(text, allow);
+    if (!r.ok()) return r.status();
+    t.push_back(*r);
+    return Status::Ok();
+  }
+  auto found = std::find_if(policy.resolved.begin(), policy.resolved.end(),
+                            [&](const EgressResolvedName& n) { return n.name == name; });
+  if (found == policy.resolved.end() || found->addresses.empty()) {
+    return Status::Error(ErrorCode::kEgressNameUnresolved,
+                         "field \"egress\": host name \"" + name + "\" was not resolved")
+        .With("field", std::string("egress"))
+        .With("name", name);
+  }
+  std::string_view port = std::string_view(text).substr(name.size());  // "" or ":PORT"
+  for (const std::string& a : found->addresses) {
+    bool v6 = a.find(':') != std::string::npos;
+    Result<EgressRule> r =
+        ParseEgressRule(v6 ? "[" + a + "]" + std::string(port) : a + std::string(port), allow);
+    if (!r.ok()) return r.status();
+    t.push_back(*r);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::vector<EgressRule>> BuildEgressTable(const EgressPolicy& policy,
                                                  const std::vector<std::string>& nameservers) {
   std::vector<EgressRule> t;
@@ -162,11 +246,7 @@ Result<std::vector<EgressRule>> BuildEgressTable(const EgressPolicy& policy,
   if (policy.mode == "all") t.push_back(V6Rule("::", 0, true));
   t.push_back(V4Rule(127, 0, 0, 0, 8, true));  // loopback: servers the exec starts itself
   t.push_back(V6Rule("::1", 128, true));
-  for (const std::string& s : policy.allow) {
-    Result<EgressRule> r = ParseEgressRule(s, true);
-    if (!r.ok()) return r.status();
-    t.push_back(*r);
-  }
+  for (const std::string& s : policy.allow) AGENTD_RETURN_IF_ERROR(AddRules(policy, s, true, t));
   if (policy.dns) {
     for (const std::string& ns : nameservers) {
       Result<EgressRule> r = ParseEgressRule(ns, true);
@@ -175,11 +255,7 @@ Result<std::vector<EgressRule>> BuildEgressTable(const EgressPolicy& policy,
       t.push_back(*r);
     }
   }
-  for (const std::string& s : policy.deny) {
-    Result<EgressRule> r = ParseEgressRule(s, false);
-    if (!r.ok()) return r.status();
-    t.push_back(*r);
-  }
+  for (const std::string& s : policy.deny) AGENTD_RETURN_IF_ERROR(AddRules(policy, s, false, t));
   // One entry per (address, prefix, port); deny wins over allow.
   std::vector<EgressRule> out;
   for (const EgressRule& r : t) {

@@ -32,10 +32,17 @@ struct EgressRule {
 // "[2001:db8::/32]:53". invalid_request naming the field "egress" otherwise.
 Result<EgressRule> ParseEgressRule(std::string_view text, bool allow);
 
+// The host name of a rule ("pypi-mirror.internal" of
+// "pypi-mirror.internal:8080"); "" when the rule names an address or CIDR.
+std::string EgressRuleName(std::string_view text);
+// The port of a host name's rule, checked before the name is resolved.
+Status CheckNamedRulePort(std::string_view text);
+
 // The whole table for a policy: the mode's own rules (loopback always
 // allowed; "public" denies the private, shared, link-local, metadata,
 // unique-local, multicast and broadcast ranges, also as IPv4-mapped, NAT64
-// and 6to4 spellings), then "allow", "deny" and, with "dns", port 53 to
+// and 6to4 spellings), then "allow", "deny" (a host name's rule once per
+// address in policy.resolved; egress_name_unresolved when it has none) and, with "dns", port 53 to
 // each of `nameservers` (addresses as text). Duplicates merged, deny first.
 Result<std::vector<EgressRule>> BuildEgressTable(const EgressPolicy& policy,
                                                  const std::vector<std::string>& nameservers);

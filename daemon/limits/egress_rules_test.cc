@@ -117,3 +117,28 @@ TEST_CASE("nameservers from resolv.conf", "[egress]") {
       "# comment\nsearch x\nnameserver 10.0.0.2\nnameserver\t2001:db8::1 # x\nnameserverx 1\n");
   CHECK(ns == std::vector<std::string>{"10.0.0.2", "2001:db8::1"});
 }
+
+TEST_CASE("egress names: a host name's rule holds each address it resolved to", "[egress]") {
+  CHECK(EgressRuleName("pypi-mirror.internal:8080") == "pypi-mirror.internal");
+  CHECK(EgressRuleName("localhost") == "localhost");
+  CHECK(EgressRuleName("10.0.0.1:80").empty());
+  CHECK(EgressRuleName("2001:db8::1").empty());
+  CHECK(EgressRuleName("[2001:db8::1]:443").empty());
+  CHECK(EgressRuleName("10.0.0.0/8").empty());
+  CHECK_FALSE(CheckNamedRulePort("mirror.internal:0").ok());
+  EgressPolicy p;
+  p.mode = "allow";
+  p.allow = {"mirror.internal:8080"};
+  p.deny = {"bad.internal"};
+  p.resolved = {{"mirror.internal", {"10.1.2.3", "2001:db8::7"}}, {"bad.internal", {"10.1.2.4"}}};
+  Result<std::vector<EgressRule>> t = BuildEgressTable(p, {});
+  REQUIRE(t.ok());
+  CHECK(EgressAllows(*t, Addr("10.1.2.3"), 8080));
+  CHECK(EgressAllows(*t, Addr("2001:db8::7"), 8080));
+  CHECK_FALSE(EgressAllows(*t, Addr("10.1.2.3"), 8081));
+  CHECK_FALSE(EgressAllows(*t, Addr("10.1.2.4"), 8080));
+  p.resolved.pop_back();  // a name nobody resolved is never an empty rule
+  Result<std::vector<EgressRule>> missing = BuildEgressTable(p, {});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == ErrorCode::kEgressNameUnresolved);
+}

@@ -83,7 +83,9 @@ asio::awaitable<Result<RunResponse>> CodeRun::Run(const RunRequest& run,
   std::string cwd = run.cwd.value_or(DefaultRunCwd(options_.workdir));
   // Checked before the first scan, which may take seconds: a run that
   // cannot start costs nothing. The checked request is what starts.
-  Result<ExecEngine::Prepared> prepared = engine_.Prepare(RunToExecRequest(run, cwd, timeout));
+  ExecStartRequest request = RunToExecRequest(run, cwd, timeout);
+  if (Status s = co_await engine_.ResolveEgressNames(request); !s.ok()) co_return s;
+  Result<ExecEngine::Prepared> prepared = engine_.Prepare(std::move(request));
   if (!prepared.ok()) co_return prepared.status();
   // Python runs through its driver, which reports an uncaught exception on
   // fd 3. Without a memfd the code runs as plain `python3 -c` (no report).

@@ -24,16 +24,27 @@ inline constexpr size_t kMaxEgressRuleBytes = 128;  // one "CIDR:PORT" entry
 // Loopback stays reachable in every mode.
 inline constexpr std::string_view kEgressModes[] = {"public", "allow", "none", "all"};
 
+// A host name of the rules and the addresses it had when the exec
+// started (the daemon resolves each name once; the rules hold these).
+struct EgressResolvedName {
+  std::string name;
+  std::vector<std::string> addresses;  // "10.1.2.3", "2001:db8::1"
+};
+
 struct EgressPolicy {
   std::string mode;
-  std::vector<std::string> allow;  // "CIDR", "CIDR:PORT", "[v6CIDR]:PORT"
+  // "CIDR", "CIDR:PORT", "[v6CIDR]:PORT", "HOST", "HOST:PORT"
+  std::vector<std::string> allow;
   std::vector<std::string> deny;
   bool dns = false;  // port 53 to the nameservers of /etc/resolv.conf
+  // Answered by the daemon ("resolved" of the exec object), never sent.
+  std::vector<EgressResolvedName> resolved;
 };
 
 // invalid_request naming the field "egress" for a wrong shape or a bound
-// exceeded (the CIDR syntax is checked by the daemon).
-Result<EgressPolicy> DecodeEgressPolicy(const json::Value& v);
+// exceeded (the CIDR syntax is checked by the daemon). `answer`: the
+// daemon's own encoding, whose "resolved" a request may not carry.
+Result<EgressPolicy> DecodeEgressPolicy(const json::Value& v, bool answer = false);
 json::Object EncodeEgressPolicy(const EgressPolicy& p);
 
 // One accounted destination (or refused socket kind).
