@@ -134,6 +134,9 @@ int CmdEgress(Context& ctx) {
            " allowed, " + std::to_string(r->refused) + " refused" +
            (r->overflow ? ", " + std::to_string(r->overflow) + " past the table's bound" : "") +
            "\n";
+    if (r->policy && !r->policy->resolved.empty()) {
+      text += "resolved at start: " + DescribeResolved(*r->policy) + "\n";
+    }
     std::vector<std::vector<std::string>> rows = {
         {"VERDICT", "PROTO", "DESTINATION", "COUNT", "FIRST", "LAST"}};
     for (const EgressDestination& d : r->destinations) {

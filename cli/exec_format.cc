@@ -76,6 +76,16 @@ Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   return req;
 }
 
+std::string DescribeResolved(const EgressPolicy& p) {
+  std::string text;
+  for (const EgressResolvedName& n : p.resolved) {
+    if (!text.empty()) text += "; ";
+    text += n.name;
+    for (const std::string& a : n.addresses) text += " " + a;
+  }
+  return text;
+}
+
 int RemoteExitStatus(const ExecInfo& e) {
   if (e.exit_code) return static_cast<int>(*e.exit_code & 0xFF);
   return 1;  // no status: the daemon lost the process (see the exec's error)
@@ -105,6 +115,7 @@ std::string DescribeExec(const ExecInfo& e) {
     for (const std::string& d : e.egress->deny) policy += " deny " + d;
     if (e.egress->dns) policy += " dns";
     rows.push_back({"egress", policy});
+    if (!e.egress->resolved.empty()) rows.push_back({"resolved", DescribeResolved(*e.egress)});
   }
   if (e.restriction) {
     const ExecRestriction& r = *e.restriction;

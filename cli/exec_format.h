@@ -14,6 +14,9 @@ namespace agentd::cli {
 Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args);
 // One exec object as an aligned two-column table.
 std::string DescribeExec(const ExecInfo& e);
+// The addresses the host names of an egress policy resolved to at start,
+// "mirror.internal 10.1.2.3 2001:db8::7; other 10.1.2.4"; empty without names.
+std::string DescribeResolved(const EgressPolicy& p);
 // The shell-style exit status of an exited exec (exit code, 124, 128+n).
 int RemoteExitStatus(const ExecInfo& e);
 // Writes all of `bytes` to a descriptor (stdout, stderr), retrying short writes.

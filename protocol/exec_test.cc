@@ -197,3 +197,26 @@ TEST_CASE("restriction says whether the seccomp filter was loaded", "[exec]") {
   REQUIRE(old);
   CHECK(old->seccomp);
 }
+
+TEST_CASE("an exec object's egress.resolved round-trips; a request may not carry it",
+          "[exec][egress]") {
+  auto req = DecodeExecStartRequest(
+      Doc(R"({"argv":["true"],"egress":{"mode":"allow","allow":["mirror.internal:8080"]}})"));
+  REQUIRE(req.ok());
+  std::string asked = ExecFingerprint(*req);
+  req->egress->resolved = {{"mirror.internal", {"10.1.2.3", "2001:db8::7"}}};
+  CHECK(ExecFingerprint(*req) == asked);  // the daemon's answer is not the request's identity
+  ExecInfo e;
+  e.id = "x";
+  e.egress = req->egress;
+  auto back = DecodeExecInfo(EncodeExecInfo(e));
+  REQUIRE(back.ok());
+  REQUIRE(back->egress);
+  REQUIRE(back->egress->resolved.size() == 1);
+  CHECK(back->egress->resolved[0].name == "mirror.internal");
+  CHECK(back->egress->resolved[0].addresses == std::vector<std::string>{"10.1.2.3", "2001:db8::7"});
+  Status sent = DecodeStatus(
+      R"({"argv":["true"],"egress":{"mode":"allow","allow":["m.internal"],"resolved":{"m.internal":["10.0.0.1"]}}})");
+  CHECK(sent.code() == ErrorCode::kInvalidRequest);
+  CHECK(FieldOf(sent) == "egress");
+}

@@ -1,10 +1,12 @@
-"""agentctl exec --egress MODE [--allow CIDR:PORT] [--deny ...] [--dns] and
-agentctl egress ID against a live daemon (docs/PROTOCOL.md, "Egress"). The
-probe connects to a documentation address: under "none" the policy
-refuses it with EPERM before any route is looked up, so no network of the
-machine is touched."""
+"""agentctl exec --egress MODE [--allow CIDR:PORT|HOST:PORT] [--deny ...]
+[--dns] and agentctl egress ID against a live daemon (docs/PROTOCOL.md,
+"Egress"). The probe connects to a documentation address: under "none" the
+policy refuses it with EPERM before any route is looked up, so no network
+of the machine is touched. Host names are "localhost" (the guest's
+/etc/hosts) and a name under ".invalid", which never resolves."""
 
 import os
+import socket
 import sys
 import unittest
 
@@ -41,6 +43,55 @@ class EgressCommandTest(AgentctlTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(env["result"]["egress"]["mode"], "public")
         self.assertTrue(env["result"]["egress"]["dns"])
+
+    def test_allow_takes_a_host_name_and_the_exec_names_its_addresses(self):
+        try:
+            local = {a[4][0] for a in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)}
+        except socket.gaierror as e:
+            self.skipTest("localhost does not resolve here: %s" % e)
+        if "127.0.0.1" not in local:
+            self.skipTest("localhost is not 127.0.0.1 here: %s" % sorted(local))
+        listeners = []
+        for _ in range(2):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            s.listen(4)
+            listeners.append(s)
+            self.addCleanup(s.close)
+        allowed, other = (s.getsockname()[1] for s in listeners)
+        probe = ("import errno, socket\n"
+                 "for port in (%d, %d):\n"
+                 "    s = socket.socket()\n"
+                 "    try:\n        s.connect(('127.0.0.1', port)); print('reached')\n"
+                 "    except OSError as e:\n        print(errno.errorcode[e.errno])\n"
+                 % (allowed, other))
+        # Loopback is denied as a whole; the name's rule (a /32 with a
+        # port) is more specific, so only its port gets through.
+        r, env = self.envelope("exec", "--id", "ctl-egress-name", "--egress", "allow",
+                               "--allow", "localhost:%d" % allowed, "--deny", "127.0.0.0/8",
+                               "--", PYTHON, "-c", probe)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["stdout"], "reached\nEPERM\n", env)
+        r, env = self.envelope("egress", "ctl-egress-name")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        resolved = env["result"]["policy"]["resolved"]
+        self.assertEqual(list(resolved), ["localhost"])
+        self.assertIn("127.0.0.1", resolved["localhost"])
+        r = self.ctl("egress", "ctl-egress-name")
+        self.assertRegex(r.stdout.decode(), r"resolved at start: localhost (\S+ )*127\.0\.0\.1")
+        r = self.ctl("poll", "ctl-egress-name")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout.decode(), r"resolved\s+localhost (\S+ )*127\.0\.0\.1")
+
+    def test_a_host_name_that_does_not_resolve_runs_nothing(self):
+        r, env = self.envelope("exec", "--id", "ctl-egress-unresolved", "--egress", "all",
+                               "--deny", "no-such-host.invalid:443", "--", "true")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(env["error"]["code"], "egress_name_unresolved", env)
+        self.assertEqual(env["error"]["name"], "no-such-host.invalid")
+        r = self.ctl("poll", "ctl-egress-unresolved")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"exec_not_found", r.stderr)
 
     def test_rules_without_a_mode_are_a_usage_error(self):
         r = self.ctl("exec", "--allow", "10.0.0.0/8", "--", "true")

@@ -10,6 +10,7 @@ refusal has its control: the same probe under "all" connects. The host's
 network is never touched. The CI runs as root; without root or cgroup2 the
 module is skipped with the reason the daemon gives."""
 
+import asyncio
 import ctypes
 import json
 import os
@@ -21,9 +22,11 @@ import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib.agentd_test import Daemon, error_code
-from lib.exec_util import run, wait_exit
+from lib.exec_util import read_stream, run, start, wait_exit
 
+import agentd_client as ac  # noqa: E402
 from agentd_client import Client  # noqa: E402
+from agentd_client.aio import AsyncClient  # noqa: E402
 
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 CLONE_NEWNET = 0x40000000
@@ -37,6 +40,8 @@ PORT = 8080
 # namespace of the test process) gives the private and public addresses.
 PRIVATE_NAME = "egress-private.test"
 PUBLIC_NAME = "egress-public.test"
+# A name a test moves from PRIVATE to PUBLIC while an exec runs.
+MOVING_NAME = "egress-moving.test"
 
 # Tries each target and prints {target: "ok" | errno name}. Targets:
 # tcp:HOST:PORT (a v6 socket when HOST has a ':'), tcp6:HOST:PORT (always a
@@ -92,17 +97,24 @@ else:
 CLONE_NEWNS = 0x00020000
 
 
+def write_hosts(hosts_file, base, moving_to):
+    """The test's /etc/hosts: the machine's, and the test's names (written
+    in place: the bind mount holds the file's inode)."""
+    with open(hosts_file, "w") as f:
+        f.write(base + "\n%s %s\n%s %s\n%s %s\n" % (PRIVATE, PRIVATE_NAME, PUBLIC, PUBLIC_NAME,
+                                                  moving_to, MOVING_NAME))
+
+
 def enter_test_network(hosts_file):
     """A network namespace for this test process (and the daemon it starts)
     with the addresses the policies are about on its loopback, and a mount
-    namespace whose /etc/hosts names two of them."""
+    namespace whose /etc/hosts names them. Returns the machine's hosts text."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(CLONE_NEWNET | CLONE_NEWNS) != 0:
         raise unittest.SkipTest("cannot create a network namespace: errno %d" % ctypes.get_errno())
     with open("/etc/hosts") as f:
         hosts = f.read()
-    with open(hosts_file, "w") as f:
-        f.write(hosts + "\n%s %s\n%s %s\n" % (PRIVATE, PRIVATE_NAME, PUBLIC, PUBLIC_NAME))
+    write_hosts(hosts_file, hosts, PRIVATE)
     subprocess.run(["mount", "--make-rprivate", "/"], check=True)
     subprocess.run(["mount", "--bind", hosts_file, "/etc/hosts"], check=True)
     # ICMP "ping" sockets for every group, so the control can open one.
@@ -114,6 +126,7 @@ def enter_test_network(hosts_file):
                 ["ip", "addr", "add", PUBLIC + "/32", "dev", "lo"],
                 ["ip", "-6", "addr", "add", METADATA6 + "/128", "dev", "lo", "nodad"]):
         subprocess.run(cmd, check=True)
+    return hosts
 
 
 class EgressTest(unittest.TestCase):
@@ -122,7 +135,8 @@ class EgressTest(unittest.TestCase):
         if os.geteuid() != 0:
             raise unittest.SkipTest("needs root (the CI runs as root)")
         cls.tmp = tempfile.TemporaryDirectory()
-        enter_test_network(os.path.join(cls.tmp.name, "hosts"))
+        cls.hosts_file = os.path.join(cls.tmp.name, "hosts")
+        cls.hosts = enter_test_network(cls.hosts_file)
         cls.listeners = []
         for family, host in ((socket.AF_INET, PRIVATE), (socket.AF_INET, METADATA),
                              (socket.AF_INET, PUBLIC), (socket.AF_INET, "127.0.0.1"),
@@ -247,6 +261,41 @@ class EgressTest(unittest.TestCase):
         self.assertEqual(again["egress"]["resolved"], {PRIVATE_NAME: [PRIVATE]})
         self.assertEqual(self.egress("allow-name")["policy"]["resolved"], {PRIVATE_NAME: [PRIVATE]})
         self.assertNotIn("resolved", self.egress("allow-literal")["policy"])
+
+    def test_a_name_is_resolved_once_at_start_and_later_answers_are_not_followed(self):
+        targets = ["tcp:%s:%d" % (PRIVATE, PORT), "tcp:%s:%d" % (PUBLIC, PORT)]
+        fifo = os.path.join(self.tmp.name, "go")
+        os.mkfifo(fifo)
+        self.addCleanup(os.unlink, fifo)
+        self.addCleanup(write_hosts, self.hosts_file, self.hosts, PRIVATE)
+        # The probe waits for the test's word (the fifo) before it connects.
+        obj = start(self.daemon, "moving", {
+            "argv": ["sh", "-c", 'read go < "$0"; exec "$@"', fifo, PYTHON, "-c", PROBE,
+                     "child"] + targets,
+            "egress": {"mode": "allow", "allow": ["%s:%d" % (MOVING_NAME, PORT)]}})[1]
+        self.assertEqual(obj["egress"]["resolved"], {MOVING_NAME: [PRIVATE]})
+        write_hosts(self.hosts_file, self.hosts, PUBLIC)
+        # Control: an exec started now resolves the name to its new address.
+        _, moved = self.probe("moved", targets,
+                              {"mode": "allow", "allow": ["%s:%d" % (MOVING_NAME, PORT)]})
+        self.assertEqual(moved, {targets[0]: "EPERM", targets[1]: "ok"})
+        with open(fifo, "w") as f:
+            f.write("go\n")
+        wait_exit(self.daemon, "moving")
+        got = json.loads(read_stream(self.daemon, "moving"))
+        self.assertEqual(got, {targets[0]: "ok", targets[1]: "EPERM"})
+        self.assertEqual(self.egress("moving")["policy"]["resolved"], {MOVING_NAME: [PRIVATE]})
+
+    def test_a_repeated_start_answers_the_exec_without_resolving_again(self):
+        body = {"argv": ["true"], "egress": {"mode": "allow",
+                                             "allow": ["%s:%d" % (MOVING_NAME, PORT)]}}
+        self.addCleanup(write_hosts, self.hosts_file, self.hosts, PRIVATE)
+        s, first = self.daemon.json("PUT", "/v1/execs/repeat-name", body)
+        self.assertEqual(s, 201, first)
+        write_hosts(self.hosts_file, self.hosts, PUBLIC)
+        s, again = self.daemon.json("PUT", "/v1/execs/repeat-name", body)
+        self.assertEqual(s, 200, again)
+        self.assertEqual(again["egress"]["resolved"], {MOVING_NAME: [PRIVATE]})
 
     def test_deny_takes_a_host_name(self):
         targets = ["tcp:%s:%d" % (PUBLIC, PORT), "tcp:%s:%d" % (PRIVATE, PORT)]
@@ -383,8 +432,37 @@ class EgressTest(unittest.TestCase):
             self.assertEqual((report.refused, report.destinations[0].address,
                               report.destinations[0].verdict), (1, PRIVATE, "refused"))
             self.assertIsNone(c.start_exec("py-plain", ["true"]).egress)
+            self.assertEqual(c.start_exec("py-plain-2", ["true"]).egress_resolved, {})
         finally:
             c.close()
+
+    def test_the_python_clients_carry_host_names(self):
+        rule = "%s:%d" % (PRIVATE_NAME, PORT)
+        c = Client("http://127.0.0.1:%d" % self.daemon.port, token=self.daemon.token)
+        try:
+            info = c.start_exec("py-name", ["true"], egress={"mode": "allow", "allow": [rule]})
+            self.assertEqual(info.egress_resolved, {PRIVATE_NAME: [PRIVATE]})
+            wait_exit(self.daemon, "py-name")
+            self.assertEqual(c.exec_egress("py-name").resolved, {PRIVATE_NAME: [PRIVATE]})
+            with self.assertRaises(ac.EgressNameUnresolved) as cm:
+                c.start_exec("py-unresolved", ["true"],
+                             egress={"mode": "all", "deny": ["no-such-host.invalid"]})
+            self.assertEqual(cm.exception.details["name"], "no-such-host.invalid")
+            r = c.run_code("python", "pass", egress={"mode": "allow", "allow": [rule]})
+            self.assertEqual(r.egress.resolved, {PRIVATE_NAME: [PRIVATE]})
+        finally:
+            c.close()
+
+        async def with_aio():
+            async with AsyncClient("http://127.0.0.1:%d" % self.daemon.port,
+                                   token=self.daemon.token) as a:
+                info = await a.start_exec("aio-name", ["true"],
+                                          egress={"mode": "allow", "allow": [rule]})
+                self.assertEqual(info.egress_resolved, {PRIVATE_NAME: [PRIVATE]})
+                with self.assertRaises(ac.EgressNameUnresolved):
+                    await a.start_exec("aio-unresolved", ["true"],
+                                       egress={"mode": "all", "deny": ["no-such-host.invalid"]})
+        asyncio.run(with_aio())
 
     def test_a_run_answers_its_egress_and_its_summary_names_the_refusal(self):
         code = ("import socket\nfor _ in range(2):\n"
@@ -431,6 +509,10 @@ class EgressUnavailableTest(unittest.TestCase):
                                                     "egress": {"mode": "public"}})
             self.assertEqual((s, error_code(body)), (400, "limit_unsupported"), body)
             self.assertEqual(body["error"]["field"], "egress")
+            # A name is not looked up for a policy that cannot hold.
+            s, body = d.json("PUT", "/v1/execs/y", {"argv": ["true"], "egress": {
+                "mode": "all", "deny": ["no-such-host.invalid"]}})
+            self.assertEqual((s, error_code(body)), (400, "limit_unsupported"), body)
             obj, _, _ = run(d, "x", {"argv": ["true"]})
             self.assertEqual(obj["exit_code"], 0)
 

@@ -377,7 +377,9 @@ Result<ExecEngine::Started> ExecEngine::Start(const ExecId& exec_id, ExecStartRe
 }
 
 asio::awaitable<Status> ExecEngine::ResolveEgressNames(ExecStartRequest& request) {
-  if (!request.egress) co_return Status::Ok();
+  // Where no policy can be enforced, Prepare() refuses it (limit_unsupported)
+  // without a lookup the answer would not use.
+  if (!request.egress || !egress_host_.available()) co_return Status::Ok();
   Result<std::vector<std::string>> names = EgressNames(*request.egress);
   if (!names.ok()) co_return names.status();
   if (names->empty()) co_return Status::Ok();

@@ -168,8 +168,10 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
         the daemon's --default-profile applies. `network="none"`: only loopback
         (docs/PROTOCOL.md, "No network"); unset, the guest's network. `egress`:
         the egress policy, {"mode": "public" | "allow" | "none" | "all",
-        "allow": ["CIDR:PORT", ...], "deny": [...], "dns": bool}
-        (docs/PROTOCOL.md, "Egress"); unset, the daemon's --default-egress."""
+        "allow": ["CIDR:PORT", "HOST:PORT", ...], "deny": [...], "dns": bool}
+        (docs/PROTOCOL.md, "Egress"); unset, the daemon's --default-egress. A
+        host name is resolved once when the exec starts (ExecInfo.egress_resolved
+        names the addresses); one without an address raises EgressNameUnresolved."""
         body: Dict[str, Any] = {}
         if argv is not None:
             body["argv"] = list(argv)

@@ -301,6 +301,12 @@ class RunIdConflict(AgentdError):
     code = "run_id_conflict"
 
 
+class EgressNameUnresolved(AgentdError):
+    """A host name of an egress rule had no address when the exec started
+    (``details["name"]``, ``details["reason"]``); nothing ran."""
+    code = "egress_name_unresolved"
+
+
 class UnknownError(AgentdError):
     """A code this client does not know (a newer daemon's); ``code`` is the code
     as sent. Judge it by ``status`` (docs/PROTOCOL.md, "Compatibility")."""
@@ -320,7 +326,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
         TooManyWaits, PreconditionFailed, EditMismatch, RestrictedUserUnknown,
         ProfileUnsupported, ContextNotFound, ContextGone, ContextIdConflict, TooManyContexts,
-        ContextBusy, RunIdConflict)
+        ContextBusy, RunIdConflict, EgressNameUnresolved)
 }
 
 

@@ -26,6 +26,14 @@ def _opt_dict(v: Any) -> Optional[Dict[str, Any]]:
     return dict(v) if isinstance(v, dict) else None
 
 
+def _resolved(policy: Optional[Dict[str, Any]]) -> Dict[str, List[str]]:
+    """An egress policy's "resolved": {host name: [addresses]}."""
+    r = (policy or {}).get("resolved")
+    if not isinstance(r, dict):
+        return {}
+    return {str(k): [str(a) for a in v] for k, v in r.items() if isinstance(v, list)}
+
+
 @dataclass
 class UnavailableRuntime:
     """A runtime this guest knows and cannot run: `code` is interpreter_not_found,
@@ -155,13 +163,21 @@ class ExecInfo:
     restriction: Optional[Dict[str, Any]] = None
     #: "none" when it ran without network (docs/PROTOCOL.md, "No network").
     network: Optional[str] = None
-    #: The egress policy in force: {"mode", "allow", "deny", "dns"}, or None.
+    #: The egress policy in force: {"mode", "allow", "deny", "dns"} and, when a
+    #: rule names a host, "resolved"; or None.
     egress: Optional[Dict[str, Any]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
     def running(self) -> bool:
         return self.state == "running"
+
+    @property
+    def egress_resolved(self) -> Dict[str, List[str]]:
+        """The addresses each host name of the egress rules had when the exec
+        started (the rules hold these): {"pypi-mirror.internal": ["10.1.2.3"]};
+        {} when no rule names a host."""
+        return _resolved(self.egress)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "ExecInfo":
@@ -220,6 +236,12 @@ class EgressReport:
     #: Destinations left out (a run answer lists at most 16).
     destinations_omitted: int = 0
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def resolved(self) -> Dict[str, List[str]]:
+        """The policy's host names and the addresses they had at the exec's
+        start, as ExecInfo.egress_resolved; {} without names."""
+        return _resolved(self.policy)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "EgressReport":

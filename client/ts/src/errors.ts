@@ -23,7 +23,7 @@ export type ErrorCode =
   | "too_many_waits"
   | "precondition_failed" | "edit_mismatch" | "restricted_user_unknown" | "profile_unsupported"
   | "context_not_found" | "context_gone" | "context_id_conflict" | "too_many_contexts"
-  | "context_busy" | "run_id_conflict"
+  | "context_busy" | "run_id_conflict" | "egress_name_unresolved"
   | "transport_error" | "deadline_exceeded" | "protocol_error" | "protocol_mismatch";
 
 export type ErrorDetails = Record<string, unknown>;
@@ -96,6 +96,8 @@ export class ContextIdConflict extends AgentdError { override name = "ContextIdC
 export class TooManyContexts extends AgentdError { override name = "TooManyContexts"; }
 export class ContextBusy extends AgentdError { override name = "ContextBusy"; }
 export class RunIdConflict extends AgentdError { override name = "RunIdConflict"; }
+/** A host name of an egress rule had no address when the exec started (details.name, details.reason). */
+export class EgressNameUnresolved extends AgentdError { override name = "EgressNameUnresolved"; }
 export class PortUnreachable extends AgentdError { override name = "PortUnreachable"; }
 export class IoError extends AgentdError { override name = "IoError"; }
 export class InternalError extends AgentdError { override name = "InternalError"; }
@@ -170,6 +172,7 @@ const CLASSES: Record<string, new (...a: ConstructorParameters<typeof AgentdErro
   too_many_contexts: TooManyContexts,
   context_busy: ContextBusy,
   run_id_conflict: RunIdConflict,
+  egress_name_unresolved: EgressNameUnresolved,
   transport_error: TransportError,
   deadline_exceeded: DeadlineExceeded,
   protocol_error: ProtocolError,

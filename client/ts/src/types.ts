@@ -155,13 +155,18 @@ export interface ExecRequest extends Limits {
 
 export type EgressMode = "public" | "allow" | "none" | "all";
 
-/** Rules are "CIDR", "CIDR:PORT" or "[IPv6-CIDR]:PORT"; the most specific rule wins. */
+/** Rules are "CIDR", "CIDR:PORT", "[IPv6-CIDR]:PORT", "HOST" or "HOST:PORT"; the most specific
+ *  rule wins. A host name is resolved once when the exec starts (EgressNameUnresolved when it has
+ *  no address). */
 export interface EgressPolicy {
   mode: EgressMode;
   allow?: string[];
   deny?: string[];
   /** Also port 53 to the nameservers of the guest's /etc/resolv.conf. */
   dns?: boolean;
+  /** Answered by the daemon, never sent: each host name of the rules and the addresses it had when
+   *  the exec started, which the rules hold ({"pypi-mirror.internal": ["10.1.2.3"]}). */
+  readonly resolved?: Record<string, string[]>;
 }
 
 /** One destination an exec tried; a refused raw or ICMP socket has address "" and port 0. */

@@ -79,7 +79,9 @@ export function execInfoFromWire(v: unknown): ExecInfo {
 
 function egressPolicyFromWire(v: unknown): EgressPolicy {
   const w = obj(v);
-  return { mode: w.mode, allow: w.allow ?? [], deny: w.deny ?? [], dns: w.dns ?? false };
+  const out: EgressPolicy = { mode: w.mode, allow: w.allow ?? [], deny: w.deny ?? [], dns: w.dns ?? false };
+  if (w.resolved !== undefined && w.resolved !== null) return { ...out, resolved: w.resolved };
+  return out;
 }
 
 export function egressReportFromWire(v: unknown): EgressReport {

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import * as agentd from "../src/index.js";
 import { AgentdError, Client, mintExecId, type Cursors, type StreamEvent } from "../src/index.js";
 import { CuttingProxy, Daemon, TOKEN } from "./helpers.js";
 
@@ -263,6 +264,24 @@ describe("exec", () => {
       ["ipv4", "tcp", "192.0.2.7", 443, "refused", 1]);
     const plain = await c.run("true");
     assert.equal((await c.execEgress(plain.exec.id)).accounting, false);
+  });
+
+  test("a host name in an egress rule is resolved at start; one without an address is EgressNameUnresolved", async (t) => {
+    const health = await c.health();
+    if (!health.limits?.egressModes?.length) return t.skip(`no egress mode here: ${health.limits?.egressWhy}`);
+    if (!/^127\.0\.0\.1\s.*\blocalhost\b/m.test(readFileSync("/etc/hosts", "utf8"))) {
+      return t.skip("/etc/hosts does not name localhost 127.0.0.1 here");
+    }
+    const r = await c.run("true", { egress: { mode: "none", deny: ["localhost:9"] } });
+    assert.equal(r.exitCode, 0);
+    assert.deepEqual(Object.keys(r.exec.egress?.resolved ?? {}), ["localhost"]);
+    assert.ok(r.exec.egress?.resolved?.localhost?.includes("127.0.0.1"), JSON.stringify(r.exec.egress));
+    assert.deepEqual((await c.execEgress(r.exec.id)).policy?.resolved, r.exec.egress?.resolved);
+    await assert.rejects(c.run("true", { egress: { mode: "all", deny: ["no-such-host.invalid"] } }), (e: unknown) => {
+      assert.ok(e instanceof agentd.EgressNameUnresolved, String(e));
+      assert.equal((e as AgentdError).details.name, "no-such-host.invalid");
+      return true;
+    });
   });
 
   test("run carries output beyond one start-and-wait answer on through the stream, byte for byte", async () => {
