@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "commands.h"
+#include "exec_format.h"
 
 namespace agentd::cli {
 namespace {
@@ -42,6 +43,9 @@ int ContextCreate(Context& ctx, const std::string& id) {
   req.spec.cwd = args.Get("cwd");
   req.spec.profile = args.Get("profile");
   req.spec.network = args.Get("network");
+  Result<std::optional<EgressPolicy>> egress = EgressFromArgs(args);
+  if (!egress.ok()) return ctx.out().UsageError(egress.status().message());
+  req.spec.egress = std::move(*egress);
   bool ok = ContextInt(args, "memory-mb", &req.spec.limits.memory_mb) &&
             ContextInt(args, "pids", &req.spec.limits.pids) &&
             ContextInt(args, "cpu-sec", &req.spec.limits.cpu_sec);

@@ -87,15 +87,9 @@ int CmdRun(Context& ctx) {
   if (req.network && *req.network != kNetworkNone) {
     return ctx.out().UsageError("--network takes only none");
   }
-  if (std::optional<std::string> mode = args.Get("egress")) {
-    req.egress.emplace();
-    req.egress->mode = *mode;
-    req.egress->allow = args.All("allow");
-    req.egress->deny = args.All("deny");
-    req.egress->dns = args.Has("dns");
-  } else if (!args.All("allow").empty() || !args.All("deny").empty() || args.Has("dns")) {
-    return ctx.out().UsageError("--allow, --deny and --dns need --egress MODE");
-  }
+  Result<std::optional<EgressPolicy>> egress = EgressFromArgs(args);
+  if (!egress.ok()) return ctx.out().UsageError(egress.status().message());
+  req.egress = std::move(*egress);
   bool ok = Int(args, "timeout", &req.timeout_sec) &&
             Int(args, "memory-mb", &req.limits.memory_mb) && Int(args, "pids", &req.limits.pids) &&
             Int(args, "cpu-sec", &req.limits.cpu_sec) &&

@@ -23,6 +23,25 @@ Result<int64_t> Seconds(const std::string& text, std::string_view flag) {
 
 }  // namespace
 
+Result<std::optional<EgressPolicy>> EgressFromArgs(const ParsedArgs& args) {
+  std::vector<std::string> allow = args.All("allow");
+  std::vector<std::string> deny = args.All("deny");
+  bool dns = args.Has("dns");
+  std::optional<std::string> mode = args.Get("egress");
+  if (!mode) {
+    if (!allow.empty() || !deny.empty() || dns) {
+      return Usage("--allow, --deny and --dns need --egress MODE");
+    }
+    return std::optional<EgressPolicy>();
+  }
+  EgressPolicy p;
+  p.mode = *mode;
+  p.allow = std::move(allow);
+  p.deny = std::move(deny);
+  p.dns = dns;
+  return std::optional<EgressPolicy>(std::move(p));
+}
+
 Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   ExecStartRequest req;
   if (std::optional<std::string> shell = args.Get("shell")) {
@@ -50,18 +69,9 @@ Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args) {
   if (req.network && *req.network != kNetworkNone) {
     return Usage("--network takes only none, got '" + *req.network + "'");
   }
-  std::vector<std::string> allow = args.All("allow");
-  std::vector<std::string> deny = args.All("deny");
-  bool dns = args.Has("dns");
-  if (std::optional<std::string> mode = args.Get("egress")) {
-    req.egress.emplace();
-    req.egress->mode = *mode;
-    req.egress->allow = std::move(allow);
-    req.egress->deny = std::move(deny);
-    req.egress->dns = dns;
-  } else if (!allow.empty() || !deny.empty() || dns) {
-    return Usage("--allow, --deny and --dns need --egress MODE");
-  }
+  Result<std::optional<EgressPolicy>> egress = EgressFromArgs(args);
+  if (!egress.ok()) return egress.status();
+  req.egress = std::move(*egress);
   req.cwd = args.Get("cwd");
   if (auto t = args.Get("timeout")) {
     Result<int64_t> n = Seconds(*t, "timeout");

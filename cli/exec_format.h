@@ -12,6 +12,9 @@ namespace agentd::cli {
 // From --env/--user/--group/--cwd/--timeout/--kill-grace/--shell and the
 // positional command; usage errors name the flag.
 Result<ExecStartRequest> StartRequestFromArgs(const ParsedArgs& args);
+// --egress MODE with --allow, --deny and --dns (exec, start, run, context
+// create); nullopt without --egress, a usage error for rules without it.
+Result<std::optional<EgressPolicy>> EgressFromArgs(const ParsedArgs& args);
 // One exec object as an aligned two-column table.
 std::string DescribeExec(const ExecInfo& e);
 // The addresses the host names of an egress policy resolved to at start,

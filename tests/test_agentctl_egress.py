@@ -82,6 +82,14 @@ class EgressCommandTest(AgentctlTestCase):
         r = self.ctl("poll", "ctl-egress-name")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout.decode(), r"resolved\s+localhost (\S+ )*127\.0\.0\.1")
+        # The same policy on a context's interpreter.
+        r = self.ctl("context", "create", "ctl-egress-ctx", "--egress", "allow",
+                     "--allow", "localhost:%d" % allowed, "--deny", "127.0.0.0/8")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.ctl, "context", "delete", "ctl-egress-ctx")
+        r, env = self.envelope("context", "run", "ctl-egress-ctx", probe)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["stdout"], "reached\nEPERM\n", env)
 
     def test_a_host_name_that_does_not_resolve_runs_nothing(self):
         r, env = self.envelope("exec", "--id", "ctl-egress-unresolved", "--egress", "all",

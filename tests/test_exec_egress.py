@@ -297,6 +297,41 @@ class EgressTest(unittest.TestCase):
         self.assertEqual(s, 200, again)
         self.assertEqual(again["egress"]["resolved"], {MOVING_NAME: [PRIVATE]})
 
+    def test_a_context_is_policed_and_resolves_its_names_at_create_and_at_reset(self):
+        code = ("import socket\n"
+                "for host in (%r, %r):\n"
+                "    s = socket.socket()\n"
+                "    try: s.connect((host, %d)); print(host, 'ok')\n"
+                "    except OSError as e: print(host, e.errno)\n" % (PRIVATE, PUBLIC, PORT))
+        reached = lambda host: "%s ok" % host  # noqa: E731
+        refused = lambda host: "%s 1" % host  # noqa: E731  (EPERM)
+        self.addCleanup(write_hosts, self.hosts_file, self.hosts, PRIVATE)
+        self.addCleanup(self.daemon.json, "DELETE", "/v1/contexts/egress-ctx")
+        s, ctx = self.daemon.json("POST", "/v1/contexts", {
+            "id": "egress-ctx", "runtime": "python", "scan_changes": False,
+            "egress": {"mode": "allow", "allow": ["%s:%d" % (MOVING_NAME, PORT)]}})
+        self.assertEqual(s, 201, ctx)
+
+        def run_in_context():
+            s, r = self.daemon.json("POST", "/v1/contexts/egress-ctx/run", {"code": code})
+            self.assertEqual((s, r["exit_code"]), (200, 0), r)
+            return r["stdout"].splitlines()
+
+        self.assertEqual(run_in_context(), [reached(PRIVATE), refused(PUBLIC)])
+        # The name moves: the running interpreter keeps the address it had.
+        write_hosts(self.hosts_file, self.hosts, PUBLIC)
+        self.assertEqual(run_in_context(), [reached(PRIVATE), refused(PUBLIC)])
+        # A reset starts a fresh interpreter, which resolves the name again.
+        s, ctx = self.daemon.json("POST", "/v1/contexts/egress-ctx/reset")
+        self.assertEqual(s, 200, ctx)
+        self.assertEqual(run_in_context(), [refused(PRIVATE), reached(PUBLIC)])
+        s, body = self.daemon.json("POST", "/v1/contexts", {
+            "id": "egress-ctx-unresolved", "runtime": "python",
+            "egress": {"mode": "all", "deny": ["no-such-host.invalid"]}})
+        self.assertEqual((s, error_code(body)), (400, "egress_name_unresolved"), body)
+        s, _ = self.daemon.json("GET", "/v1/contexts/egress-ctx-unresolved")
+        self.assertEqual(s, 404)
+
     def test_deny_takes_a_host_name(self):
         targets = ["tcp:%s:%d" % (PUBLIC, PORT), "tcp:%s:%d" % (PRIVATE, PORT)]
         _, got = self.probe("deny-name", targets, {"mode": "all", "deny": [PUBLIC_NAME]})
@@ -450,6 +485,9 @@ class EgressTest(unittest.TestCase):
             self.assertEqual(cm.exception.details["name"], "no-such-host.invalid")
             r = c.run_code("python", "pass", egress={"mode": "allow", "allow": [rule]})
             self.assertEqual(r.egress.resolved, {PRIVATE_NAME: [PRIVATE]})
+            with self.assertRaises(ac.EgressNameUnresolved):
+                c.create_context("py-ctx-unresolved",
+                                 egress={"mode": "all", "deny": ["no-such-host.invalid"]})
         finally:
             c.close()
 

@@ -115,6 +115,11 @@ bool CodeContext::ended() const { return ended_reason_.has_value() || !exec_ || 
 asio::awaitable<Status> CodeContext::Start() {
   ExecStartRequest exec_request = RunToExecRequest(request_.spec, cwd_, 0);
   exec_request.timeout_sec.reset();
+  // Host names in egress rules: resolved at each start (create, reset).
+  if (Status s = co_await engine_.ResolveEgressNames(exec_request); !s.ok()) {
+    ended_reason_ = "failed";
+    co_return s;
+  }
   Result<ExecEngine::Prepared> prepared = engine_.Prepare(std::move(exec_request));
   if (!prepared.ok()) {
     ended_reason_ = "failed";
@@ -365,7 +370,9 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
                                        .result_marker = request_.spec.result_marker,
                                        .diff = std::move(diff),
                                        .exception = answered ? reply->exception : std::nullopt,
-                                       .egress = std::nullopt,  // contexts take no egress yet
+                                       // The interpreter's attempts are the context's,
+                                       // not one run's: no accounting per run.
+                                       .egress = std::nullopt,
                                        .artifacts = std::move(made)});
 }
 

@@ -16,12 +16,14 @@ class ContextCalls(CallsBase):
                        user: Optional[str] = None, group: Optional[str] = None,
                        scan_changes: Optional[bool] = None, profile: Optional[str] = None,
                        network: Optional[str] = None, result_marker: Optional[str] = None,
+                       egress: Optional[Mapping[str, Any]] = None,
                        **limits: Union[int, float, bool]) -> ContextInfo:
         """POST /v1/contexts: a persistent interpreter whose variables and imports
         last between runs. Idempotent: the same id and options answer the same
         context (another request for the id is ContextIdConflict). Options as for
         run_code, applying to the interpreter (a limit that kills it ends the
-        context, ContextGone on the next run)."""
+        context, ContextGone on the next run; `egress` polices it for the
+        context's life, its host names resolved at create and at each reset)."""
         check_id(id)
         body: Dict[str, Any] = {"id": id, "runtime": runtime}
         for name, value in (("cwd", cwd), ("user", user), ("group", group),
@@ -31,6 +33,8 @@ class ContextCalls(CallsBase):
                 body[name] = value
         if env is not None:
             body["env"] = dict(env)
+        if egress is not None:
+            body["egress"] = dict(egress)
         from .client import _limits
         body.update(_limits(limits))
         return ContextInfo.from_json(self._json("POST", "/v1/contexts", body, idempotent=True))
