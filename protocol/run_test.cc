@@ -149,7 +149,7 @@ TEST_CASE("summary names the most refused egress destination and how many more",
   o.duration_ms = 41;
   EgressReport r;
   r.accounting = true;
-  r.policy = EgressPolicy{"public", {}, {}, false};
+  r.policy = EgressPolicy{"public", {}, {}, false, {}};
   r.destinations = {{"ipv4", "tcp", "10.0.0.1", 80, "refused", 1, "", ""},
                     {"ipv4", "tcp", "169.254.169.254", 80, "refused", 2, "", ""},
                     {"ipv4", "tcp", "8.8.8.8", 443, "allowed", 5, "", ""}};
