@@ -8,9 +8,15 @@ same run and on the same filesystem:
              `POST /v1/reset` (delete, then verify by a fresh walk) vs
              `rm -rf` of the same tree made in a sibling directory
   processes  a tenant left --procs setsid'd `sleep` processes (its exec
-             already exited, so only the subreaper tree finds them);
-             `POST /v1/reset` (kill, wait, verify) vs SIGKILL to as many
-             `sleep` processes this script started, and waiting for them
+             already exited: they are found by the generation's cgroup, or
+             by the subreaper tree); `POST /v1/reset` (kill, wait, verify)
+             vs SIGKILL to as many `sleep` processes this script started,
+             and waiting for them. Also on a second daemon started with
+             `--reset-cgroup off` (the subreaper walk alone), same rounds.
+  spawn      what joining the generation's cgroup costs an exec: --spawns
+             starts of /bin/true (start, wait for the exit, one request
+             each) on the cgroup daemon and on the `--reset-cgroup off`
+             one, alternating
 
   overlay    (root and overlayfs only) the same --files tree, and one a tenth
              its size, left in a reset path of a second daemon started with
@@ -22,7 +28,8 @@ Rounds alternate the two sides. The reset is timed from the request to its
 answer (the daemon's own duration_ms is recorded too).
 
 Usage: bench/reset_bench.py [--agentd PATH] [--files 10000] [--file-kib 20]
-                            [--procs 100] [--rounds 5] [--smoke] [--json FILE]
+                            [--procs 100] [--spawns 50] [--rounds 5] [--smoke]
+                            [--json FILE]
 """
 
 import argparse
@@ -79,6 +86,31 @@ def leave_processes(d: Daemon, count: int, n: int) -> None:
         raise RuntimeError("could not leave processes: %d %s" % (status, body))
 
 
+def timed_spawns(d: Daemon, count: int, tag: str) -> List[float]:
+    out = []
+    conn = d.conn()
+    try:
+        for i in range(count):
+            t0 = time.perf_counter()
+            status, body = d.call(conn, "PUT", "/v1/execs/%s-%d?wait_ms=60000&until=exit" % (tag, i),
+                                  {"argv": ["/bin/true"]})
+            out.append(time.perf_counter() - t0)
+            if status != 201 or body["exit_code"] != 0:
+                raise RuntimeError("spawn: %d %s" % (status, body))
+    finally:
+        conn.close()
+    return out
+
+
+def reset_mode(d: Daemon) -> Dict[str, Any]:
+    conn = d.conn()
+    try:
+        status, health = d.call(conn, "GET", "/v1/health")
+    finally:
+        conn.close()
+    return health.get("reset_processes", {})
+
+
 def kill_baseline(count: int) -> float:
     procs = [subprocess.Popen(["sleep", "1000"], start_new_session=True,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -110,25 +142,30 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--file-kib", type=int, default=20)
     ap.add_argument("--procs", type=int, default=100)
+    ap.add_argument("--spawns", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--smoke", action="store_true", help="200 files, 10 processes, 1 round")
     ap.add_argument("--json", help="also write the measurements to this file")
     args = ap.parse_args()
     if args.smoke:
-        args.files, args.procs, args.rounds = 200, 10, 1
+        args.files, args.procs, args.spawns, args.rounds = 200, 10, 5, 1
     size = args.file_kib << 10
 
     work = tempfile.mkdtemp(prefix="agentd-reset-bench-")
     reset_path = os.path.join(work, "workspace")
     os.mkdir(reset_path)
     d = Daemon(args.agentd, "--reset-path", reset_path)
+    off = Daemon(args.agentd, "--reset-cgroup", "off")
+    modes = {"cgroup_daemon": reset_mode(d), "off_daemon": reset_mode(off)}
     overlay_path = os.path.join(work, "overlay-workspace")
     os.mkdir(overlay_path)
     od = (Daemon(args.agentd, "--reset-path", overlay_path, "--reset-overlay", "auto")
           if overlay_available() else None)
     overlay: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "small_s": []}
     files: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "baseline_s": []}
-    procs: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "baseline_s": []}
+    procs: Dict[str, List[Any]] = {"agentd_s": [], "daemon_ms": [], "baseline_s": [],
+                                   "off_s": [], "off_daemon_ms": []}
+    spawns: Dict[str, List[float]] = {"cgroup_s": [], "off_s": []}
     try:
         for n in range(args.rounds):
             make_tree(reset_path, args.files, size)
@@ -164,8 +201,20 @@ def main() -> None:
             procs["agentd_s"].append(r["s"])
             procs["daemon_ms"].append(r["daemon_ms"])
             procs["baseline_s"].append(kill_baseline(args.procs))
+
+            leave_processes(off, args.procs, n)
+            r = timed_reset(off, 2 * n + 1)
+            if r["report"]["killed_processes"] < args.procs:
+                raise RuntimeError("the reset killed too few: %s" % r["report"])
+            procs["off_s"].append(r["s"])
+            procs["off_daemon_ms"].append(r["daemon_ms"])
+
+            for half in range(2):
+                spawns["cgroup_s"] += timed_spawns(d, args.spawns // 2, "sp%d-%d" % (n, half))
+                spawns["off_s"] += timed_spawns(off, args.spawns // 2, "sp%d-%d" % (n, half))
     finally:
         d.close()
+        off.close()
         if od:
             # The daemon leaves its overlay mounted when it stops (a restart
             # adopts it): taken off before its state dir goes.
@@ -178,15 +227,22 @@ def main() -> None:
 
     med = statistics.median
     out = {"files": args.files, "file_bytes": size, "procs": args.procs, "rounds": args.rounds,
-           "files_reset": files, "procs_reset": procs,
+           "files_reset": files, "procs_reset": procs, "spawns": spawns, "modes": modes,
            "files_ratio": med(files["agentd_s"]) / med(files["baseline_s"]),
-           "procs_ratio": med(procs["agentd_s"]) / med(procs["baseline_s"])}
+           "procs_ratio": med(procs["agentd_s"]) / med(procs["baseline_s"]),
+           "procs_off_ratio": med(procs["off_s"]) / med(procs["baseline_s"]),
+           "spawn_ratio": med(spawns["cgroup_s"]) / med(spawns["off_s"])}
     print("reset of %d files (%d MiB): %.1f ms; rm -rf: %.1f ms; %.2fx" % (
         args.files, args.files * size >> 20, med(files["agentd_s"]) * 1e3,
         med(files["baseline_s"]) * 1e3, out["files_ratio"]))
-    print("reset of %d processes: %.1f ms; kill + wait: %.1f ms; %.2fx" % (
-        args.procs, med(procs["agentd_s"]) * 1e3, med(procs["baseline_s"]) * 1e3,
-        out["procs_ratio"]))
+    print("reset of %d processes (%s): %.1f ms; kill + wait: %.1f ms; %.2fx" % (
+        args.procs, modes["cgroup_daemon"].get("mode"), med(procs["agentd_s"]) * 1e3,
+        med(procs["baseline_s"]) * 1e3, out["procs_ratio"]))
+    print("  with --reset-cgroup off (%s): %.1f ms; %.2fx" % (
+        modes["off_daemon"].get("mode"), med(procs["off_s"]) * 1e3, out["procs_off_ratio"]))
+    print("exec of /bin/true (start and exit): %.2f ms in the generation's cgroup; "
+          "%.2f ms without; %.2fx" % (med(spawns["cgroup_s"]) * 1e3, med(spawns["off_s"]) * 1e3,
+                                      out["spawn_ratio"]))
     if od:
         out["overlay_reset"] = overlay
         out["overlay_size_ratio"] = med(overlay["agentd_s"]) / med(overlay["small_s"])

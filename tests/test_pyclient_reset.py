@@ -54,6 +54,14 @@ class PyClientResetTest(unittest.TestCase):
                            "overlay_unavailable": "--reset-overlay off"}])
         self.assertEqual(ac.Client("http://127.0.0.1:%d" % self.d.port).health().reset_paths, [])
 
+    def test_health_says_how_a_reset_ends_processes(self):
+        d = Daemon("--reset-cgroup", "off")
+        self.addCleanup(d.close)
+        c = ac.Client("http://127.0.0.1:%d" % d.port, d.token)
+        self.addCleanup(c.close)
+        self.assertEqual(c.health().reset_processes,
+                         {"mode": "subreaper", "cgroup_unavailable": "--reset-cgroup off"})
+
     def test_a_second_client_keeps_the_retired_token_until_set_token(self):
         # docs/CLIENT.md, "Tokens": only the client that reset switches.
         url = "http://127.0.0.1:%d" % self.d.port

@@ -59,6 +59,7 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
     h.extra.Set("generation", ctx.reuse->generation());
     h.extra.Set("boot_id", ctx.reuse->boot_id());
     h.extra.Set("state", std::string(ctx.reuse->state_name()));
+    h.extra.Set("reset_processes", ctx.reuse->reset_processes());
     if (json::Array paths = ctx.reuse->reset_paths(); !paths.empty()) {
       h.extra.Set("reset_paths", std::move(paths));
     }

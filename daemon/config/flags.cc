@@ -183,6 +183,16 @@ const std::vector<Flag>& Flags() {
          c.reset_overlay = v == "auto";
          return Status::Ok();
        }},
+      {"reset-cgroup", "MODE",
+       "auto: where cgroup2 is mounted and writable, every exec of a tenant generation runs "
+       "in one cgroup the daemon owns, and POST /v1/reset ends them all with cgroup.kill "
+       "(or freeze, kill, thaw) and waits for the group to empty; elsewhere, and with off, "
+       "by the walk of the processes beneath the daemon (a subreaper). Default auto.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "auto" && v != "off") return BadValue("reset-cgroup", v, "auto or off");
+         c.engine.reset_cgroup = v == "auto";
+         return Status::Ok();
+       }},
       {"reset-ipc", nullptr,
        "POST /v1/reset removes every System V IPC object (shared memory, message queue, "
        "semaphore set) made since the daemon started. For a daemon in the guest's own IPC "

@@ -76,6 +76,7 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
+  OpenTenantCgroup();
   AGENTD_RETURN_IF_ERROR(OpenRestriction());
   network_unavailable_ = ProbeEmptyNetwork();
   egress_host_.Open();

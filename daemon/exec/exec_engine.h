@@ -31,6 +31,7 @@
 #include "exec/exec_view.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
+#include "limits/tenant_cgroup.h"
 #include "proc/exec_holder.h"
 #include "proc/reaper.h"
 #include "proc/refusal_filter.h"
@@ -58,6 +59,7 @@ class ExecEngine {
   void Shutdown();
   // After serving: removes the daemon's empty cgroups.
   void CloseLimits() {
+    tenant_cgroup_.Close();  // before the Limiter's parent, which may hold it
     limiter_.Close();
     egress_host_.Close();
   }
@@ -159,6 +161,9 @@ class ExecEngine {
   const ExecEngineOptions& options() const { return options_; }
   const Reaper& reaper() const { return reaper_; }
   const Limiter& limiter() const { return limiter_; }
+  // The tenant generation's cgroup (a reset kills it and Advance()s it).
+  TenantCgroup& tenant_cgroup() { return tenant_cgroup_; }
+  const TenantCgroup& tenant_cgroup() const { return tenant_cgroup_; }
   // The restricted profile's filter; null when the kernel cannot load one
   // (restricted_unavailable() says why).
   const RefusalFilter* refusal_filter() const { return refusal_filter_.get(); }
@@ -245,6 +250,7 @@ class ExecEngine {
   void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
                          int exit_code);
   void ReleaseGroup(const SharedRecord& rec);
+  void OpenTenantCgroup();
   // exec_process.cc: the egress programs (limits/egress_guard.h), attached
   // right before the spawn; released with their final counts at the end.
   Status AttachEgress(const SharedRecord& rec);
@@ -267,6 +273,7 @@ class ExecEngine {
   int64_t running_ = 0;
   std::optional<struct rlimit> child_nofile_;  // the limit children get back
   Limiter limiter_;
+  TenantCgroup tenant_cgroup_;
   mutable RuntimeProbe runtime_probe_;              // health's runtimes, cached per PATH
   std::vector<std::weak_ptr<ExecRecord>> watched_;  // running execs with polled limits
   asio::steady_timer limit_timer_;

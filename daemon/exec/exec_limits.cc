@@ -2,11 +2,17 @@
 // limits of a start, the poll of running groups, the checks at the
 // leader's exit, and the release of a finished exec's group.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "exec/exec_engine.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
+#include "proc/child_side.h"
+#include "proc/probe_child.h"
 
 namespace agentd {
 namespace {
@@ -107,6 +113,37 @@ void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
   // The rest of the group goes with the leader, as the kernel's group OOM
   // kill does under cgroup v2.
   SignalGroup(*rec, SIGKILL);
+}
+
+namespace {
+// The probe child's step: what an exec's child does first (proc/spawn.h).
+AGENTD_CHILD_SIDE int JoinCgroup(const void* procs_fd) {
+  int fd = *static_cast<const int*>(procs_fd);
+  return ::syscall(SYS_write, fd, "0", 1) == 1 ? 0 : errno;
+}
+}  // namespace
+
+void ExecEngine::OpenTenantCgroup() {
+  tenant_cgroup_.Open(options_.reset_cgroup, limiter_.cgroup2_parent(), generation_);
+  if (tenant_cgroup_.available()) {
+    // Made is not yet joinable: moving a process needs write access to
+    // the group it leaves, which a non-delegated guest may lack. A
+    // throwaway child tries, so no exec's spawn fails on it later.
+    int fd = tenant_cgroup_.leaf_procs_fd();
+    std::string why;
+    int err = RunInProbeChild(JoinCgroup, &fd, &why);
+    if (err > 0) {
+      why = "cannot move a process into " + tenant_cgroup_.dir() + "/run (" + std::strerror(err) +
+            ")";
+    }
+    if (err != 0) tenant_cgroup_.Disable(why);
+  }
+  Log(tenant_cgroup_.available() || !options_.reset_cgroup ? LogLevel::kInfo : LogLevel::kWarn,
+      "reset processes",
+      json::Object()
+          .Set("mode", tenant_cgroup_.available() ? "cgroup" : "subreaper")
+          .Set("cgroup", tenant_cgroup_.dir())
+          .Set("cgroup_unavailable", tenant_cgroup_.why()));
 }
 
 void ExecEngine::ReleaseGroup(const SharedRecord& rec) {

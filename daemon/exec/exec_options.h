@@ -47,6 +47,9 @@ struct ExecEngineOptions {
   // --exec-holder: spawn execs under a holder process that keeps them
   // running through a daemon crash (proc/exec_holder.h).
   bool exec_holder = true;
+  // --reset-cgroup auto: every exec joins its tenant generation's cgroup2
+  // group (limits/tenant_cgroup.h), which a reset kills whole.
+  bool reset_cgroup = true;
 };
 
 }  // namespace agentd

@@ -151,8 +151,8 @@ void ExecEngine::Launch(const SharedRecord& rec, Prepared& prepared) {
 asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec,
                                                 std::shared_ptr<Prepared> prepared) {
   const Limiter* limiter = &limiter_;
-  auto make = [limiter, seq = rec->seq, limits = rec->limits]() {
-    return limiter->CreateGroup(seq, limits);
+  auto make = [limiter, seq = rec->seq, limits = rec->limits, parent = tenant_cgroup_.dir()]() {
+    return limiter->CreateGroup(seq, limits, parent);
   };
   Result<std::unique_ptr<ExecGroup>> group = co_await RunBlocking(blocking_, std::move(make));
   rec->launching = false;
@@ -210,6 +210,14 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     }
     if (int fd = rec->egress_guard->procs_fd(); fd >= 0) spec.cgroup_procs_fds.push_back(fd);
     spec.egress_policed = true;
+  }
+  // Every exec lies in its generation's cgroup2 group, which a reset kills
+  // whole: in its leaf, unless the exec's own cgroup2 group (limits,
+  // egress) was made inside it (a process is in one cgroup2 group).
+  bool own_v2 = (rec->group && limiter_.mechanism() == LimitMechanism::kCgroup2) ||
+                (rec->egress_guard && rec->egress_guard->procs_fd() >= 0);
+  if (!own_v2 && tenant_cgroup_.leaf_procs_fd() >= 0) {
+    spec.cgroup_procs_fds.push_back(tenant_cgroup_.leaf_procs_fd());
   }
   // Without a filter Prepare() refuses a restricted exec unless the
   // operator allowed the weaker profile (--restricted-without-seccomp).
@@ -401,7 +409,7 @@ Status ExecEngine::AttachEgress(const SharedRecord& rec) {
   if (in_group) {
     dir = rec->group->dirs().front();
   } else {
-    Result<std::string> made = egress_host_.MakeDir(rec->seq);
+    Result<std::string> made = egress_host_.MakeDir(rec->seq, tenant_cgroup_.dir());
     if (!made.ok()) return made.status();
     dir = std::move(*made);
   }

@@ -91,6 +91,15 @@ std::optional<long long> FlatKeyedValue(std::string_view text, std::string_view 
   return std::nullopt;
 }
 
+std::optional<CgroupEvents> ParseCgroupEvents(std::string_view text) {
+  std::optional<long long> populated = FlatKeyedValue(text, "populated");
+  if (!populated) return std::nullopt;
+  CgroupEvents e;
+  e.populated = *populated != 0;
+  e.frozen = FlatKeyedValue(text, "frozen").value_or(0) != 0;
+  return e;
+}
+
 std::string JoinPath(std::string_view a, std::string_view b) {
   while (!a.empty() && a.back() == '/') a.remove_suffix(1);
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);

@@ -32,6 +32,16 @@ std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo);
 // when absent.
 std::optional<long long> FlatKeyedValue(std::string_view text, std::string_view key);
 
+// A cgroup2 group's cgroup.events ("populated 1\nfrozen 0\n"): populated
+// while the group or any beneath it holds a live process; frozen once a
+// cgroup.freeze took effect (absent before Linux 5.2: false). nullopt
+// without a populated line (not a cgroup.events text).
+struct CgroupEvents {
+  bool populated = false;
+  bool frozen = false;
+};
+std::optional<CgroupEvents> ParseCgroupEvents(std::string_view text);
+
 // "a/b" + "/c" joined with exactly one slash.
 std::string JoinPath(std::string_view a, std::string_view b);
 

@@ -37,3 +37,26 @@ TEST_CASE("flat-keyed counters", "[cgroup]") {
   CHECK(JoinPath("/sys/fs/cgroup/", "/a/b") == "/sys/fs/cgroup/a/b");
   CHECK(JoinPath("/sys/fs/cgroup", "/") == "/sys/fs/cgroup");
 }
+
+TEST_CASE("cgroup.events: populated and frozen", "[cgroup]") {
+  auto live = ParseCgroupEvents("populated 1\nfrozen 0\n");
+  REQUIRE(live.has_value());
+  CHECK(live->populated);
+  CHECK_FALSE(live->frozen);
+  auto frozen = ParseCgroupEvents("populated 1\nfrozen 1\n");
+  REQUIRE(frozen.has_value());
+  CHECK(frozen->frozen);
+  // Emptied: what a reset waits for after cgroup.kill.
+  auto empty = ParseCgroupEvents("populated 0\nfrozen 0\n");
+  REQUIRE(empty.has_value());
+  CHECK_FALSE(empty->populated);
+  // Before Linux 5.2 there is no frozen line.
+  auto old = ParseCgroupEvents("populated 0\n");
+  REQUIRE(old.has_value());
+  CHECK_FALSE(old->populated);
+  CHECK_FALSE(old->frozen);
+  // Not a cgroup.events text (an empty read, a different file).
+  CHECK_FALSE(ParseCgroupEvents("").has_value());
+  CHECK_FALSE(ParseCgroupEvents("unpopulated 0\n").has_value());
+  CHECK_FALSE(ParseCgroupEvents("populated\n").has_value());
+}

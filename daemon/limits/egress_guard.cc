@@ -418,12 +418,13 @@ void EgressHost::Close() {
   if (!base_.empty()) ::rmdir(base_.c_str());
 }
 
-Result<std::string> EgressHost::MakeDir(uint64_t seq) const {
-  return MakeNamedDir("e" + std::to_string(seq));
+Result<std::string> EgressHost::MakeDir(uint64_t seq, const std::string& parent) const {
+  return MakeNamedDir("e" + std::to_string(seq), parent);
 }
 
-Result<std::string> EgressHost::MakeNamedDir(const std::string& name) const {
-  std::string dir = base_ + "/" + name;
+Result<std::string> EgressHost::MakeNamedDir(const std::string& name,
+                                             const std::string& parent) const {
+  std::string dir = (parent.empty() ? base_ : parent) + "/" + name;
   if (::mkdir(dir.c_str(), 0755) != 0) return PosixError(errno, "cannot create cgroup", dir);
   return dir;
 }

@@ -76,11 +76,12 @@ class EgressHost {
   void Close();
   const std::string& why() const { return why_; }
   bool available() const { return why_.empty(); }
-  // A fresh directory for one exec (<base>/e<seq>).
-  Result<std::string> MakeDir(uint64_t seq) const;
+  // A fresh directory for one exec: <parent>/e<seq>, in the tenant
+  // generation's group when given (limits/tenant_cgroup.h), else <base>/e<seq>.
+  Result<std::string> MakeDir(uint64_t seq, const std::string& parent = {}) const;
 
  private:
-  Result<std::string> MakeNamedDir(const std::string& name) const;
+  Result<std::string> MakeNamedDir(const std::string& name, const std::string& parent = {}) const;
   std::string base_;
   std::string why_;
 };

@@ -342,12 +342,14 @@ bool Limiter::NeedsGroup(const ExecLimits& l) const {
   return l.memory_mb || l.pids || (l.cpu_sec && cpu_accounting_) || l.cpus;
 }
 
-Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq, const ExecLimits& l) const {
+Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq, const ExecLimits& l,
+                                                        const std::string& v2_parent) const {
   auto g = std::make_unique<ExecGroup>();
   g->mechanism_ = mechanism_;
   std::string name = "/e" + std::to_string(seq);
   auto made = [&](const Hierarchy& h) -> Result<std::string> {
-    std::string dir = h.parent + name;
+    bool nested = mechanism_ == LimitMechanism::kCgroup2 && !v2_parent.empty();
+    std::string dir = (nested ? v2_parent : h.parent) + name;
     if (::mkdir(dir.c_str(), 0755) != 0) return PosixError(errno, "cannot create cgroup", dir);
     g->dirs_.push_back(dir);
     return dir;

@@ -109,8 +109,15 @@ class Limiter {
   Status Check(const ExecLimits& limits, bool runs_as_root) const;
   // True when these limits need a group under the current mechanism.
   bool NeedsGroup(const ExecLimits& limits) const;
-  // Makes a group with these limits; blocking (call on the pool).
-  Result<std::unique_ptr<ExecGroup>> CreateGroup(uint64_t seq, const ExecLimits& limits) const;
+  // Makes a group with these limits; blocking (call on the pool). Under
+  // cgroup2 it is made in `v2_parent` when given (the tenant generation's
+  // group, limits/tenant_cgroup.h), else in the daemon's parent.
+  Result<std::unique_ptr<ExecGroup>> CreateGroup(uint64_t seq, const ExecLimits& limits,
+                                                 const std::string& v2_parent = {}) const;
+  // The daemon's cgroup2 parent ("" unless the mechanism is cgroup2).
+  std::string cgroup2_parent() const {
+    return mechanism_ == LimitMechanism::kCgroup2 ? hierarchies_.front().parent : std::string();
+  }
   // The rlimits the child gets for these limits.
   std::vector<ChildRlimit> Rlimits(const ExecLimits& limits) const;
   // Keeps a group whose processes outlived its exec; Sweep() removes it

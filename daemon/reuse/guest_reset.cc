@@ -10,8 +10,10 @@
 
 #include "agentd/trees/dir_entries.h"
 #include "agentd/trees/posix_error.h"
+#include "limits/tenant_cgroup.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
+#include "reuse/cgroup_kill.h"
 #include "reuse/process_sweep.h"
 #include "reuse/scratch_dirs.h"
 #include "sys/awaitable.h"
@@ -175,6 +177,14 @@ Status GuestReset::Open(const std::string& state_dir) {
   return Status::Ok();
 }
 
+json::Object GuestReset::reset_processes() const {
+  const TenantCgroup& group = engine_.tenant_cgroup();
+  json::Object out;
+  out.Set("mode", group.available() ? "cgroup" : "subreaper");
+  if (!group.available()) out.Set("cgroup_unavailable", group.why());
+  return out;
+}
+
 json::Array GuestReset::reset_paths() const {
   json::Array out;
   for (const auto& p : paths_) {
@@ -234,6 +244,17 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
 
   std::vector<pid_t> spared = options_.spared();
   engine_.MarkResetKill();
+  // The generation's cgroup first (reuse/cgroup_kill.h): every exec and
+  // all it started, by the kernel's list. The subreaper walk after it
+  // finds what lies outside any group (the execs' holders) and, where
+  // there is no group, everything.
+  CgroupKillResult by_cgroup;
+  std::string group = engine_.tenant_cgroup().dir();
+  if (!group.empty()) {
+    auto kill_deadline = SteadyClock::now() + options_.kill_limit;
+    by_cgroup = co_await KillCgroup(group, kill_deadline);
+    mark("cgroup_kill_ms");
+  }
   SweepResult swept = co_await SweepProcesses(engine_.reaper(), spared, options_.kill_limit);
   mark("sweep_ms");
   engine_.KillAll();  // cgroups of limited execs, and their timers
@@ -242,14 +263,21 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   bool privileged = engine_.privileged_generation();  // DropAll clears it
   int64_t reset_generation = engine_.generation();
   std::vector<std::string> dirs = engine_.DropAll();
+  // The next generation's execs join a fresh group; the old one goes with
+  // the records (its removal fails while anything is left in it).
+  std::string old_group = engine_.tenant_cgroup().Advance(engine_.generation());
 
   // The dropped records' dirs and spools, the reset paths, scratch dirs
   // and IPC objects, then the verification walk of each: one trip to the
   // blocking pool.
   auto restore = [dirs = std::move(dirs), paths = paths_, scratch = options_.scratch_dirs,
-                  sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_] {
+                  sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_, old_group] {
     for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
     RestoreResult all;
+    if (!old_group.empty()) {
+      std::string failed = TenantCgroup::RemoveTree(old_group);
+      if (!failed.empty()) all.remaining.push_back({"process", "cgroup " + old_group, failed});
+    }
     for (const std::string& dir : scratch) {
       ScratchResult emptied = EmptyScratchDir(dir);
       all.removed_entries += emptied.removed_entries;
@@ -296,12 +324,17 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
 
   ResetReport report;
   report.generation = engine_.generation();
-  report.killed_processes = swept.killed;
+  report.killed_processes = by_cgroup.killed + swept.killed;
   report.removed_entries = files.removed_entries;
   report.removed_bytes = files.removed_bytes;
   report.removed_ipc_objects = files.removed_ipc_objects;
   // Verification trusts nothing above: a fresh walk.
-  report.remaining = ProcessesLeft(spared);
+  report.remaining = std::move(by_cgroup.remaining);
+  for (ResetRemaining& r : ProcessesLeft(spared)) {
+    bool named = std::any_of(report.remaining.begin(), report.remaining.end(),
+                             [&r](const ResetRemaining& c) { return c.name == r.name; });
+    if (!named) report.remaining.push_back(std::move(r));
+  }
   mark("verify_processes_ms");
   for (ResetRemaining& r : files.remaining) report.remaining.push_back(std::move(r));
   report.privileged_generation = privileged;
@@ -334,6 +367,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
           .Set("reset_id", request.reset_id)
           .Set("generation", report.generation)
           .Set("killed_processes", report.killed_processes)
+          .Set("processes_by", group.empty() ? std::string("subreaper") : by_cgroup.method)
           .Set("remaining", report.remaining.size())
           .Set("duration_ms", report.duration_ms)
           .Set("phases", std::move(phases)));

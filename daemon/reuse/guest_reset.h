@@ -5,8 +5,10 @@
 // 1. with --token-file and a next token: the file is replaced first (a
 //    failure refuses the reset before anything changed);
 // 2. every other connection closes (watch streams, tunnels, long polls);
-// 3. every process beneath the daemon is killed (reuse/process_sweep.h),
-//    the --init workload's subtree spared;
+// 3. every process of the generation is killed: its cgroup where the
+//    daemon has one (reuse/cgroup_kill.h), then every process beneath the
+//    daemon (reuse/process_sweep.h), the --init workload's subtree spared
+//    (it never joins a generation's group);
 // 4. every exec record, spool and released id is dropped (generation + 1);
 //    the reset paths return to their golden copies, the scratch dirs are
 //    emptied (reuse/scratch_dirs.h) and, where enabled, the System V IPC
@@ -80,6 +82,10 @@ class GuestReset {
   // Each reset path with how a reset returns it ("overlay" or "restore")
   // and, for "restore" where overlays were not turned off, why not.
   json::Array reset_paths() const;
+  // How a reset ends the tenant's processes: {"mode": "cgroup"} (the
+  // generation's group, limits/tenant_cgroup.h) or {"mode": "subreaper",
+  // "cgroup_unavailable": why not}.
+  json::Object reset_processes() const;
 
   ResetLedger& ledger() { return ledger_; }
   // Waits for `entry`'s reset to end; nullopt when it was refused.

@@ -52,6 +52,7 @@ class EngineFixture {
     ExecEngineOptions o;
     o.state_dir = dir / "state";
     o.limits_mode = "rlimit";  // no cgroups in a unit test
+    o.reset_cgroup = false;
     return o;
   }
 

@@ -74,6 +74,9 @@ class Health:
     #: How a reset returns each reset path: {"path", "mode": "overlay" or
     #: "restore", "overlay_unavailable": why not overlay (with restore)}.
     reset_paths: List[Dict[str, str]] = field(default_factory=list)
+    #: How a reset ends the tenant's processes: {"mode": "cgroup" or
+    #: "subreaper", "cgroup_unavailable": why not cgroup (with subreaper)}.
+    reset_processes: Dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -90,7 +93,8 @@ class Health:
                        for u in d.get("runtimes_unavailable") or [] if isinstance(u, dict)],
                       _int(d.get("upgrades")), _int(d.get("upgrade_failures")),
                       str(d.get("reason") or ""), str(d.get("errno") or ""),
-                      [p for p in d.get("reset_paths") or [] if isinstance(p, dict)])
+                      [p for p in d.get("reset_paths") or [] if isinstance(p, dict)],
+                      _dict(d.get("reset_processes")))
 
 
 @dataclass

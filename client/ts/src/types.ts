@@ -43,6 +43,8 @@ export interface Health {
   state?: "ready" | "resetting" | "quarantined";
   /** How a reset returns each reset path (overlayUnavailable: why not overlay). */
   resetPaths?: { path: string; mode: "overlay" | "restore"; overlayUnavailable?: string }[];
+  /** How a reset ends the tenant's processes (cgroupUnavailable: why not by cgroup). */
+  resetProcesses?: { mode: "cgroup" | "subreaper"; cgroupUnavailable?: string };
   /** Upgrades in place since the daemon first started, and failed ones. */
   upgrades?: number;
   upgradeFailures?: number;

@@ -189,6 +189,12 @@ export function healthFromWire(v: unknown): Health {
       return one;
     });
   }
+  if (w.reset_processes !== undefined && w.reset_processes !== null) {
+    const rp = obj(w.reset_processes);
+    const one: { mode: "cgroup" | "subreaper"; cgroupUnavailable?: string } = { mode: rp.mode };
+    if (rp.cgroup_unavailable !== undefined) one.cgroupUnavailable = rp.cgroup_unavailable;
+    out.resetProcesses = one;
+  }
   if (w.reason !== undefined) out.reason = w.reason;
   if (w.errno !== undefined) out.errno = w.errno;
   if (w.upgrades !== undefined) out.upgrades = w.upgrades;

@@ -95,3 +95,15 @@ test("health says how each reset path is reset", async () => {
     rmSync(work, { recursive: true, force: true });
   }
 });
+
+test("health says how a reset ends the tenant's processes", async () => {
+  const d = await Daemon.start("--reset-cgroup", "off");
+  try {
+    const c = await d.client();
+    const h = await c.health();
+    assert.deepEqual(h.resetProcesses, { mode: "subreaper", cgroupUnavailable: "--reset-cgroup off" });
+    c.close();
+  } finally {
+    await d.stop();
+  }
+});
