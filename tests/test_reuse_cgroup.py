@@ -146,10 +146,21 @@ class ResetByCgroupTest(unittest.TestCase):
         self.assertFalse(pid_alive(probe))
         self.assertGreaterEqual(report["killed_processes"], 2, report)
 
+    def test_the_report_counts_every_member_the_group_held(self):
+        d = self.d
+        script = ("i=0; while [ $i -lt 12 ]; do setsid sleep 1000 </dev/null >/dev/null 2>&1 & "
+                  "i=$((i+1)); done")
+        start(d, "many", {"argv": ["sh", "-c", script]})
+        wait_exit(d, "many")
+        status, report = reset(d, "r1")
+        self.assertEqual((status, report["clean"]), (200, True), report)
+        self.assertGreaterEqual(report["killed_processes"], 12, report)
+        self.assertIn(reset_log(d, "r1")["processes_by"], ("cgroup.kill", "freeze"))
+
     def test_limited_and_unlimited_execs_of_a_generation_share_its_group(self):
         d = self.d
         status, health = d.json("GET", "/v1/health", auth=False)
-        start(d, "limited", {"argv": ["python3", "-c", DOUBLE_FORK], "limits": {"pids": 50}})
+        start(d, "limited", {"argv": ["python3", "-c", DOUBLE_FORK], "pids": 50})
         wait_exit(d, "limited")
         limited = int(read_stream(d, "limited"))
         plain = leave_grandchild(d, "plain")

@@ -40,7 +40,8 @@ std::vector<std::string> ChildGroups(const std::string& dir) {
 }
 
 void CollectMembers(const std::string& dir, int depth, std::vector<pid_t>& out) {
-  for (std::string_view line : SplitFields(ReadSmall(dir + "/cgroup.procs"), '\n')) {
+  std::string text = ReadSmall(dir + "/cgroup.procs");  // the views below point into it
+  for (std::string_view line : SplitFields(text, '\n')) {
     pid_t pid = static_cast<pid_t>(std::atoi(std::string(line).c_str()));
     if (pid > 0) out.push_back(pid);
   }
