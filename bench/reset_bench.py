@@ -212,6 +212,10 @@ def main() -> None:
             for half in range(2):
                 spawns["cgroup_s"] += timed_spawns(d, args.spawns // 2, "sp%d-%d" % (n, half))
                 spawns["off_s"] += timed_spawns(off, args.spawns // 2, "sp%d-%d" % (n, half))
+            # Untimed: the spawns' records go now, not inside the next
+            # round's timed resets (which would then remove them too).
+            timed_reset(d, 1000 + n)
+            timed_reset(off, 1000 + n)
     finally:
         d.close()
         off.close()
