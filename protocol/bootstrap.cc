@@ -95,6 +95,14 @@ json::Value EncodeHealthResponse(const HealthResponse& h) {
         json::Object().Set("runtime", u.runtime).Set("code", u.code).Set("reason", u.reason));
   }
   o.Set("runtimes_unavailable", std::move(unavailable));
+  json::Array self_tests;
+  for (const RuntimeSelfTestState& t : h.runtime_self_tests) {
+    json::Object e;
+    e.Set("runtime", t.runtime).Set("program", t.program).Set("state", t.state);
+    if (t.duration_ms) e.Set("duration_ms", *t.duration_ms);
+    self_tests.emplace_back(std::move(e));
+  }
+  o.Set("runtime_self_tests", std::move(self_tests));
   if (h.reason) o.Set("reason", *h.reason);
   if (h.errno_name) o.Set("errno", *h.errno_name);
   for (const json::Member& m : h.extra.members()) o.Set(m.key, m.value);
@@ -139,6 +147,19 @@ Result<HealthResponse> DecodeHealthResponse(const json::Value& doc) {
           if (f.key == "reason") u.reason = f.value.as_string();
         }
         h.runtimes_unavailable.push_back(std::move(u));
+      }
+    } else if (m.key == "runtime_self_tests" && v.is_array()) {
+      for (const json::Value& r : v.as_array()) {
+        if (!r.is_object()) continue;
+        RuntimeSelfTestState t;
+        for (const json::Member& f : r.as_object().members()) {
+          if (f.key == "duration_ms" && f.value.is_int()) t.duration_ms = f.value.as_int();
+          if (!f.value.is_string()) continue;
+          if (f.key == "runtime") t.runtime = f.value.as_string();
+          if (f.key == "program") t.program = f.value.as_string();
+          if (f.key == "state") t.state = f.value.as_string();
+        }
+        h.runtime_self_tests.push_back(std::move(t));
       }
     } else {
       h.extra.Set(m.key, v);

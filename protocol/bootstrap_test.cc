@@ -32,6 +32,8 @@ TEST_CASE("health response round-trips, keeping fields it does not know", "[heal
   h.uptime_ms = 99;
   h.runtimes = {"shell", "python"};
   h.runtimes_unavailable = {{"ts", "interpreter_not_found", "bun is not on PATH (/bin)"}};
+  h.runtime_self_tests = {{"python", "/usr/bin/python3", "passed", 21},
+                          {"shell", "/bin/sh", "pending", std::nullopt}};
   h.extra.Set("limits", "cgroup2");
   auto back = DecodeHealthResponse(EncodeHealthResponse(h));
   REQUIRE(back.ok());
@@ -39,6 +41,7 @@ TEST_CASE("health response round-trips, keeping fields it does not know", "[heal
   CHECK(back->execs == 3);
   CHECK(back->runtimes == h.runtimes);
   CHECK(back->runtimes_unavailable == h.runtimes_unavailable);
+  CHECK(back->runtime_self_tests == h.runtime_self_tests);
   CHECK(back->extra.Find("limits")->as_string() == "cgroup2");
   CHECK_FALSE(back->reason);
   CHECK_FALSE(back->errno_name);

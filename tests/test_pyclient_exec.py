@@ -19,6 +19,7 @@ import unittest
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
 from lib.agentd_test import Daemon
 from lib.cutting_proxy import CuttingProxy
+from lib.exec_util import wait_until
 from lib.pyclient_case import DaemonPerClassCase
 
 import agentd_client as ac
@@ -63,6 +64,12 @@ class PyClientExecTest(DaemonPerClassCase):
         self.assertIsInstance(h.runtimes, list)
         self.assertEqual(h.ack_ttl_sec, 60)
         self.assertEqual(h.retention, {"stream_bytes": 256 << 20, "total_bytes": 1 << 30})
+        # The interpreters' self-tests, decoded: the shell's ends, passed.
+        shell = wait_until(lambda: [t for t in ac.Client(self.url).health().runtime_self_tests
+                                    if t.runtime == "shell" and t.state != "pending"],
+                           timeout=120, what="the shell's self-test")[0]
+        self.assertEqual(shell.state, "passed")
+        self.assertTrue(shell.program.startswith("/") and shell.duration_ms is not None, shell)
 
     def test_bootstrap_replays_the_same_token_and_refuses_another_with_a_typed_error(self):
         c = ac.Client(self.url)

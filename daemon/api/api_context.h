@@ -38,6 +38,10 @@ struct ApiContext {
   // Providers for health, set by the components that own the facts.
   std::function<ExecCounts()> exec_counts = [] { return ExecCounts{}; };
   std::function<std::vector<std::string>()> runtimes = [] { return std::vector<std::string>{}; };
+  // Each interpreter file's self-test.
+  std::function<std::vector<RuntimeSelfTestState>()> runtime_self_tests = [] {
+    return std::vector<RuntimeSelfTestState>{};
+  };
   std::function<std::vector<RuntimeUnavailable>()> runtimes_unavailable = [] {
     return std::vector<RuntimeUnavailable>{};
   };

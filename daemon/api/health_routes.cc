@@ -25,6 +25,7 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
                     .count();
   h.runtimes = ctx.runtimes();
   h.runtimes_unavailable = ctx.runtimes_unavailable();
+  h.runtime_self_tests = ctx.runtime_self_tests();
   if (json::Object limits = ctx.limits(); !limits.empty()) h.extra.Set("limits", std::move(limits));
   // The output-keeping policy, so harnesses (and the conformance suite) know
   // how long a released id lingers and when output turns into gaps.

@@ -40,6 +40,16 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     }
     return out;
   };
+  ctx.runtime_self_tests = [&engine] {
+    std::vector<RuntimeSelfTestState> out;
+    for (const RuntimeSelfTests::Verdict& v : engine.RuntimeSelfTestVerdicts()) {
+      bool ended = v.state != RuntimeSelfTests::State::kPending;
+      out.push_back({std::string(RuntimeName(v.runtime)), v.program_path,
+                     std::string(RuntimeSelfTests::StateName(v.state)),
+                     ended ? std::optional<int64_t>(v.duration_ms) : std::nullopt});
+    }
+    return out;
+  };
   ctx.limits = [&engine, &ctx] {
     const Limiter& l = engine.limiter();
     json::Array supported;

@@ -111,6 +111,10 @@ Status ExecEngine::Open() {
   EndUnclaimedHolders();
   handed_over_.clear();
   AGENTD_RETURN_IF_ERROR(reaper_.Start());
+  self_tests_ = std::make_unique<RuntimeSelfTests>(
+      io_, reaper_, [this] { return BuildChildEnv(environ, bootstrap_.launch_env(), nullptr, {}); },
+      child_nofile_);
+  RuntimeChecks();  // starts the self-tests of the interpreters present now
   Log(LogLevel::kInfo, "exec engine ready",
       json::Object()
           .Set("state_dir", state_dir_)
@@ -121,6 +125,7 @@ Status ExecEngine::Open() {
 
 void ExecEngine::Shutdown() {
   stopping_ = true;
+  if (self_tests_) self_tests_->Stop();
   limit_timer_.cancel();
   sweep_timer_.cancel();
   // The reaper and the output pumps keep running while connections drain,
@@ -244,16 +249,20 @@ bool Disabled(const ExecEngineOptions& options, Runtime r) {
 }
 
 RuntimeCheck DisabledCheck(Runtime r) {
-  return RuntimeCheck{r, "disabled_by_flag",
-                      "runtime \"" + std::string(RuntimeName(r)) +
-                          "\" is disabled by the daemon's --disable-runtime flag"};
+  RuntimeCheck c;
+  c.runtime = r;
+  c.code = "disabled_by_flag";
+  c.reason = "runtime \"" + std::string(RuntimeName(r)) +
+             "\" is disabled by the daemon's --disable-runtime flag";
+  return c;
 }
 
 // The same code and reason as health's runtimes_unavailable entry.
-Status CheckRuntime(const ExecEngineOptions& options, Runtime runtime,
+Status CheckRuntime(const ExecEngineOptions& options, RuntimeSelfTests* self_tests, Runtime runtime,
                     const std::vector<std::string>& env) {
   RuntimeCheck check =
       Disabled(options, runtime) ? DisabledCheck(runtime) : CheckRuntimeForEnv(runtime, env);
+  if (self_tests) self_tests->Apply(check);
   if (check.ok()) return Status::Ok();
   std::string name(RuntimeName(runtime));
   return Status::Error(ErrorCode::kRuntimeUnavailable,
@@ -305,7 +314,7 @@ Result<ExecEngine::Prepared> ExecEngine::Prepare(ExecStartRequest request) {
   const Credentials* creds = *identity ? &**identity : nullptr;
   p.env = BuildChildEnv(environ, bootstrap_.launch_env(), creds, request.env);
   if (request.runtime) {
-    AGENTD_RETURN_IF_ERROR(CheckRuntime(options_, *request.runtime, p.env));
+    AGENTD_RETURN_IF_ERROR(CheckRuntime(options_, self_tests_.get(), *request.runtime, p.env));
     if (!request.cwd) request.cwd = DefaultRunCwd(options_.workdir);
   }
   p.request = std::move(request);
@@ -317,8 +326,14 @@ std::vector<RuntimeCheck> ExecEngine::RuntimeChecks() const {
   std::vector<RuntimeCheck> out = runtime_probe_.Check(ChildPath(environ, bootstrap_.launch_env()));
   for (RuntimeCheck& c : out) {
     if (Disabled(options_, c.runtime)) c = DisabledCheck(c.runtime);
+    if (self_tests_) self_tests_->Apply(c);
   }
   return out;
+}
+
+std::vector<RuntimeSelfTests::Verdict> ExecEngine::RuntimeSelfTestVerdicts() const {
+  if (!self_tests_) return {};
+  return self_tests_->Verdicts();
 }
 
 std::vector<std::string> ExecEngine::Runtimes() const {

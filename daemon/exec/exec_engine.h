@@ -29,6 +29,7 @@
 #include "exec/exec_stdin.h"
 #include "exec/exec_store.h"
 #include "exec/exec_view.h"
+#include "exec/runtime_self_test.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
 #include "limits/tenant_cgroup.h"
@@ -122,6 +123,8 @@ class ExecEngine {
   std::vector<std::string> Runtimes() const;
   // Every runtime with why it cannot run (health's runtimes_unavailable).
   std::vector<RuntimeCheck> RuntimeChecks() const;
+  // Each interpreter's self-test (exec/runtime_self_test.h), for health.
+  std::vector<RuntimeSelfTests::Verdict> RuntimeSelfTestVerdicts() const;
   // Ends a running exec as its timeout would: killed_by "timeout", the
   // limit `timeout_sec` (a context run's deadline on its interpreter).
   void Expire(const ExecView& exec, int64_t timeout_sec);
@@ -275,6 +278,9 @@ class ExecEngine {
   Limiter limiter_;
   TenantCgroup tenant_cgroup_;
   mutable RuntimeProbe runtime_probe_;              // health's runtimes, cached per PATH
+  // Made by Open() (it needs the children's RLIMIT_NOFILE); destroyed
+  // before the reaper its handlers are registered with.
+  std::unique_ptr<RuntimeSelfTests> self_tests_;
   std::vector<std::weak_ptr<ExecRecord>> watched_;  // running execs with polled limits
   asio::steady_timer limit_timer_;
   bool limit_timer_armed_ = false;

@@ -57,7 +57,13 @@ RuntimeCheck CheckRuntimeInPath(Runtime r, const std::string& path_list) {
   for (const std::string& candidate : PathCandidates(program, path_list)) {
     struct stat st;
     if (::stat(candidate.c_str(), &st) != 0) continue;
-    if (IsExecutableFile(candidate, st)) return out;
+    if (IsExecutableFile(candidate, st)) {
+      out.program_path = candidate;
+      out.identity = {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                      static_cast<uint64_t>(st.st_size),
+                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+      return out;
+    }
     if (!unusable.empty()) continue;
     if (!S_ISREG(st.st_mode)) {
       unusable = candidate + " is not a regular file";

@@ -5,6 +5,7 @@
 // leaves no process behind and costs microseconds. Any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,15 @@ struct RuntimeCheck {
   Runtime runtime = Runtime::kShell;
   std::string code;
   std::string reason;
+  // When it can: the interpreter found, and what identifies that file's
+  // contents (a self-test's verdict holds for exactly this file:
+  // proc/runtime_self_test.h).
+  std::string program_path;
+  struct Identity {
+    uint64_t dev = 0, ino = 0, size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const Identity&) const = default;
+  } identity;
   bool ok() const { return code.empty(); }
   bool operator==(const RuntimeCheck&) const = default;
 };

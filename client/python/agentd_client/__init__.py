@@ -17,7 +17,7 @@ from .types import (Artifact, BootstrapResult, ChangedFile, CodeRunResult, Conte
                     EditResult, EgressDestination, EgressReport, ExecInfo, ExitEvent, FileContent, FileStat,
                     FsWatchEvent, GapEvent, GlobResult,
                     GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult,
-                    ResetReport, RunResult, SearchMatch, SearchResult, SearchSummary, StreamEvent,
+                    ResetReport, RunResult, RuntimeSelfTest, SearchMatch, SearchResult, SearchSummary, StreamEvent,
                     TreeStats, UnavailableRuntime)
 
 __version__ = "0.1.0"
@@ -29,6 +29,7 @@ __all__ = [
     "EgressReport", "ExecInfo", "ExitEvent",
     "FileContent", "FileStat", "FsWatchEvent", "GapEvent", "GlobResult", "GuestPort", "Health",
     "OutputChunk", "OutputEvent", "OutputMatch", "PollResult", "ResetReport", "RunResult",
+    "RuntimeSelfTest",
     "SearchMatch", "SearchResult", "SearchSummary", "StreamEvent", "TreeStats", "Tunnel",
     "TunnelForwarder", "UnavailableRuntime", "WatchStop", "__version__",
 ] + [cls.__name__ for cls in ERROR_CLASSES.values()] + ["UnknownError"]

@@ -37,10 +37,22 @@ def _resolved(policy: Optional[Dict[str, Any]]) -> Dict[str, List[str]]:
 @dataclass
 class UnavailableRuntime:
     """A runtime this guest knows and cannot run: `code` is interpreter_not_found,
-    not_executable or disabled_by_flag; `reason` names the program and PATH."""
+    not_executable, disabled_by_flag or self_test_failed; `reason` names the
+    program and PATH (or how its self-test failed)."""
     runtime: str
     code: str
     reason: str
+
+
+@dataclass
+class RuntimeSelfTest:
+    """An interpreter's self-test: a trivial program run once per interpreter
+    file (the verdict holds until the file changes). `state` is pending,
+    passed or failed; `duration_ms` is None while pending."""
+    runtime: str
+    program: str
+    state: str
+    duration_ms: Optional[int] = None
 
 
 @dataclass
@@ -77,6 +89,9 @@ class Health:
     #: How a reset ends the tenant's processes: {"mode": "cgroup" or
     #: "subreaper", "cgroup_unavailable": why not cgroup (with subreaper)}.
     reset_processes: Dict[str, str] = field(default_factory=dict)
+    #: Each interpreter file's self-test (a failed one is also in
+    #: runtimes_unavailable as self_test_failed).
+    runtime_self_tests: List[RuntimeSelfTest] = field(default_factory=list)
 
     @staticmethod
     def from_json(d: Dict[str, Any]) -> "Health":
@@ -94,7 +109,11 @@ class Health:
                       _int(d.get("upgrades")), _int(d.get("upgrade_failures")),
                       str(d.get("reason") or ""), str(d.get("errno") or ""),
                       [p for p in d.get("reset_paths") or [] if isinstance(p, dict)],
-                      _dict(d.get("reset_processes")))
+                      _dict(d.get("reset_processes")),
+                      [RuntimeSelfTest(str(t.get("runtime", "")), str(t.get("program", "")),
+                                       str(t.get("state", "")),
+                                       _int(t["duration_ms"]) if "duration_ms" in t else None)
+                       for t in d.get("runtime_self_tests") or [] if isinstance(t, dict)])
 
 
 @dataclass

@@ -18,6 +18,8 @@ export interface Health {
   runtimes: string[];
   /** Every known runtime this guest cannot run, and why (absent from older daemons). */
   runtimesUnavailable?: UnavailableRuntime[];
+  /** Each interpreter file's self-test, run once per file (absent from older daemons). */
+  runtimeSelfTests?: RuntimeSelfTest[];
   /** How long an acked record lingers (the daemon's --ack-ttl-sec). */
   ackTtlSec: number;
   /** The retention caps in force; unread output beyond them becomes gaps. */
@@ -72,8 +74,17 @@ export interface Restriction {
 /** A runtime this guest cannot run, with a stable code and a one-line reason. */
 export interface UnavailableRuntime {
   runtime: string;
-  code: "interpreter_not_found" | "not_executable" | "disabled_by_flag";
+  code: "interpreter_not_found" | "not_executable" | "disabled_by_flag" | "self_test_failed";
   reason: string;
+}
+
+/** An interpreter's self-test: a trivial program run once per interpreter file (its
+ *  verdict holds until the file changes). `durationMs` once it has ended. */
+export interface RuntimeSelfTest {
+  runtime: string;
+  program: string;
+  state: "pending" | "passed" | "failed";
+  durationMs?: number;
 }
 
 /** Resource limits (docs/PROTOCOL.md, "Limits"); unset members take the daemon's defaults. */

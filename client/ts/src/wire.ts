@@ -5,7 +5,7 @@
 // passes through untouched, and members a newer daemon adds are ignored.
 import type {
   BootstrapResult, CodeRunResult, ContextInfo, EgressPolicy, EgressReport, ExceptionFrame, ExecInfo, ExecRequest,
-  FileStat, Health, LimitHit, Limits, ResetReport, Restriction, RunCodeOptions, RunException,
+  FileStat, Health, LimitHit, Limits, ResetReport, Restriction, RunCodeOptions, RunException, RuntimeSelfTest,
 } from "./types.js";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -155,6 +155,13 @@ export function healthFromWire(v: unknown): Health {
     out.runtimesUnavailable = w.runtimes_unavailable.map((u: Wire) => ({
       runtime: obj(u).runtime, code: obj(u).code, reason: obj(u).reason,
     }));
+  }
+  if (Array.isArray(w.runtime_self_tests)) {
+    out.runtimeSelfTests = w.runtime_self_tests.map((t: Wire) => {
+      const s: RuntimeSelfTest = { runtime: obj(t).runtime, program: obj(t).program, state: obj(t).state };
+      if (obj(t).duration_ms !== undefined) s.durationMs = obj(t).duration_ms;
+      return s;
+    });
   }
   if (w.limits !== undefined) {
     const l = obj(w.limits);

@@ -83,6 +83,16 @@ describe("health and bootstrap", () => {
     assert.equal(h.bootstrapped, true);
     assert.equal(h.ackTtlSec, 60);
     assert.deepEqual(h.retention, { streamBytes: 256 << 20, totalBytes: 1 << 30 });
+    // The interpreters' self-tests, decoded: the shell's ends (passed) and
+    // names the file tested.
+    let sh = h.runtimeSelfTests?.find((t) => t.runtime === "shell");
+    for (let i = 0; i < 2400 && sh?.state === "pending"; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      sh = (await new Client({ url: daemon.url }).health()).runtimeSelfTests?.find((t) => t.runtime === "shell");
+    }
+    assert.equal(sh?.state, "passed");
+    assert.match(sh?.program ?? "", /^\//);
+    assert.equal(typeof sh?.durationMs, "number");
   });
 
   test("the same token replays and another is already_bootstrapped", async () => {

@@ -38,13 +38,24 @@ json::Value EncodeBootstrapResponse(const BootstrapResponse& r);
 Result<BootstrapResponse> DecodeBootstrapResponse(const json::Value& doc);
 
 // A runtime this guest knows and cannot run (docs/PROTOCOL.md, "Health"):
-// `code` is interpreter_not_found, not_executable or disabled_by_flag;
-// `reason` names the program and the PATH it was looked for in.
+// `code` is interpreter_not_found, not_executable, disabled_by_flag or
+// self_test_failed; `reason` names the program and the PATH it was looked
+// for in (or how its self-test failed).
 struct RuntimeUnavailable {
   std::string runtime;
   std::string code;
   std::string reason;
   bool operator==(const RuntimeUnavailable&) const = default;
+};
+
+// An interpreter file's self-test (docs/PROTOCOL.md, "Health"): `state` is
+// pending, passed or failed; `duration_ms` once it has ended.
+struct RuntimeSelfTestState {
+  std::string runtime;
+  std::string program;
+  std::string state;
+  std::optional<int64_t> duration_ms;
+  bool operator==(const RuntimeSelfTestState&) const = default;
 };
 
 struct HealthResponse {
@@ -57,6 +68,7 @@ struct HealthResponse {
   int64_t uptime_ms = 0;
   std::vector<std::string> runtimes;
   std::vector<RuntimeUnavailable> runtimes_unavailable;
+  std::vector<RuntimeSelfTestState> runtime_self_tests;
   // Why the daemon cannot serve (a 503 health: draining, resetting,
   // quarantined, state_dir_unwritable); absent while status is "ok".
   std::optional<std::string> reason;
