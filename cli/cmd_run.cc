@@ -93,11 +93,14 @@ int CmdRun(Context& ctx) {
   bool ok = Int(args, "timeout", &req.timeout_sec) &&
             Int(args, "memory-mb", &req.limits.memory_mb) && Int(args, "pids", &req.limits.pids) &&
             Int(args, "cpu-sec", &req.limits.cpu_sec) &&
-            Int(args, "file-size-mb", &req.limits.file_size_mb);
+            Int(args, "file-size-mb", &req.limits.file_size_mb) &&
+            Int(args, "disk-bytes", &req.limits.disk_bytes);
   if (!ok) {
     return ctx.out().UsageError(
-        "--timeout, --memory-mb, --pids, --cpu-sec and --file-size-mb take whole numbers");
+        "--timeout, --memory-mb, --pids, --cpu-sec, --file-size-mb and --disk-bytes take whole "
+        "numbers");
   }
+  req.limits.disk_path = args.Get("disk-path");
   if (args.Has("no-scan")) req.scan_changes = false;
   if (std::optional<std::string> marker = args.Get("result-marker")) req.result_marker = *marker;
   req.artifacts_dir = args.Get("artifacts-dir");

@@ -101,6 +101,8 @@ const std::vector<Command>& Commands() {
         {"pids", "N", "process limit"},
         {"cpu-sec", "N", "CPU time limit, seconds"},
         {"file-size-mb", "N", "file size limit, MiB"},
+        {"disk-bytes", "N", "scratch space: a tmpfs of N bytes at --disk-path (default /tmp)"},
+        {"disk-path", "DIR", "with --disk-bytes: where the scratch tmpfs is mounted"},
         {"profile", "P", "restricted or unrestricted (default: the daemon's --default-profile)"},
         {"network", "none", "none: only loopback, in a network namespace of its own"},
         {"egress", "MODE", "egress policy: public, allow, none or all (docs/PROTOCOL.md, Egress)"},

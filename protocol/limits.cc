@@ -30,6 +30,8 @@ ExecLimits ExecLimits::Over(const ExecLimits& defaults) const {
   Take(out.output_bytes, output_bytes, defaults.output_bytes);
   Take(out.kill_on_output, kill_on_output, defaults.kill_on_output);
   Take(out.cpus, cpus, defaults.cpus);
+  Take(out.disk_bytes, disk_bytes, defaults.disk_bytes);
+  Take(out.disk_path, disk_path, defaults.disk_path);
   return out;
 }
 
@@ -42,8 +44,22 @@ ExecLimits ReadExecLimits(ObjectReader& r) {
   l.output_bytes = r.Int("output_bytes", kMinOutputBytes, kMaxOutputBytes);
   l.kill_on_output = r.Bool("kill_on_output");
   l.cpus = r.Number("cpus", kMinCpus, kMaxCpus);
+  l.disk_bytes = r.Int("disk_bytes", kMinDiskBytes, kMaxDiskBytes);
+  l.disk_path = r.String("disk_path");
   if (l.kill_on_output.value_or(false) && !l.output_bytes) {
     r.Fail("kill_on_output", "field \"kill_on_output\" needs \"output_bytes\"");
+  }
+  if (l.disk_path) {
+    const std::string& p = *l.disk_path;
+    bool dotdot = p == ".." || p.starts_with("../") || p.ends_with("/..") ||
+                  p.find("/../") != std::string::npos;
+    if (!l.disk_bytes) {
+      r.Fail("disk_path", "field \"disk_path\" needs \"disk_bytes\"");
+    } else if (p.empty() || p[0] != '/' || p.size() > kMaxDiskPathBytes ||
+               p.find('\0') != std::string::npos || dotdot || p == "/") {
+      r.Fail("disk_path", "field \"disk_path\" must be an absolute path other than / of at most " +
+                              std::to_string(kMaxDiskPathBytes) + " bytes, without NUL or ..");
+    }
   }
   return l;
 }
@@ -56,6 +72,8 @@ void WriteExecLimits(json::Object& o, const ExecLimits& l) {
   if (l.output_bytes) o.Set("output_bytes", *l.output_bytes);
   if (l.kill_on_output) o.Set("kill_on_output", *l.kill_on_output);
   if (l.cpus) o.Set("cpus", *l.cpus);
+  if (l.disk_bytes) o.Set("disk_bytes", *l.disk_bytes);
+  if (l.disk_path) o.Set("disk_path", *l.disk_path);
 }
 
 ExecLimits ParseExecLimits(const json::Value& doc) {
@@ -69,6 +87,9 @@ ExecLimits ParseExecLimits(const json::Value& doc) {
     l.kill_on_output = v->as_bool();
   }
   if (const json::Value* v = doc.Find("cpus"); v && v->is_number()) l.cpus = v->as_double();
+  l.disk_bytes = IntMember(doc, "disk_bytes");
+  if (const json::Value* v = doc.Find("disk_path"); v && v->is_string())
+    l.disk_path = v->as_string();
   return l;
 }
 
@@ -78,6 +99,7 @@ LimitHit PidsHit(int64_t pids) { return Hit("pids", pids, "processes"); }
 LimitHit CpuHit(int64_t cpu_sec) { return Hit("cpu", cpu_sec, "s"); }
 LimitHit FileSizeHit(int64_t file_size_mb) { return Hit("file_size", file_size_mb, "MiB"); }
 LimitHit OutputHit(int64_t output_bytes) { return Hit("output", output_bytes, "bytes"); }
+LimitHit DiskHit(int64_t disk_bytes) { return Hit("disk", disk_bytes, "bytes"); }
 
 json::Value EncodeLimitHit(const LimitHit& hit) {
   json::Object o;

@@ -24,11 +24,30 @@ TEST_CASE("limit members out of range name their field", "[limits]") {
   for (const char* text :
        {R"({"command":"true","memory_mb":0})", R"({"command":"true","pids":-1})",
         R"({"command":"true","output_bytes":10})", R"({"command":"true","cpus":0})",
-        R"({"command":"true","kill_on_output":true})"}) {
+        R"({"command":"true","kill_on_output":true})", R"({"command":"true","disk_bytes":1024})",
+        R"({"command":"true","disk_path":"/tmp"})",
+        R"({"command":"true","disk_bytes":1048576,"disk_path":"tmp"})",
+        R"({"command":"true","disk_bytes":1048576,"disk_path":"/"})",
+        R"({"command":"true","disk_bytes":1048576,"disk_path":"/a/../etc"})"}) {
     Status s = DecodeExecStartRequest(Doc(text)).status();
     CHECK(s.code() == ErrorCode::kInvalidRequest);
     CHECK(s.details().Find("field") != nullptr);
   }
+}
+
+TEST_CASE("a scratch disk is its size and where it is mounted, and says so when filled",
+          "[limits]") {
+  auto r = DecodeExecStartRequest(
+      Doc(R"({"command":"true","disk_bytes":1048576,"disk_path":"/scratch"})"));
+  REQUIRE(r.ok());
+  CHECK(r->limits.disk_bytes == 1048576);
+  CHECK(r->limits.disk_path == "/scratch");
+  json::Object o;
+  WriteExecLimits(o, r->limits);
+  ExecLimits back = ParseExecLimits(json::Value(o));
+  CHECK(back.disk_bytes == 1048576);
+  CHECK(back.disk_path == "/scratch");
+  CHECK(DescribeLimit(DiskHit(1048576)) == "disk limit 1048576 bytes");
 }
 
 TEST_CASE("limits change the request's fingerprint", "[limits]") {

@@ -35,6 +35,14 @@ class RunCommandTest(AgentctlTestCase):
                      "while True: pass")
         self.assertTrue(r.stderr.endswith(b"agentctl: killed: CPU time limit 1s exceeded\n"),
                         r.stderr)
+        scratch = tempfile.mkdtemp(prefix="agentd-ctl-disk-")
+        self.addCleanup(shutil.rmtree, scratch, True)
+        r = self.ctl("run", "--disk-bytes", "1048576", "--disk-path", scratch, "--cwd", self.work,
+                     "head -c 2000000 /dev/zero > %s/fill" % scratch)
+        if b"limit_unsupported" not in r.stderr:
+            self.assertTrue(r.stderr.endswith(b"agentctl: killed: disk limit 1048576 bytes "
+                                              b"exceeded\n"), r.stderr)
+            self.assertEqual(os.listdir(scratch), [])  # written to the run's own tmpfs
 
     def test_run_prints_a_python_exception_as_a_trimmed_traceback(self):
         with open(os.path.join(self.work, "ledger.py"), "w") as f:

@@ -372,6 +372,14 @@ class PyClientExecTest(DaemonPerClassCase):
         self.assertEqual((r.exit_code, r.timed_out, r.killed_by), (124, True, "timeout"))
         self.assertEqual(r.exec.limit, {"name": "timeout", "value": 1, "unit": "s"})
         self.assertEqual(r.exec.limits, {"timeout_sec": 1, "output_bytes": 8192})
+        if "disk" in ac.Client(self.url).health().limits["supported"]:
+            res = c.run_code("shell", "head -c 2000000 /dev/zero > /tmp/fill",
+                             disk_bytes=1 << 20, timeout_sec=30)
+            self.assertEqual((res.killed_by, res.limit),
+                             ("disk", {"name": "disk", "value": 1 << 20, "unit": "bytes"}))
+            r = c.run(["sh", "-c", "stat -f -c %T /mnt"], disk_bytes=1 << 20, disk_path="/mnt")
+            self.assertEqual((r.exit_code, r.stdout), (0, b"tmpfs\n"))
+            self.assertEqual(r.exec.limits, {"disk_bytes": 1 << 20, "disk_path": "/mnt"})
         with self.assertRaises(ac.InvalidRequest) as cm:
             c.start_exec(ac.mint_exec_id(), ["true"], memory_gb=1)
         self.assertEqual(cm.exception.details["field"], "memory_gb")

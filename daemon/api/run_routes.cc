@@ -55,6 +55,7 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     json::Array supported;
     for (const std::string& name : l.Supported()) supported.emplace_back(name);
     if (engine.network_unavailable().empty()) supported.emplace_back(std::string("network"));
+    if (engine.scratch_unavailable().empty()) supported.emplace_back(std::string("disk"));
     json::Object defaults;
     if (ctx.config.engine.default_timeout_sec > 0)
       defaults.Set("timeout_sec", ctx.config.engine.default_timeout_sec);
@@ -65,6 +66,7 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
     o.Set("defaults", std::move(defaults));
     o.Set("run_timeout_sec", ctx.config.run_timeout_sec);
     if (!engine.network_unavailable().empty()) o.Set("network_why", engine.network_unavailable());
+    if (!engine.scratch_unavailable().empty()) o.Set("disk_why", engine.scratch_unavailable());
     json::Array egress_modes;
     if (engine.egress_unavailable().empty()) {
       for (std::string_view m : kEgressModes) egress_modes.emplace_back(std::string(m));

@@ -16,6 +16,7 @@
 #include "proc/process_group.h"
 #include "proc/readonly_mounts.h"
 #include "proc/runtimes.h"
+#include "proc/scratch_mount.h"
 #include "proc/signals.h"
 #include "sys/awaitable.h"
 #include "sys/pty.h"
@@ -79,6 +80,10 @@ Status ExecEngine::Open() {
   OpenTenantCgroup();
   AGENTD_RETURN_IF_ERROR(OpenRestriction());
   network_unavailable_ = ProbeEmptyNetwork();
+  scratch_unavailable_ = ProbeScratchMount();
+  if (!scratch_unavailable_.empty()) {
+    Log(LogLevel::kInfo, "disk_bytes unavailable", json::Object().Set("why", scratch_unavailable_));
+  }
   egress_host_.Open();
   if (!egress_host_.available()) {
     Log(LogLevel::kInfo, "egress policy unavailable",

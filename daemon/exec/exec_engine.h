@@ -177,6 +177,8 @@ class ExecEngine {
   const std::string& readonly_unavailable() const { return readonly_unavailable_; }
   // Why "network": "none" cannot be applied here ("" when it can).
   const std::string& network_unavailable() const { return network_unavailable_; }
+  // Why "disk_bytes" cannot be enforced here ("" when it can).
+  const std::string& scratch_unavailable() const { return scratch_unavailable_; }
   // Why no "egress" policy can be enforced here ("" when every mode can).
   const std::string& egress_unavailable() const { return egress_host_.why(); }
   // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
@@ -293,6 +295,7 @@ class ExecEngine {
   std::vector<std::string> readonly_paths_;
   std::string readonly_unavailable_;
   std::string network_unavailable_;
+  std::string scratch_unavailable_;
   EgressHost egress_host_;
   bool privileged_generation_ = false;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()

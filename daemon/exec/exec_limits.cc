@@ -3,6 +3,7 @@
 // leader's exit, and the release of a finished exec's group.
 #include <signal.h>
 #include <sys/syscall.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +33,23 @@ Status ExecEngine::ApplyLimits(ExecStartRequest& request,
   } else if (options_.default_timeout_sec > 0) {
     rec.timeout_sec = options_.default_timeout_sec;
   }
+  if (rec.limits.disk_bytes) {
+    if (!scratch_unavailable_.empty()) {
+      return Status::Error(ErrorCode::kLimitUnsupported,
+                           "\"disk_bytes\" is not available in this guest: " + scratch_unavailable_)
+          .With("field", std::string("disk_bytes"));
+    }
+    if (!rec.limits.disk_path) rec.limits.disk_path = kDefaultDiskPath;
+    // The mount point must be there: the exec's tmpfs covers it, nothing is made.
+    struct stat st;
+    if (::stat(rec.limits.disk_path->c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::Error(ErrorCode::kInvalidRequest,
+                           "field \"disk_path\": " + *rec.limits.disk_path +
+                               " is not a directory in this guest (the scratch tmpfs is "
+                               "mounted on an existing directory)")
+          .With("field", std::string("disk_path"));
+    }
+  }
   bool as_root = (identity && identity->uid) ? *identity->uid == 0 : ::geteuid() == 0;
   return limiter_.Check(rec.limits, as_root);
 }
@@ -51,7 +69,8 @@ void ExecEngine::HitLimit(const SharedRecord& rec, LimitHit hit) {
 
 void ExecEngine::WatchLimits(const SharedRecord& rec) {
   const ExecLimits& l = rec->limits;
-  if (!rec->group || !(l.memory_mb || l.pids || l.cpu_sec)) return;
+  bool counters = rec->group && (l.memory_mb || l.pids || l.cpu_sec);
+  if (!counters && !(l.disk_bytes && rec->scratch.valid())) return;
   watched_.push_back(rec);
   if (limit_timer_armed_) return;
   limit_timer_armed_ = true;
@@ -69,9 +88,18 @@ void ExecEngine::PollLimits() {
     SharedRecord rec = w.lock();
     // Polled until the output is complete: a fork bomb whose leader has
     // exited still counts against the exec's limits.
-    if (!rec || rec->finished() || !rec->group || rec->killed_by) continue;
-    GroupCounters c = rec->group->Read();
+    if (!rec || rec->finished() || rec->killed_by) continue;
     const ExecLimits& l = rec->limits;
+    // A full scratch tmpfs: the writer's next write fails with ENOSPC.
+    if (l.disk_bytes && rec->scratch.Full()) {
+      HitLimit(rec, DiskHit(*l.disk_bytes));
+      continue;
+    }
+    if (!rec->group) {
+      WatchLimits(rec);
+      continue;
+    }
+    GroupCounters c = rec->group->Read();
     if (l.memory_mb && c.oom_kills > 0) {
       HitLimit(rec, MemoryHit(*l.memory_mb));
     } else if (l.pids && c.pids_max_hits > 0) {
@@ -102,6 +130,9 @@ void ExecEngine::CheckLimitsAtExit(const SharedRecord& rec,
     hit = CpuHit(*l.cpu_sec);
   } else if (xfsz && l.file_size_mb) {
     hit = FileSizeHit(*l.file_size_mb);
+  } else if (l.disk_bytes && rec->scratch.Full()) {
+    // The writer ended on ENOSPC before the next poll saw the tmpfs full.
+    hit = DiskHit(*l.disk_bytes);
   } else if (signal == "KILL" && l.cpu_sec && limiter_.mechanism() == LimitMechanism::kRlimit) {
     // RLIMIT_CPU's hard limit (the soft one sends XCPU first) ends in KILL.
     hit = CpuHit(*l.cpu_sec);
@@ -147,6 +178,7 @@ void ExecEngine::OpenTenantCgroup() {
 }
 
 void ExecEngine::ReleaseGroup(const SharedRecord& rec) {
+  rec->scratch = ScratchDisk();  // the last reference to the exec's tmpfs
   if (!rec->group) return;
   Limiter* limiter = &limiter_;
   asio::post(blocking_, [limiter, g = std::move(rec->group)]() mutable {

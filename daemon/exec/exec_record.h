@@ -26,6 +26,7 @@
 #include "exec/change_signal.h"
 #include "limits/egress_guard.h"
 #include "limits/limiter.h"
+#include "proc/scratch_mount.h"
 #include "spool/output_log.h"
 
 namespace agentd {
@@ -83,6 +84,8 @@ struct ExecRecord {
   std::optional<int64_t> timeout_sec;
   std::optional<LimitHit> limit;
   std::unique_ptr<ExecGroup> group;
+  // "disk_bytes": the exec's scratch tmpfs, watched until it finished.
+  ScratchDisk scratch;
   // A /v1/run record: never persisted, removed (not tombstoned) once the
   // run's answer was built.
   bool internal = false;

@@ -26,6 +26,7 @@
 #include "proc/empty_network.h"
 #include "proc/exec_holder.h"
 #include "proc/readonly_mounts.h"
+#include "proc/scratch_mount.h"
 
 namespace agentd {
 namespace {
@@ -77,6 +78,7 @@ enum class Step : int {
   kChdir,
   kNetwork,
   kReadonly,
+  kScratch,
   kBounding,
   kCapabilities,
   kNoNewPrivs,
@@ -111,6 +113,8 @@ struct ChildArgs {
   const char* const* readonly_paths;
   size_t readonly_path_count;
   bool empty_network;
+  const char* scratch_path;  // nullptr: none
+  const char* scratch_options;
   bool egress_policed;
   int err;
   Step step;
@@ -217,6 +221,10 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     const char* failed = nullptr;
     int err = ApplyReadonlyMounts(a->readonly_paths, a->readonly_path_count, &failed);
     if (err != 0) Fail(a, Step::kReadonly, err, failed);
+  }
+  if (a->scratch_path) {
+    int err = MountScratch(a->scratch_path, a->scratch_options, a->readonly_path_count > 0);
+    if (err != 0) Fail(a, Step::kScratch, err, a->scratch_path);
   }
   if (a->egress_policed && !a->restricted) {
     // After the namespace and mount steps, which needed CAP_SYS_ADMIN. EINVAL:
@@ -419,6 +427,9 @@ std::string Describe(Step step, int err, const char* path, const SpawnSpec& spec
       what = path ? "cannot bind " + std::string(path) + " read-only"
                   : std::string("cannot create the exec's mount namespace");
       break;
+    case Step::kScratch:
+      what = "cannot mount the exec's scratch tmpfs at " + std::string(path ? path : "?");
+      break;
     case Step::kBounding:
       what = "cannot drop the capability bounding set";
       break;
@@ -490,6 +501,8 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.readonly_paths = readonly_ptrs.data();
   args.readonly_path_count = readonly_ptrs.size();
   args.empty_network = spec.empty_network;
+  args.scratch_path = spec.scratch_path.empty() ? nullptr : spec.scratch_path.c_str();
+  args.scratch_options = spec.scratch_options.c_str();
   args.egress_policed = spec.egress_policed;
 
   // Under a holder: its stack above the child's, in one mapping.

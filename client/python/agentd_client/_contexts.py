@@ -17,7 +17,7 @@ class ContextCalls(CallsBase):
                        scan_changes: Optional[bool] = None, profile: Optional[str] = None,
                        network: Optional[str] = None, result_marker: Optional[str] = None,
                        egress: Optional[Mapping[str, Any]] = None,
-                       **limits: Union[int, float, bool]) -> ContextInfo:
+                       **limits: Union[int, float, bool, str]) -> ContextInfo:
         """POST /v1/contexts: a persistent interpreter whose variables and imports
         last between runs. Idempotent: the same id and options answer the same
         context (another request for the id is ContextIdConflict). Options as for

@@ -159,11 +159,12 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
                      profile: Optional[str] = None,
                      network: Optional[str] = None,
                      egress: Optional[Mapping[str, Any]] = None,
-                     **limits: Union[int, float, bool]) -> Dict[str, Any]:
+                     **limits: Union[int, float, bool, str]) -> Dict[str, Any]:
         """The JSON start request (docs/PROTOCOL.md, "Start"): exactly one of argv,
         command, or runtime with code ("Run code": as a detached exec). `limits`
         are the resource limits of "Limits": memory_mb, pids, cpu_sec,
-        file_size_mb, output_bytes, kill_on_output, cpus. `profile` is
+        file_size_mb, output_bytes, kill_on_output, cpus, disk_bytes (a
+        scratch tmpfs of that size at disk_path, default /tmp). `profile` is
         "restricted" or "unrestricted" (docs/PROTOCOL.md, "Profiles"); unset,
         the daemon's --default-profile applies. `network="none"`: only loopback
         (docs/PROTOCOL.md, "No network"); unset, the guest's network. `egress`:
@@ -511,7 +512,7 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
                  egress: Optional[Mapping[str, Any]] = None,
                  result_marker: Optional[str] = None,
                  artifacts_dir: Optional[str] = None,
-                 **limits: Union[int, float, bool]) -> CodeRunResult:
+                 **limits: Union[int, float, bool, str]) -> CodeRunResult:
         """POST /v1/run: one code action (shell, python, ts) to completion: a
         one-line summary, bounded output and the files it changed under cwd.
 
@@ -553,10 +554,11 @@ def _poll_query(stdout_from: Optional[int], stderr_from: Optional[int],
 
 
 LIMITS = ("memory_mb", "pids", "cpu_sec", "file_size_mb", "output_bytes", "kill_on_output",
-          "cpus")
+          "cpus", "disk_bytes", "disk_path")
 
 
-def _limits(limits: Mapping[str, Union[int, float, bool]]) -> Dict[str, Union[int, float, bool]]:
+def _limits(limits: Mapping[str, Union[int, float, bool, str]]
+            ) -> Dict[str, Union[int, float, bool, str]]:
     unknown = sorted(set(limits) - set(LIMITS))
     if unknown:
         raise InvalidRequest("unknown option %r (limits are %s)" % (unknown[0], ", ".join(LIMITS)),

@@ -96,6 +96,10 @@ export interface Limits {
   outputBytes?: number;
   killOnOutput?: boolean;
   cpus?: number;
+  /** A fresh tmpfs of this many bytes at `diskPath` (default /tmp), the exec's own;
+   *  filling it ends the exec (killedBy "disk"). */
+  diskBytes?: number;
+  diskPath?: string;
 }
 
 /** The limit that ended an exec or run: {"name": "memory", "value": 256, "unit": "MiB"}. */

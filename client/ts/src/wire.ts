@@ -24,6 +24,8 @@ export function limitsFromWire(w: unknown): Limits {
   if (l.output_bytes !== undefined) out.outputBytes = l.output_bytes;
   if (l.kill_on_output !== undefined) out.killOnOutput = l.kill_on_output;
   if (l.cpus !== undefined) out.cpus = l.cpus;
+  if (l.disk_bytes !== undefined) out.diskBytes = l.disk_bytes;
+  if (l.disk_path !== undefined) out.diskPath = l.disk_path;
   return out;
 }
 
@@ -35,6 +37,8 @@ function limitsToWire(l: Limits, into: Wire): void {
   if (l.outputBytes !== undefined) into.output_bytes = l.outputBytes;
   if (l.killOnOutput !== undefined) into.kill_on_output = l.killOnOutput;
   if (l.cpus !== undefined) into.cpus = l.cpus;
+  if (l.diskBytes !== undefined) into.disk_bytes = l.diskBytes;
+  if (l.diskPath !== undefined) into.disk_path = l.diskPath;
 }
 
 const limitHit = (v: unknown): LimitHit | null => {

@@ -337,6 +337,13 @@ describe("exec", () => {
     assert.deepEqual([x.exitCode, x.timedOut, x.killedBy], [124, true, "timeout"]);
     assert.deepEqual(x.exec.limit, { name: "timeout", value: 1, unit: "s" });
     assert.deepEqual(x.exec.limits, { timeoutSec: 1, outputBytes: 8192 });
+    if ((await c.health()).limits!.supported.includes("disk")) {
+      const d = await c.runCode("shell", "head -c 2000000 /dev/zero > /tmp/fill", { diskBytes: 1 << 20, timeoutSec: 30 });
+      assert.deepEqual([d.killedBy, d.limit], ["disk", { name: "disk", value: 1 << 20, unit: "bytes" }]);
+      const m = await c.run(["sh", "-c", "stat -f -c %T /mnt"], { diskBytes: 1 << 20, diskPath: "/mnt" });
+      assert.deepEqual([m.exitCode, m.stdout.toString()], [0, "tmpfs\n"]);
+      assert.deepEqual(m.exec.limits, { diskBytes: 1 << 20, diskPath: "/mnt" });
+    }
   });
 
   test("a detached code exec streams like any exec", async () => {

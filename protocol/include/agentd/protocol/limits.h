@@ -21,6 +21,11 @@ inline constexpr int64_t kMaxCpuSec = 30 * 86400;
 inline constexpr int64_t kMaxFileSizeMb = int64_t{1} << 30;
 inline constexpr int64_t kMinOutputBytes = 4096;
 inline constexpr int64_t kMaxOutputBytes = int64_t{1} << 62;
+inline constexpr int64_t kMinDiskBytes = 65536;
+inline constexpr int64_t kMaxDiskBytes = int64_t{1} << 50;
+inline constexpr size_t kMaxDiskPathBytes = 1024;
+// Where the scratch tmpfs of `disk_bytes` is mounted when no disk_path is given.
+inline constexpr char kDefaultDiskPath[] = "/tmp";
 inline constexpr double kMinCpus = 0.01;
 inline constexpr double kMaxCpus = 4096;
 
@@ -34,10 +39,15 @@ struct ExecLimits {
   std::optional<int64_t> output_bytes;  // output retained per stream
   std::optional<bool> kill_on_output;   // exceeding output_bytes kills (default: a gap)
   std::optional<double> cpus;           // CPU bandwidth in cores (throttles, never kills)
+  // A fresh tmpfs of disk_bytes mounted at disk_path (absolute; default
+  // kDefaultDiskPath) in the exec's own mount namespace: its scratch space,
+  // gone with the exec; filling it ends the exec (killed_by "disk").
+  std::optional<int64_t> disk_bytes;
+  std::optional<std::string> disk_path;
 
   bool empty() const {
     return !memory_mb && !pids && !cpu_sec && !file_size_mb && !output_bytes && !kill_on_output &&
-           !cpus;
+           !cpus && !disk_bytes && !disk_path;
   }
   // Members of `this` win; the rest come from `defaults`.
   ExecLimits Over(const ExecLimits& defaults) const;
@@ -52,7 +62,7 @@ void WriteExecLimits(json::Object& o, const ExecLimits& limits);
 ExecLimits ParseExecLimits(const json::Value& doc);
 
 // The limit that ended a process: `name` is the exec object's killed_by
-// ("timeout", "memory", "pids", "cpu", "file_size", "output"); value and
+// ("timeout", "memory", "pids", "cpu", "file_size", "output", "disk"); value and
 // unit say what the limit was ({"name": "memory", "value": 256, "unit":
 // "MiB"}).
 struct LimitHit {
@@ -67,11 +77,13 @@ LimitHit PidsHit(int64_t pids);
 LimitHit CpuHit(int64_t cpu_sec);
 LimitHit FileSizeHit(int64_t file_size_mb);
 LimitHit OutputHit(int64_t output_bytes);
+LimitHit DiskHit(int64_t disk_bytes);
 
 json::Value EncodeLimitHit(const LimitHit& hit);
 std::optional<LimitHit> DecodeLimitHit(const json::Value* doc);
 // "wall-clock limit 30s", "memory limit 256 MiB", "process limit 64",
-// "CPU time limit 10s", "file size limit 1 MiB", "output limit 65536 bytes".
+// "CPU time limit 10s", "file size limit 1 MiB", "output limit 65536 bytes",
+// "disk limit 1048576 bytes".
 std::string DescribeLimit(const LimitHit& hit);
 
 }  // namespace agentd

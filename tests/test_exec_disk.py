@@ -1,0 +1,94 @@
+"""disk_bytes (docs/PROTOCOL.md, "Limits"): an exec's or run's scratch space
+is a fresh tmpfs of that size at disk_path, its own; a writer that fills it
+is ended with killed_by "disk" and the guest's disk is untouched."""
+
+import os
+import shutil
+import tempfile
+import unittest
+import uuid
+
+from lib.agentd_test import Daemon, error_code
+from lib.exec_util import start, wait_exit
+
+MIB = 1 << 20
+
+
+class ScratchDiskTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.d = Daemon()
+        status, health = cls.d.json("GET", "/v1/health", auth=False)
+        assert status == 200
+        if "disk" not in health["limits"]["supported"]:
+            cls.d.close()
+            raise unittest.SkipTest("disk_bytes unavailable here: %s" % health["limits"].get("disk_why"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.close()
+
+    def run_code(self, body):
+        status, obj = self.d.json("POST", "/v1/run", dict({"runtime": "shell"}, **body), timeout=120)
+        self.assertEqual(status, 200, obj)
+        return obj
+
+    def test_a_writer_that_fills_its_scratch_is_ended_by_the_disk_limit(self):
+        name = "agentd-disk-%s" % uuid.uuid4().hex
+        r = self.run_code({"code": "head -c %d /dev/zero > /tmp/%s; echo wrote $?" % (10 * MIB, name),
+                           "disk_bytes": MIB})
+        self.assertEqual(r["killed_by"], "disk", r)
+        self.assertEqual(r["limit"], {"name": "disk", "value": MIB, "unit": "bytes"})
+        self.assertIn("disk limit 1048576 bytes", r["summary"])
+        # Written to the exec's tmpfs, not to the guest's /tmp.
+        self.assertFalse(os.path.exists("/tmp/" + name))
+
+    def test_a_writer_that_ignores_enospc_is_killed(self):
+        # It never exits by itself: only the daemon's watch of the full tmpfs ends it.
+        r = self.run_code({"code": "while :; do cat /dev/zero >> /tmp/f 2>/dev/null; done",
+                           "disk_bytes": MIB, "timeout_sec": 300})
+        self.assertEqual((r["killed_by"], r["timed_out"]), ("disk", False), r)
+
+    def test_scratch_space_within_its_size_is_the_exec_own_and_gone_after(self):
+        name = "agentd-disk-%s" % uuid.uuid4().hex
+        r = self.run_code({"code": "head -c 65536 /dev/zero > /tmp/%s && stat -f -c %%T /tmp && "
+                                   "ls /tmp" % name, "disk_bytes": MIB})
+        self.assertEqual((r["exit_code"], r["killed_by"]), (0, None), r)
+        self.assertEqual(r["stdout"], "tmpfs\n%s\n" % name)  # fresh: only its own file
+        self.assertFalse(os.path.exists("/tmp/" + name))
+        # The control: without disk_bytes the same /tmp is the guest's.
+        r = self.run_code({"code": "head -c 10 /dev/zero > /tmp/%s" % name})
+        self.assertEqual(r["exit_code"], 0, r)
+        self.assertTrue(os.path.exists("/tmp/" + name))
+        os.unlink("/tmp/" + name)
+
+    def test_an_exec_mounts_its_scratch_at_disk_path_and_reports_it(self):
+        where = tempfile.mkdtemp(prefix="agentd-disk-path-")
+        try:
+            start(self.d, "disk-exec", {"command": "df -B1 --output=size %s | tail -n 1; "
+                                                   "touch %s/mine" % (where, where),
+                                        "disk_bytes": 4 * MIB, "disk_path": where})
+            obj = wait_exit(self.d, "disk-exec")
+            self.assertEqual(obj["exit_code"], 0, obj)
+            self.assertEqual((obj["limits"]["disk_bytes"], obj["limits"]["disk_path"]),
+                             (4 * MIB, where))
+            _, _, out = self.d.request("GET", "/v1/execs/disk-exec/stdout")
+            self.assertEqual(int(out.strip()), 4 * MIB)
+            self.assertEqual(os.listdir(where), [])
+        finally:
+            shutil.rmtree(where)
+
+    def test_bad_disk_members_are_refused_with_their_field(self):
+        for body, field in (({"disk_bytes": 1024}, "disk_bytes"),
+                            ({"disk_bytes": MIB, "disk_path": "tmp"}, "disk_path"),
+                            ({"disk_bytes": MIB, "disk_path": "/"}, "disk_path"),
+                            ({"disk_path": "/tmp"}, "disk_path"),
+                            ({"disk_bytes": MIB, "disk_path": "/no/such/dir"}, "disk_path")):
+            status, obj = self.d.json("POST", "/v1/run",
+                                      dict({"runtime": "shell", "code": "true"}, **body))
+            self.assertEqual((status, error_code(obj), obj["error"].get("field")),
+                             (400, "invalid_request", field), body)
+
+
+if __name__ == "__main__":
+    unittest.main()
