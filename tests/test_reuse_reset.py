@@ -250,8 +250,12 @@ class ResetInitModeTest(unittest.TestCase):
     def test_a_reset_spares_the_init_workload(self):
         d = Daemon("--init", "--", "sleep", "1000")
         self.addCleanup(d.close)
+        # The workload by its command: the daemon has other children too (its
+        # interpreters' self-tests, which end by themselves).
         workload = wait_until(lambda: [p for p in os.listdir("/proc") if p.isdigit() and
-                                       _parent(int(p)) == d.proc.pid], what="the workload")
+                                       _parent(int(p)) == d.proc.pid and
+                                       _cmdline(int(p)) == b"sleep\x001000\x00"],
+                              what="the workload")
         leave_processes_behind(d, "tenant-a")
         status, report = reset(d, {"reset_id": "r1", "next": {"token": new_token()}})
         self.assertEqual((status, report["clean"]), (200, True), report)
@@ -271,6 +275,14 @@ def _descendants(root):
             out.append(child)
             pending.append(child)
     return out
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
 def _parent(pid):

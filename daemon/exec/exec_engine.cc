@@ -118,8 +118,8 @@ Status ExecEngine::Open() {
   AGENTD_RETURN_IF_ERROR(reaper_.Start());
   self_tests_ = std::make_unique<RuntimeSelfTests>(
       io_, reaper_, [this] { return BuildChildEnv(environ, bootstrap_.launch_env(), nullptr, {}); },
-      child_nofile_);
-  RuntimeChecks();  // starts the self-tests of the interpreters present now
+      child_nofile_);  // its tests start at the first check (health, a run), not here: an
+                       // upgrade in place starts no process of its own
   Log(LogLevel::kInfo, "exec engine ready",
       json::Object()
           .Set("state_dir", state_dir_)

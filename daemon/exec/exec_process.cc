@@ -204,8 +204,14 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   spec.oom_score_adj = options_.child_oom_score_adj;
   spec.empty_network = rec->network.has_value();
   if (rec->limits.disk_bytes) {
+    Result<ScratchDisk> disk = ScratchDisk::Make(*rec->limits.disk_bytes);
+    if (!disk.ok()) {
+      return FailLaunch(rec, "cannot make the exec's scratch tmpfs: " + disk.status().message(),
+                        126);
+    }
+    rec->scratch = std::move(*disk);
     spec.scratch_path = rec->limits.disk_path.value_or(kDefaultDiskPath);
-    spec.scratch_options = ScratchMountOptions(*rec->limits.disk_bytes);
+    spec.scratch_mount_fd = rec->scratch.fd();
   }
   if (rec->egress) {
     Status attached = AttachEgress(rec);
@@ -281,13 +287,6 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     rec->restriction = std::move(applied);
   } else if (creds && creds->uid ? *creds->uid == 0 : ::geteuid() == 0) {
     privileged_generation_ = true;
-  }
-  if (!spec.scratch_path.empty()) {
-    rec->scratch = ScratchDisk::Open(rec->pid, spec.scratch_path);
-    if (!rec->scratch.valid()) {
-      Log(LogLevel::kWarn, "the exec's scratch tmpfs cannot be watched: filling it ends no process",
-          json::Object().Set("id", rec->id).Set("path", spec.scratch_path));
-    }
   }
   ++running_;
   rec->owns_group = true;

@@ -6,7 +6,7 @@
 // another CPU, a wrapper script that fails) passes it and fails every
 // run with an error the model cannot act on. So each interpreter file is
 // run once with a trivial program (6*7, printed) the first time a check
-// finds it, and again whenever that file changes (its device, inode, size
+// (a health call, a run) finds it, and again whenever that file changes (its device, inode, size
 // or mtime: an upgrade, a reinstall). Until the verdict is in, the runtime
 // counts as present: a test never delays a health answer or a run. A
 // failed verdict holds for that file until it changes or the daemon

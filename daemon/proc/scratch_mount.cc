@@ -1,7 +1,6 @@
 #include "proc/scratch_mount.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
@@ -11,31 +10,36 @@
 #include <cerrno>
 #include <cstring>
 
+#include "agentd/trees/posix_error.h"
 #include "proc/child_side.h"
 #include "proc/probe_child.h"
 
 namespace agentd {
 
-std::string ScratchMountOptions(int64_t bytes) {
-  return "size=" + std::to_string(bytes) + ",mode=1777";
-}
-
-AGENTD_CHILD_SIDE int MountScratch(const char* path, const char* options, bool in_own_namespace) {
+AGENTD_CHILD_SIDE int MountScratch(const char* path, int mount_fd, bool in_own_namespace) {
   if (!in_own_namespace) {
     if (::syscall(SYS_unshare, CLONE_NEWNS) != 0) return errno;
     // A slave: the guest's later mounts still reach the exec, never the reverse.
     if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return errno;
   }
-  if (::syscall(SYS_mount, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) {
+  if (::syscall(SYS_move_mount, mount_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
     return errno;
   }
   return 0;
 }
 
 std::string ProbeScratchMount() {
+  Result<ScratchDisk> disk = ScratchDisk::Make(65536);
+  if (!disk.ok()) {
+    return "cannot make a tmpfs for the exec (" + disk.status().message() +
+           "): it needs CAP_SYS_ADMIN, a kernel with fsopen (5.2) and a seccomp policy that "
+           "allows it";
+  }
   std::string why;
+  int fd = disk->fd();
   int err = RunInProbeChild(
-      [](const void*) { return MountScratch("/", "size=65536,mode=1777", false); }, nullptr, &why);
+      [](const void* arg) { return MountScratch("/", *static_cast<const int*>(arg), false); }, &fd,
+      &why);
   if (err <= 0) return err == 0 ? "" : why;
   why = "cannot mount a tmpfs in a mount namespace of the exec's own (" +
         std::string(std::strerror(err)) + ")";
@@ -43,15 +47,22 @@ std::string ProbeScratchMount() {
   return why;
 }
 
-ScratchDisk ScratchDisk::Open(int pid, const std::string& path) {
+Result<ScratchDisk> ScratchDisk::Make(int64_t bytes) {
+  UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+  if (!fs) return PosixError(errno, "fsopen tmpfs");
+  std::string size = std::to_string(bytes);
+  if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "size", size.c_str(), 0) != 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING, "mode", "1777", 0) != 0 ||
+      ::syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+    return PosixError(errno, "configure the tmpfs");
+  }
+  UniqueFd mnt(static_cast<int>(
+      ::syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)));
+  if (!mnt) return PosixError(errno, "fsmount the tmpfs");
   ScratchDisk d;
-  std::string through = "/proc/" + std::to_string(pid) + "/root" + path;
-  UniqueFd fd(::open(through.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  struct statfs st;
-  if (fd && ::fstatfs(fd.get(), &st) == 0 && st.f_type == TMPFS_MAGIC) d.fd_ = std::move(fd);
+  d.fd_ = std::move(mnt);
   return d;
 }
-
 bool ScratchDisk::Full() const {
   struct statfs st;
   return fd_ && ::fstatfs(fd_.get(), &st) == 0 && st.f_bavail == 0;

@@ -114,7 +114,7 @@ struct ChildArgs {
   size_t readonly_path_count;
   bool empty_network;
   const char* scratch_path;  // nullptr: none
-  const char* scratch_options;
+  int scratch_mount_fd;
   bool egress_policed;
   int err;
   Step step;
@@ -223,7 +223,7 @@ AGENTD_CHILD_SIDE int ChildMain(void* arg) {
     if (err != 0) Fail(a, Step::kReadonly, err, failed);
   }
   if (a->scratch_path) {
-    int err = MountScratch(a->scratch_path, a->scratch_options, a->readonly_path_count > 0);
+    int err = MountScratch(a->scratch_path, a->scratch_mount_fd, a->readonly_path_count > 0);
     if (err != 0) Fail(a, Step::kScratch, err, a->scratch_path);
   }
   if (a->egress_policed && !a->restricted) {
@@ -502,7 +502,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
   args.readonly_path_count = readonly_ptrs.size();
   args.empty_network = spec.empty_network;
   args.scratch_path = spec.scratch_path.empty() ? nullptr : spec.scratch_path.c_str();
-  args.scratch_options = spec.scratch_options.c_str();
+  args.scratch_mount_fd = spec.scratch_mount_fd;
   args.egress_policed = spec.egress_policed;
 
   // Under a holder: its stack above the child's, in one mapping.

@@ -83,11 +83,11 @@ struct SpawnSpec {
   // "network": "none": a network namespace of its own with only loopback
   // (proc/empty_network.h), entered while the child may still.
   bool empty_network = false;
-  // "disk_bytes": a tmpfs mounted at `scratch_path` (absolute; "" for none)
-  // with `scratch_options` (proc/scratch_mount.h), in the mount namespace
-  // of the read-only paths when there is one, else in one of its own.
+  // "disk_bytes": the detached tmpfs `scratch_mount_fd` (proc/scratch_mount.h)
+  // moved onto `scratch_path` (absolute; "" for none), in the mount
+  // namespace of the read-only paths when there is one, else in its own.
   std::string scratch_path;
-  std::string scratch_options;
+  int scratch_mount_fd = -1;
   // An egress policy is attached to one of the cgroups above
   // (limits/egress_guard.h): right after joining them the child enters a
   // cgroup namespace rooted there (so nothing of the exec can move itself

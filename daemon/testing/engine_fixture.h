@@ -53,6 +53,10 @@ class EngineFixture {
     o.state_dir = dir / "state";
     o.limits_mode = "rlimit";  // no cgroups in a unit test
     o.reset_cgroup = false;
+    // A holder outlives the engine by design (proc/exec_holder.h): one whose
+    // exec ended unreported would wait for a daemon forever after the test
+    // process exits. Crash survival is tested against the real daemon.
+    o.exec_holder = false;
     return o;
   }
 
