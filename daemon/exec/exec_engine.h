@@ -279,7 +279,7 @@ class ExecEngine {
   std::optional<struct rlimit> child_nofile_;  // the limit children get back
   Limiter limiter_;
   TenantCgroup tenant_cgroup_;
-  mutable RuntimeProbe runtime_probe_;              // health's runtimes, cached per PATH
+  mutable RuntimeProbe runtime_probe_;  // health's runtimes, cached per PATH
   // Made by Open() (it needs the children's RLIMIT_NOFILE); destroyed
   // before the reaper its handlers are registered with.
   std::unique_ptr<RuntimeSelfTests> self_tests_;

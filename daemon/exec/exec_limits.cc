@@ -2,8 +2,8 @@
 // limits of a start, the poll of running groups, the checks at the
 // leader's exit, and the release of a finished exec's group.
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -23,7 +23,7 @@ namespace {
 // namespace); deeper than this is not walked (cgroup.kill still reaches it).
 constexpr int kMaxDepth = 8;
 
-std::string ReadSmall(const std::string& path) {
+std::string ReadCgroupText(const std::string& path) {
   Result<std::string> r = ReadFileToString(path, 1 << 20);
   return r.ok() ? *r : std::string();
 }
@@ -40,7 +40,7 @@ std::vector<std::string> ChildGroups(const std::string& dir) {
 }
 
 void CollectMembers(const std::string& dir, int depth, std::vector<pid_t>& out) {
-  std::string text = ReadSmall(dir + "/cgroup.procs");  // the views below point into it
+  std::string text = ReadCgroupText(dir + "/cgroup.procs");  // the views below point into it
   for (std::string_view line : SplitFields(text, '\n')) {
     pid_t pid = static_cast<pid_t>(std::atoi(std::string(line).c_str()));
     if (pid > 0) out.push_back(pid);
@@ -78,7 +78,7 @@ std::string EnableString(std::string_view controllers) {
 }
 
 // Empty "agentd-tenant-<pid>" groups of daemons that no longer run.
-void RemoveStale(const std::string& parent) {
+void RemoveStaleTenantGroups(const std::string& parent) {
   for (const std::string& dir : ChildGroups(parent)) {
     std::string_view name = std::string_view(dir).substr(parent.size() + 1);
     if (!name.starts_with("agentd-tenant-")) continue;
@@ -108,12 +108,12 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
     base_ = limiter_parent;
   } else {
     std::string mount;
-    for (const CgroupMount& m : ParseCgroupMounts(ReadSmall("/proc/self/mountinfo"))) {
+    for (const CgroupMount& m : ParseCgroupMounts(ReadCgroupText("/proc/self/mountinfo"))) {
       if (m.v2 && mount.empty()) mount = m.mount_point;
     }
     std::string own;
     bool member = false;
-    for (const ProcCgroup& c : ParseProcCgroup(ReadSmall("/proc/self/cgroup"))) {
+    for (const ProcCgroup& c : ParseProcCgroup(ReadCgroupText("/proc/self/cgroup"))) {
       if (c.hierarchy == 0 && c.controllers.empty()) {
         own = c.path;
         member = true;
@@ -124,7 +124,7 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
       return;
     }
     std::string parent = JoinPath(mount, own);
-    RemoveStale(parent);
+    RemoveStaleTenantGroups(parent);
     base_ = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
     if (::mkdir(base_.c_str(), 0755) != 0 && errno != EEXIST) {
       why_ = "cannot create " + base_ + ": " + std::strerror(errno);
@@ -132,7 +132,7 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
     }
     own_base_ = true;
   }
-  enable_ = EnableString(ReadSmall(base_ + "/cgroup.subtree_control"));
+  enable_ = EnableString(ReadCgroupText(base_ + "/cgroup.subtree_control"));
   Status made = MakeGeneration(generation);
   if (!made.ok()) {
     why_ = made.message();
