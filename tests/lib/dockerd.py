@@ -1,7 +1,10 @@
 """A private Docker engine for one test: Debian's docker.io dockerd started by
 hand with iptables and the bridge off, its own data root, exec root and
 socket, and stopped (with everything it mounted) by close(). start() raises
-unittest.SkipTest when the engine cannot run on this machine."""
+unittest.SkipTest when the engine cannot run on this machine. A data root
+given by the caller outlives the engine (its images and build cache serve
+the next engine started on it, never two at once); the default one is
+removed with the engine."""
 
 import os
 import shutil
@@ -16,8 +19,9 @@ DOCKER = "/usr/bin/docker"  # the client of the same package (BuildKit-free buil
 
 
 class Dockerd:
-    def __init__(self):
+    def __init__(self, data_root=None):
         self.dir = tempfile.mkdtemp(prefix="agentd-dockerd-")
+        self.data_root = data_root or os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "docker.sock")
         self.proc = None
         self.log = os.path.join(self.dir, "dockerd.log")
@@ -30,7 +34,7 @@ class Dockerd:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [DOCKERD, "--iptables=false", "--ip6tables=false", "--ip-masq=false",
-                 "--bridge=none", "--data-root", os.path.join(self.dir, "data"),
+                 "--bridge=none", "--data-root", self.data_root,
                  "--exec-root", os.path.join(self.dir, "exec"),
                  "--pidfile", os.path.join(self.dir, "dockerd.pid"),
                  "-H", "unix://" + self.socket, "--log-level", "warn"],
