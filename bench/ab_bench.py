@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Two builds of agentd in the same run (docs/BENCHMARKS.md, "Code actions"
+and "Exec engine"): for a change that should not move a hot path (compiler
+options, the binary's size), the before and after binaries measured side by
+side, interleaved round by round, so load from other work hits both alike.
+Run separately, each binary's ratio to its own baseline moved by 2x on a
+shared machine.
+
+  scan  the changed-files scans of POST /v1/run on a tree of FILES files
+        (run_bench.py's tree and phase histogram), a daemon of each build on
+        the same tree, on the disk file system of /tmp and on tmpfs; `find`
+        in the same rounds.
+  rt    the exec round trip driven from C (exec_bench.py's exec_round_trip.c,
+        the start that waits), state on tmpfs, a daemon of each build; the
+        C fork+exec+wait loop in the same rounds.
+
+Usage: bench/ab_bench.py A_AGENTD B_AGENTD scan|rt [--n N] [--rounds R]
+Prints medians (and p99 for rt) and B/A. Swap A and B for a second run:
+which one goes first in a round should not matter.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from exec_bench import Daemon, build_baseline, c_exec_round, fork_exec_round, pct  # noqa: E402
+from run_bench import Client, make_tree, timed  # noqa: E402
+
+
+def scan(binaries, files, rounds):
+    changed = "d%04d/f050.txt" % (files // 200)  # a file in the middle of the tree
+    for parent in ("/tmp", "/dev/shm"):
+        if not os.path.isdir(parent):
+            continue
+        tree = tempfile.mkdtemp(prefix="agentd-scan-", dir=parent)
+        daemons = []
+        try:
+            make_tree(tree, files)
+            for b in binaries:
+                daemons.append(Daemon(b, "--workdir", tree, "--scan-max-entries", str(files * 2),
+                                      "--scan-max-ms", "60000", state_parent=parent))
+            clients = [Client(d.port) for d in daemons]
+            for c in clients:
+                c.run({"runtime": "shell", "code": "true"})  # warm the caches
+            scans, finds = [[] for _ in binaries], []
+            for i in range(rounds):
+                for k, c in enumerate(clients):
+                    before = c.phases()
+                    r = c.run({"runtime": "shell", "code": "echo %d > %s" % (i, changed)})
+                    after = c.phases()
+                    assert len(r["changed_files"]) == 1 and not r["changed_files_truncated"], r
+                    for phase in ("scan_before", "scan_after"):
+                        scans[k].append(after[phase][0] - before[phase][0])
+                finds.append(timed(lambda: subprocess.run(
+                    ["find", tree, "-printf", "%s %T@ %C@ %i %m\\n"],
+                    stdout=subprocess.DEVNULL, check=True)))
+        finally:
+            for d in daemons:
+                d.close()
+            shutil.rmtree(tree, ignore_errors=True)
+        a, b, f = (statistics.median(x) * 1e3 for x in (scans[0], scans[1], finds))
+        print("scan on %s, %d files, %d scans each: A %.1f ms (%.2f of find), "
+              "B %.1f ms (%.2f of find), find %.1f ms; B/A %.3f" % (
+                  parent, files, len(scans[0]), a, a / f, b, b / f, f, b / a))
+
+
+def round_trip(binaries, n, rounds):
+    exe = build_baseline()
+    driver = build_baseline("exec_round_trip")
+    daemons = []
+    try:
+        for b in binaries:
+            daemons.append(Daemon(b, "--ack-ttl-sec", "0", state_parent="/dev/shm"))
+        for d in daemons:
+            c_exec_round(driver, d, 2 * 10**6, 20)  # warm up
+        times, base = [[] for _ in binaries], []
+        for r in range(rounds):
+            base += fork_exec_round(exe, n)
+            for k, d in enumerate(daemons):
+                times[k] += c_exec_round(driver, d, r * n, n)
+    finally:
+        for d in daemons:
+            d.close()
+        shutil.rmtree(os.path.dirname(exe))
+        shutil.rmtree(os.path.dirname(driver))
+    for p in (50, 99):
+        a, b, f = pct(times[0], p), pct(times[1], p), pct(base, p)
+        print("round trip p%d, state on tmpfs, %d each: A %.3f ms (%.2fx fork+exec), "
+              "B %.3f ms (%.2fx), fork+exec %.3f ms; B/A %.3f" % (
+                  p, len(times[0]), a / 1000, a / f, b / 1000, b / f, f / 1000, b / a))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("a")
+    ap.add_argument("b")
+    ap.add_argument("what", choices=("scan", "rt"))
+    ap.add_argument("--n", type=int, help="scan: files (30,000); rt: execs per round (200)")
+    ap.add_argument("--rounds", type=int, default=None, help="scan: 15; rt: 5")
+    args = ap.parse_args()
+    if args.what == "scan":
+        scan((args.a, args.b), args.n or 30_000, args.rounds or 15)
+    else:
+        round_trip((args.a, args.b), args.n or 200, args.rounds or 5)
+
+
+if __name__ == "__main__":
+    main()
