@@ -51,7 +51,13 @@ class Daemon:
             [binary, "--listen", "127.0.0.1:0", "--state-dir", os.path.join(self.tmp, "state"),
              "--log-level", "warn", "--token-file", token] + list(flags),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.port = self._find_port()
+        try:
+            self.port = self._find_port()
+        except RuntimeError:
+            # Not left running: a daemon that was slow to listen (its start
+            # walks a large --workdir) kept serving after the bench failed.
+            self.close()
+            raise
 
     def _find_port(self):
         deadline = time.monotonic() + 10
