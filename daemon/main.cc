@@ -13,6 +13,7 @@
 #include "api/fs_service.h"
 #include "api/routes.h"
 #include "auth/bootstrap_state.h"
+#include "auth/rotated_token.h"
 #include "config/daemon_config.h"
 #include "exec/exec_engine.h"
 #include "fs/temp_journal.h"
@@ -149,6 +150,15 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
 
   // Temporaries a killed predecessor left beside files and trees go now.
   TempJournal::Enable(exec.state_dir() + "/temporaries");
+  // A reset's next token that the token file could not take (a read-only
+  // secret) is in force while the file is unchanged; an upgrade's handed
+  // over token came first.
+  if (!config.token_file.empty() && !resume) {
+    if (std::optional<std::string> rotated =
+            LoadRotatedToken(exec.state_dir(), config.token_file)) {
+      bootstrap.SetToken(std::move(*rotated));
+    }
+  }
 
   Router router;
   router.SetAuthorizer([&bootstrap](const Request& req) {

@@ -10,6 +10,7 @@
 
 #include "agentd/trees/dir_entries.h"
 #include "agentd/trees/posix_error.h"
+#include "auth/rotated_token.h"
 #include "limits/tenant_cgroup.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
@@ -24,11 +25,35 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-Status WriteTokenFile(const std::string& path, const std::string& token) {
-  Status s = WriteFileAtomically(path, token + "\n");
-  if (s.ok()) return s;
+// The next token into --token-file, or, where the file cannot be replaced
+// (a read-only Secret volume, a bind-mounted file), into the state dir
+// against the file's identity (auth/rotated_token.h). `replaceable` is
+// cleared at the first file that cannot be, so later resets skip the
+// attempt (and its fsync).
+Status WriteTokenFile(const std::string& path, const std::string& state_dir,
+                      const std::string& token, bool& replaceable) {
+  Status in_file = Status::Ok();
+  if (replaceable) {
+    in_file = WriteFileAtomically(path, token + "\n");
+    if (in_file.ok()) {
+      ForgetRotatedToken(state_dir);
+      return in_file;
+    }
+  }
+  Status kept = KeepRotatedToken(state_dir, path, token);
+  if (kept.ok()) {
+    if (replaceable) {
+      Log(LogLevel::kWarn,
+          "the token file cannot be replaced; the next tokens are kept in the state dir",
+          json::Object().Set("path", path).Set("error", in_file.message()));
+      replaceable = false;
+    }
+    return kept;
+  }
+  std::string why = in_file.ok() ? kept.message() : in_file.message() + "; " + kept.message();
   return Status::Error(ErrorCode::kIoError, "cannot write the next token to --token-file " + path +
-                                                " (" + s.message() + "); the reset was not started")
+                                                " or the state dir (" + why +
+                                                "); the reset was not started")
       .With("path", path);
 }
 
@@ -79,6 +104,7 @@ std::string RealPathOr(const std::string& path) {
 }  // namespace
 
 Status GuestReset::Open(const std::string& state_dir) {
+  state_dir_ = state_dir;
   std::string dir = state_dir + "/reset-baseline";
   // A reset empties each path of all but its golden copy, and each scratch
   // dir of everything: the daemon's own state (records, the golden copies)
@@ -231,7 +257,9 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   if (request.next && !options_.token_file.empty()) {
     std::string path = options_.token_file;
     std::string token = request.next->token;
-    auto write = [path, token] { return WriteTokenFile(path, token); };
+    auto write = [this, path, token] {
+      return WriteTokenFile(path, state_dir_, token, token_file_replaceable_);
+    };
     Status written = co_await RunBlocking(blocking_, std::move(write));
     if (!written.ok()) {
       state_ = State::kReady;

@@ -117,6 +117,10 @@ class GuestReset {
   BootstrapState& bootstrap_;
   GuestResetOptions options_;
   std::string boot_id_;
+  std::string state_dir_;
+  // Whether --token-file took the last next token itself (else the state
+  // dir keeps them). Touched only inside a reset, on the blocking pool.
+  bool token_file_replaceable_ = true;
   State state_ = State::kReady;
   std::vector<ResetRemaining> quarantine_items_;
   ResetLedger ledger_;
