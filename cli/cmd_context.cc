@@ -1,5 +1,5 @@
 // agentctl context: stateful contexts (docs/PROTOCOL.md, "Contexts").
-//   context create ID [--runtime python --cwd DIR --memory-mb N ...]
+//   context create ID [--runtime python|ts --cwd DIR --memory-mb N ...]
 //   context run ID CODE [--timeout S --run-id ID]   (answered like `run`)
 //   context get ID | list | reset ID | delete ID
 #include <charconv>
@@ -38,7 +38,7 @@ int ContextCreate(Context& ctx, const std::string& id) {
   ContextCreateRequest req;
   req.id = id;
   std::optional<Runtime> runtime = ParseRuntime(args.Get("runtime").value_or("python"));
-  if (!runtime) return ctx.out().UsageError("--runtime is python");
+  if (!runtime) return ctx.out().UsageError("--runtime is python or ts");
   req.spec.runtime = *runtime;
   req.spec.cwd = args.Get("cwd");
   req.spec.profile = args.Get("profile");

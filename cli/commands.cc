@@ -116,7 +116,7 @@ const std::vector<Command>& Commands() {
        1, 1, &CmdRun},
       {"context", "create|run|get|list|reset|delete [ID] [CODE]",
        "stateful contexts (persistent interpreters): names and imports last between runs",
-       {{"runtime", "R", "create: python (default)"},
+       {{"runtime", "R", "create: python (default) or ts"},
         {"cwd", "DIR", "create: working directory (default: the daemon's --workdir)"},
         {"memory-mb", "N", "create: memory limit of the interpreter, MiB"},
         {"pids", "N", "create: process limit"},

@@ -364,19 +364,20 @@ void OutputLimitIsGapUnlessKill(CheckContext& ctx) {
 
 // docs/PROTOCOL.md, "Contexts": a name set by one run is there for the
 // next, and each answer carries only its own run's output.
-void ContextKeepsAVariableBetweenRuns(CheckContext& ctx) {
-  NeedRuntime(ctx, "python");
+void ContextKeepsANameBetweenRuns(CheckContext& ctx, Runtime runtime, std::string set_code,
+                                  std::string get_code) {
+  NeedRuntime(ctx, RuntimeName(runtime));
   ContextCreateRequest create;
   create.id = client::MintExecId("conf-ctx");
-  create.spec.runtime = Runtime::kPython;
+  create.spec.runtime = runtime;
   create.spec.scan_changes = false;
   ContextInfo info = ExpectOk(ctx.client().CreateContext(create), "creating a context");
   Expect(info.state == "ready", "a new context is " + info.state);
   ContextRunRequest set;
-  set.code = "kept = 41\nprint('set')";
+  set.code = std::move(set_code);
   RunResponse a = ExpectOk(ctx.client().RunInContext(create.id, set), "the first context run");
   ContextRunRequest get;
-  get.code = "print(kept + 1)";
+  get.code = std::move(get_code);
   RunResponse b = ExpectOk(ctx.client().RunInContext(create.id, get), "the second context run");
   ContextInfo ended = ExpectOk(ctx.client().DeleteContext(create.id), "deleting the context");
   Expect(a.stdout_text == "set\n", "the first run answered \"" + a.stdout_text + "\"");
@@ -384,6 +385,18 @@ void ContextKeepsAVariableBetweenRuns(CheckContext& ctx) {
          "the second run answered " + b.summary + " with stdout \"" + b.stdout_text + "\"");
   Expect(ended.ended_reason == std::optional<std::string>("deleted"),
          "a deleted context ended as " + ended.ended_reason.value_or("null"));
+}
+
+void ContextKeepsAVariableBetweenRuns(CheckContext& ctx) {
+  ContextKeepsANameBetweenRuns(ctx, Runtime::kPython, "kept = 41\nprint('set')",
+                               "print(kept + 1)");
+}
+
+// A ts cell is a module of its own: its top-level declaration must still
+// reach the next cell.
+void TsContextKeepsADeclarationBetweenRuns(CheckContext& ctx) {
+  ContextKeepsANameBetweenRuns(ctx, Runtime::kTs, "let kept: number = 41;\nconsole.log('set')",
+                               "console.log(kept + 1)");
 }
 
 }  // namespace
@@ -399,6 +412,8 @@ void AddRunChecks(std::vector<Check>& checks) {
                     EveryRuntimeIsAdvertisedOrExplained});
   checks.push_back(
       {"run", "a context keeps a variable between two runs", ContextKeepsAVariableBetweenRuns});
+  checks.push_back({"run", "a ts context keeps a declaration between two runs",
+                    TsContextKeepsADeclarationBetweenRuns});
   checks.push_back({"run", "a python exception is answered with type, line and keys present",
                     PythonExceptionIsStructured});
   checks.push_back({"run", "a result line split across writes is the result, not stdout",

@@ -51,9 +51,10 @@ Result<ContextCreateRequest> DecodeContextCreateRequest(const json::Value& doc) 
   spec.Set("code", std::string());
   Result<RunRequest> run = DecodeRunRequest(json::Value(std::move(spec)));
   if (!run.ok()) return run.status();
-  if (run->runtime != Runtime::kPython) {
-    return Status::InvalidRequest("field \"runtime\" of a context must be \"python\" (got \"" +
-                                  std::string(RuntimeName(run->runtime)) + "\")")
+  if (run->runtime != Runtime::kPython && run->runtime != Runtime::kTs) {
+    return Status::InvalidRequest(
+               "field \"runtime\" of a context must be \"python\" or \"ts\" (got \"" +
+               std::string(RuntimeName(run->runtime)) + "\")")
         .With("field", "runtime")
         .With("runtime", std::string(RuntimeName(run->runtime)));
   }

@@ -29,7 +29,7 @@ TEST_CASE("context create takes a run's options and round-trips", "[context]") {
         json::Serialize(EncodeContextCreateRequest(*r)));
 }
 
-TEST_CASE("context create refuses what belongs to a run and runtimes without contexts",
+TEST_CASE("context create takes python and ts and refuses what belongs to a run",
           "[context]") {
   for (const char* text : {R"({"id": "a", "runtime": "python", "code": "1"})",
                            R"({"id": "a", "runtime": "python", "timeout_sec": 3})"}) {
@@ -40,7 +40,11 @@ TEST_CASE("context create refuses what belongs to a run and runtimes without con
   Result<ContextCreateRequest> shell =
       DecodeContextCreateRequest(Doc(R"({"id": "a", "runtime": "shell"})"));
   REQUIRE_FALSE(shell.ok());
-  CHECK(shell.status().message().find("python") != std::string::npos);
+  CHECK(shell.status().message().find("\"python\" or \"ts\"") != std::string::npos);
+  Result<ContextCreateRequest> ts =
+      DecodeContextCreateRequest(Doc(R"({"id": "a", "runtime": "ts", "cwd": "/w"})"));
+  REQUIRE(ts.ok());
+  CHECK(ts->spec.runtime == Runtime::kTs);
   CHECK_FALSE(DecodeContextCreateRequest(Doc(R"({"id": "a b", "runtime": "python"})")).ok());
   CHECK_FALSE(DecodeContextCreateRequest(Doc(R"({"runtime": "python"})")).ok());
 }

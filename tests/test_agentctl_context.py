@@ -6,6 +6,8 @@ import shutil
 import tempfile
 import unittest
 
+BUN = shutil.which("bun")
+
 from test_agentctl_exec import AgentctlTestCase
 
 
@@ -34,6 +36,20 @@ class ContextCommandTest(AgentctlTestCase):
         self.assertIn("NameError", r.stderr.decode())
         r, env = self.envelope("context", "delete", "ctl-keep")
         self.assertEqual(env["result"]["ended_reason"], "deleted")
+
+    @unittest.skipIf(BUN is None, "bun is not installed here")
+    def test_a_ts_context_keeps_declarations_and_prints_its_exception(self):
+        r = self.ctl("context", "create", "--runtime", "ts", "--cwd", self.work, "ctl-ts")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.addCleanup(self.ctl, "context", "delete", "ctl-ts")
+        self.assertEqual(self.ctl("context", "run", "ctl-ts", "let n: number = 20;").returncode, 0)
+        r = self.ctl("context", "run", "ctl-ts", "console.log(n + 1)")
+        self.assertEqual((r.returncode, r.stdout), (0, b"21\n"))
+        r = self.ctl("context", "run", "ctl-ts", "const o: any = JSON.parse('null');\nconsole.log(o.x)")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("TypeError", r.stderr.decode())
+        self.assertIn("<cell 3> line 2", r.stderr.decode())
+        self.assertIn(b"ctl-ts  ready  ts", self.ctl("context", "list").stdout)
 
     def test_a_limit_that_ends_the_context_is_named_and_later_runs_are_refused(self):
         self.assertEqual(self.ctl("context", "create", "--cwd", self.work, "ctl-slow").returncode, 0)

@@ -46,6 +46,7 @@ def can_make_immutable(directory):
 
 DISK_CHECK = "disk: writes beyond free space are 507 with needed and available, leaving nothing"
 ABSENT_RUNTIME_CHECK = "run: a runtime the guest lacks is runtime_unavailable"
+TS_CONTEXT_CHECK = "run: a ts context keeps a declaration between two runs"
 
 
 class ConformanceLocalTest(GuestConformanceCase):
@@ -79,6 +80,8 @@ class ConformanceLocalTest(GuestConformanceCase):
         self.EXPECTED_SKIPS = {}
         if not small:
             self.EXPECTED_SKIPS[DISK_CHECK] = "no small file system without root"
+        if not shutil.which("bun"):
+            self.EXPECTED_SKIPS[TS_CONTEXT_CHECK] = "no bun here"
         if shutil.which("bun") and shutil.which("python3"):
             # Checked against a daemon that lacks them, below.
             self.EXPECTED_SKIPS[ABSENT_RUNTIME_CHECK] = "every runtime is installed here"

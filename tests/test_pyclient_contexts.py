@@ -2,6 +2,7 @@
 sync and asyncio, against the real daemon."""
 
 import asyncio
+import shutil
 import unittest
 
 from lib import pyclient  # noqa: F401  (puts client/python on sys.path)
@@ -49,6 +50,17 @@ class PyClientContextTest(PyClientCase):
         self.assertEqual((ended.state, ended.ended_reason), ("ended", "deleted"))
         with self.assertRaises(ac.ContextNotFound):
             self.c.run_in_context("py-keep", "1")
+
+    @unittest.skipIf(shutil.which("bun") is None, "bun is not installed here")
+    def test_a_ts_context_keeps_its_declarations(self):
+        info = self.c.create_context("py-ts", "ts", cwd=self.dir)
+        self.assertEqual((info.runtime, info.state), ("ts", "ready"))
+        self.c.run_in_context("py-ts", "let total: number = 40;\nfunction add(n: number) { total += n }")
+        r = self.c.run_in_context("py-ts", "add(2);\nconsole.log(total)")
+        self.assertEqual((r.exit_code, r.stdout), (0, "42\n"))
+        e = self.c.run_in_context("py-ts", "const o: any = JSON.parse('null');\no.field;").exception
+        self.assertEqual((e["type"], e["file"], e["line"]), ("TypeError", "<cell 3>", 2))
+        self.assertEqual(self.c.delete_context("py-ts").ended_reason, "deleted")
 
     def test_the_async_client_runs_in_a_context(self):
         async def go():

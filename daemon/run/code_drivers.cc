@@ -1,5 +1,7 @@
 #include "run/code_drivers.h"
 
+#include <string_view>
+
 namespace agentd {
 namespace {
 
@@ -305,10 +307,16 @@ constexpr std::string_view kPythonContextLoop = R"PY(    def read_exact(n):
 _agentd_context()
 )PY";
 
-// The TypeScript run driver, a preload (`bun --preload DRIVER -e CODE`):
-// bun runs CODE exactly as `bun -e CODE` does (same module semantics, the
-// file name "[eval]" under the cwd, the caller's line numbers), and the
-// driver only listens: an "uncaughtExceptionMonitor" listener, unlike an
+// The TypeScript drivers, in pieces like python's: each head defines
+// `fs`, `cwd`, `self` (a file whose frames are the driver's own), the
+// current code's file `evalFile`, `fileLines` (file -> its lines, for
+// source lines) and `name` (file -> what a report calls it); kTsDescribe,
+// which both share, turns an error into the report.
+//
+// The run driver, a preload (`bun --preload DRIVER -e CODE`): bun runs
+// CODE exactly as `bun -e CODE` does (same module semantics, the file name
+// "[eval]" under the cwd, the caller's line numbers), and the driver only
+// listens: an "uncaughtExceptionMonitor" listener, unlike an
 // "uncaughtException" one, leaves bun's own printing and exit status
 // alone. It reads the frames from Bun.inspect rather than e.stack, because
 // reading the stack first makes bun print the error with one frame fewer.
@@ -316,7 +324,7 @@ _agentd_context()
 // close-on-exec and closed, so the code's children do not inherit it.
 // A build error (a syntax error) carries its own position; it is reported
 // as a SyntaxError.
-constexpr std::string_view kTsRunDriver = R"JS((() => {
+constexpr std::string_view kTsRunHead = R"JS((() => {
   const fs = require("fs");
   let fd = -1;
   try {
@@ -329,15 +337,15 @@ constexpr std::string_view kTsRunDriver = R"JS((() => {
   const at = args.indexOf("-e");
   const code = at >= 0 && at + 1 < args.length ? String(args[at + 1]) : "";
   const cwd = process.cwd();
+  const self = "";
   const evalFile = (cwd === "/" ? "" : cwd) + "/[eval]";
-  const cut = (s, n) => (s.length <= n ? s : s.slice(0, n) + "...");
   const fileLines = new Map([[evalFile, code.split("\n")]]);
-  const lib = (f) => !f.startsWith("/") || f.includes("/node_modules/") || f.startsWith("/$bunfs/");
-  const name = (f) => {
-    if (f === evalFile) return "[eval]";
-    const rel = f.startsWith(cwd + "/") ? f.slice(cwd.length + 1) : f;
-    return cut(rel, 300);
-  };
+  const name = (f) => (f === evalFile ? "[eval]" : rel(f));
+)JS";
+
+constexpr std::string_view kTsDescribe = R"JS(  const cut = (s, n) => (s.length <= n ? s : s.slice(0, n) + "...");
+  const lib = (f) => !f.startsWith("/") || f.includes("/node_modules/") || f.startsWith("/$bunfs/") || f === self;
+  const rel = (f) => cut(f.startsWith(cwd + "/") ? f.slice(cwd.length + 1) : f, 300);
   const text = (f, n) => {
     if (!n) return null;
     let lines = fileLines.get(f);
@@ -415,13 +423,146 @@ constexpr std::string_view kTsRunDriver = R"JS((() => {
     }
     return out;
   };
-  process.on("uncaughtExceptionMonitor", (e) => {
+)JS";
+
+constexpr std::string_view kTsRunTail = R"JS(  process.on("uncaughtExceptionMonitor", (e) => {
     try {
       const data = Buffer.from(JSON.stringify(describe(e)));
       if (data.length <= 49152) fs.writeSync(fd, data, 0, data.length, 0);
     } catch {}
   });
 })();)JS";
+
+// The context driver (docs/PROTOCOL.md, "Contexts"), `bun -e DRIVER`:
+// python's loop and frames on descriptor 3 (bun cannot move it; the code's
+// children do not inherit it, bun's spawn closes it). Each cell is a
+// TypeScript module of its own, `<cell N>.ts` in the cwd, given to bun by a
+// plugin: bun compiles it like the code of a run, so its imports resolve
+// from the cwd, top-level await works and every line number is the
+// caller's. vm.runInThisContext would keep declarations by itself (script
+// scope) but takes neither TypeScript nor import statements, and bun's
+// transpiler moves lines. So declarations are kept another way: below the
+// cell's last line (no line moves) the driver appends a function that
+// defines, for each top-level name, a global getter (and a setter unless
+// it is a constant) onto the module's live binding, and an import of a
+// hook module that imports the cell back and calls it. Imports are
+// evaluated first, and a cycle sees the hoisted function: every name is
+// published before the cell's first line runs, so a cell that throws
+// keeps what it declared before the throw (names it never reached are
+// removed again). Later cells read and assign them as globals; a name
+// declared again is a new binding (functions of earlier cells keep theirs).
+// The names come from bun's REPL transform (each top-level name its own
+// `var`, synthetic import names too, which the code never spells); an
+// assignment to each tells the constants. Errors are printed by
+// console.error as bun prints an uncaught one, and reported as in a run.
+constexpr std::string_view kTsContextHead = R"JS(const fs = require("fs");
+const cwd = process.cwd();
+const base = cwd === "/" ? "" : cwd;
+const self = base + "/[eval]";
+const path = (n) => base + "/<cell " + n + ">.ts";
+const fileLines = new Map();
+const cells = new Map();
+let evalFile = "";
+const name = (f) => (f.startsWith(base + "/<cell ") && f.endsWith(">.ts") ? f.slice(base.length + 1, -3) : rel(f));
+)JS";
+
+constexpr std::string_view kTsContextLoop = R"JS(const repl = new Bun.Transpiler({loader: "ts", replMode: true});
+const plain = new Bun.Transpiler({loader: "ts"});
+const publisher = (code) => {
+  const names = [];
+  const fixed = new Set();
+  try {
+    for (const l of repl.transformSync(code).split("\n")) {
+      const m = /^var (.+);$/.exec(l);
+      if (!m) break;
+      for (const n of m[1].split(", ")) {
+        if (new RegExp("(?<![\\w$])" + n.replace(/\$/g, "\\$") + "(?![\\w$])").test(code)) names.push(n);
+      }
+    }
+    plain.transformSync(code + "\n" + names.map((n) => n + " = 0;").join("\n"));
+  } catch (e) {
+    for (const x of e.errors || [e]) {
+      const m = /"(.+?)".* constant/.exec(String(x.message));
+      if (m) fixed.add(m[1]);
+    }
+  }
+  return [names, names.map((n) => `__agentd_d("${n}", () => ${n}` + (fixed.has(n) ? ")" : `, (v) => { ${n} = v })`)).join("; ")];
+};
+Bun.plugin({
+  name: "agentd-cells",
+  setup(b) {
+    b.onResolve({filter: /.*/, namespace: "agentd-cell"}, (a) => ({path: path(a.path)}));
+    b.onResolve({filter: /.*/, namespace: "agentd-hook"}, (a) => ({path: a.path, namespace: "agentd-hook"}));
+    b.onLoad({filter: /\/<cell \d+>\.ts$/}, (a) => ({contents: cells.get(a.path) ?? "", loader: "ts"}));
+    b.onLoad({filter: /.*/, namespace: "agentd-hook"}, (a) => ({
+      contents: `import { __agentd_publish as p } from "agentd-cell:${a.path}"; p();`, loader: "js"}));
+  },
+});
+const fail = (e) => {
+  try {
+    console.error(e);
+  } catch {}
+};
+process.on("uncaughtException", fail);
+process.on("unhandledRejection", fail);
+const chunk = Buffer.alloc(1 << 16);
+let have = Buffer.alloc(0);
+const take = async (n) => {
+  while (have.length < n) {
+    const got = await new Promise((ok) => fs.read(3, chunk, 0, chunk.length, null, (err, k) => ok(err ? 0 : k)));
+    if (!got) process.exit(0);
+    have = Buffer.concat([have, chunk.subarray(0, got)]);
+  }
+  const out = have.subarray(0, n);
+  have = have.subarray(n);
+  return out;
+};
+const mark = (s, token) => new Promise((ok) => {
+  try {
+    s.write(token, (err) => ok(!err));
+  } catch {
+    ok(false);
+  }
+});
+for (;;) {
+  const req = JSON.parse((await take((await take(4)).readUInt32BE(0))).toString());
+  const file = path(req.seq);
+  const code = String(req.code);
+  const [names, publish] = publisher(code);
+  cells.set(file, code + `\nimport "agentd-hook:${req.seq}";\nexport function __agentd_publish() { const __agentd_d = (n, get, set) => { ` +
+            `try { Object.defineProperty(globalThis, n, {get, set, configurable: true, enumerable: true}) } catch {} }; ${publish} }\n`);
+  fileLines.set(file, code.split("\n"));
+  if (fileLines.size > 256) fileLines.delete(fileLines.keys().next().value);
+  evalFile = file;
+  let exit_code = 0;
+  let exception = null;
+  try {
+    await import("agentd-cell:" + req.seq);
+  } catch (e) {
+    fail(e);
+    exit_code = 1;
+    for (const n of names) {
+      try {
+        globalThis[n];
+      } catch {
+        delete globalThis[n];
+      }
+    }
+    try {
+      exception = describe(e);
+      if (Buffer.byteLength(JSON.stringify(exception)) > 49152) exception = null;
+    } catch {
+      exception = null;
+    }
+  }
+  cells.delete(file);
+  const marked = [await mark(process.stdout, req.token), await mark(process.stderr, req.token)];
+  const body = Buffer.from(JSON.stringify({exit_code, exception, marked}));
+  let data = Buffer.concat([Buffer.alloc(4), body]);
+  data.writeUInt32BE(body.length);
+  while (data.length) data = data.subarray(fs.writeSync(3, data));
+}
+)JS";
 
 }  // namespace
 
@@ -436,7 +577,12 @@ std::string PythonDriverSource() {
   return out;
 }
 
-std::string_view TsDriverSource() { return kTsRunDriver; }
+std::string TsDriverSource() {
+  std::string out(kTsRunHead);
+  out += kTsDescribe;
+  out += kTsRunTail;
+  return out;
+}
 
 std::vector<std::string> TsDriverArgv(const std::string& driver_path, const std::string& code) {
   return {"bun", "--preload", driver_path, "-e", code};
@@ -447,6 +593,13 @@ std::vector<std::string> PythonContextDriverArgv() {
   driver += kPythonDescribe;
   driver += kPythonContextLoop;
   return {"python3", "-c", std::move(driver)};
+}
+
+std::vector<std::string> TsContextDriverArgv() {
+  std::string driver(kTsContextHead);
+  driver += kTsDescribe;
+  driver += kTsContextLoop;
+  return {"bun", "-e", std::move(driver)};
 }
 
 }  // namespace agentd

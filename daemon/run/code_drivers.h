@@ -17,7 +17,6 @@
 
 #include <cstddef>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace agentd {
@@ -32,11 +31,14 @@ std::string PythonDriverSource();
 // The TypeScript run's driver (a bun preload; run/driver_file.h puts it
 // on disk) and {"bun", "--preload", PATH, "-e", code}. Same report on
 // descriptor 3, same bounds.
-std::string_view TsDriverSource();
+std::string TsDriverSource();
 std::vector<std::string> TsDriverArgv(const std::string& driver_path, const std::string& code);
 // {"python3", "-c", CONTEXT_DRIVER}: a context's interpreter
 // (run/code_context.h), which serves cells on descriptor 3 until that
 // socket closes. Its exception reports are the run driver's.
 std::vector<std::string> PythonContextDriverArgv();
+// {"bun", "-e", CONTEXT_DRIVER}: the same for "ts" (cells are TypeScript
+// modules that publish their top-level names; same channel and reports).
+std::vector<std::string> TsContextDriverArgv();
 
 }  // namespace agentd

@@ -17,7 +17,7 @@ class RootfsGuestCase(GuestConformanceCase):
     HOSTNAME = "agentd-guest"
     # The guest has no /sys, so no cgroup file system: its limits are
     # rlimits, and the checks that need a cgroup cannot run.
-    # Neither image (busybox, debootstrap minbase) has python3.
+    # Neither image (busybox, debootstrap minbase) has python3 or bun.
     EXPECTED_SKIPS = {
         "limits: a memory limit kills and names its value": "no cgroup file system",
         "limits: a pids limit ends a fork bomb": "no cgroup file system",
@@ -25,6 +25,7 @@ class RootfsGuestCase(GuestConformanceCase):
             "no cgroup2 file system for the egress programs",
         "run: a python exception is answered with type, line and keys present": "no python3",
         "run: a context keeps a variable between two runs": "no python3",
+        "run: a ts context keeps a declaration between two runs": "no bun",
     }
 
     @classmethod

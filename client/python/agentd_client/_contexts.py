@@ -18,8 +18,8 @@ class ContextCalls(CallsBase):
                        network: Optional[str] = None, result_marker: Optional[str] = None,
                        egress: Optional[Mapping[str, Any]] = None,
                        **limits: Union[int, float, bool, str]) -> ContextInfo:
-        """POST /v1/contexts: a persistent interpreter whose variables and imports
-        last between runs. Idempotent: the same id and options answer the same
+        """POST /v1/contexts: a persistent interpreter (`runtime` "python" or "ts")
+        whose variables and imports last between runs. Idempotent: the same id and options answer the same
         context (another request for the id is ContextIdConflict). Options as for
         run_code, applying to the interpreter (a limit that kills it ends the
         context, ContextGone on the next run; `egress` polices it for the

@@ -441,10 +441,10 @@ export class Client extends ReactiveCalls {
   }
 
   /**
-   * POST /v1/contexts: a persistent interpreter whose names and imports last
-   * between runs (idempotent for the same id and options).
+   * POST /v1/contexts: a persistent interpreter ("python" or "ts") whose names
+   * and imports last between runs (idempotent for the same id and options).
    */
-  async createContext(id: string, runtime: "python" = "python", options: ContextOptions = {}): Promise<ContextInfo> {
+  async createContext(id: string, runtime: "python" | "ts" = "python", options: ContextOptions = {}): Promise<ContextInfo> {
     return contextInfoFromWire(
       await this.json("POST", "/v1/contexts", { id: checkId(id), runtime, ...runCodeOptionsToWire(options) }, true));
   }
