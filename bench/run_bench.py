@@ -14,7 +14,9 @@
               run) vs without.
   context     a trivial python run (`x = 1`) in a warm context
               (POST /v1/contexts/{id}/run) vs `python3 -c 'x = 1'` started
-              cold by this script, and vs /v1/run of the same code.
+              cold by this script, and vs /v1/run of the same code; where
+              bun is installed, the same for ts (`const x = 1;` in a warm ts
+              context vs `bun -e` cold and vs /v1/run ts).
 
 Every measurement is interleaved with its baseline in rounds and reported
 as a median and a ratio. Usage: bench/run_bench.py [--agentd PATH] [--files N]
@@ -159,10 +161,13 @@ def bench_context(binary, rounds):
                                                         "scan_changes": False})
         assert status == 201, (status, data)
 
-        def warm():
-            status, data = c.call("POST", "/v1/contexts/bench/run", {"code": "x = 1"})
+        def in_context(cid, code):
+            status, data = c.call("POST", "/v1/contexts/%s/run" % cid, {"code": code})
             r = json.loads(data)
             assert status == 200 and r["exit_code"] == 0, (status, data)
+
+        def warm():
+            in_context("bench", "x = 1")
 
         def cold():
             subprocess.run(["python3", "-c", "x = 1"], check=True)
@@ -172,6 +177,19 @@ def bench_context(binary, rounds):
             assert r["exit_code"] == 0, r
         warm()  # the first run imports nothing more, but pays the first page-ins
         cases = {"context_warm": warm, "python_cold": cold, "run_python": run_python}
+        bun = shutil.which("bun")
+        if bun:
+            status, data = c.call("POST", "/v1/contexts", {"id": "bench-ts", "runtime": "ts",
+                                                            "scan_changes": False})
+            assert status == 201, (status, data)
+
+            def run_ts():
+                r = c.run({"runtime": "ts", "code": "const x = 1;", "scan_changes": False})
+                assert r["exit_code"] == 0, r
+            in_context("bench-ts", "const x = 1;")  # the interpreter's start
+            cases["context_ts_warm"] = lambda: in_context("bench-ts", "const x = 1;")
+            cases["bun_cold"] = lambda: subprocess.run([bun, "-e", "const x = 1;"], check=True)
+            cases["run_ts"] = run_ts
         times = {k: [] for k in cases}
         for _ in range(rounds):
             for k, fn in cases.items():
@@ -224,6 +242,13 @@ def print_context(r):
     print("| trivial python run in a warm context | %.2f ms | /v1/run python: %.1f ms | "
           "%.1fx faster |" % (r["context_warm"], r["run_python"],
                               r["run_python"] / r["context_warm"]))
+    if "context_ts_warm" in r:
+        print("| trivial ts run in a warm context | %.2f ms | `bun -e` cold: %.1f ms | "
+              "%.1fx faster |" % (r["context_ts_warm"], r["bun_cold"],
+                                  r["bun_cold"] / r["context_ts_warm"]))
+        print("| trivial ts run in a warm context | %.2f ms | /v1/run ts: %.1f ms | "
+              "%.1fx faster |" % (r["context_ts_warm"], r["run_ts"],
+                                  r["run_ts"] / r["context_ts_warm"]))
 
 
 if __name__ == "__main__":

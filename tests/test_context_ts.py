@@ -124,13 +124,13 @@ class TsContextTest(unittest.TestCase):
         e = r["exception"]
         self.assertEqual((e["file"], e["line"], e["source_line"]),
                          ("ledger.ts", 3, "for (const row of rows) t += row.amount.value;"))
-        self.assertEqual([(f["file"], f["line"]) for f in e["frames"]], [("<cell 3>", 3), ("ledger.ts", 3)])
+        self.assertEqual([(f["file"], f["line"]) for f in e["frames"]], [("<cell 4>", 3), ("ledger.ts", 3)])
         self.assertEqual(r["stdout"], "before\n")
         syntax = self.run_ok("exc", "const ok = 1;\nconst b: number = ;\n")
         self.assertEqual((syntax["exit_code"], syntax["exception"]["type"], syntax["exception"]["file"],
                           syntax["exception"]["line"], syntax["exception"]["column"],
                           syntax["exception"]["source_line"]),
-                         (1, "SyntaxError", "<cell 4>", 2, 19, "const b: number = ;"))
+                         (1, "SyntaxError", "<cell 5>", 2, 19, "const b: number = ;"))
         thrown = self.run_ok("exc", "class LedgerError extends Error {}\n\nthrow new LedgerError('negative')\n")
         self.assertEqual((thrown["exception"]["type"], thrown["exception"]["message"],
                           thrown["exception"]["line"]), ("LedgerError", "negative", 3))

@@ -486,7 +486,7 @@ const publisher = (code) => {
       if (m) fixed.add(m[1]);
     }
   }
-  return [names, names.map((n) => `__agentd_d("${n}", () => ${n}` + (fixed.has(n) ? ")" : `, (v) => { ${n} = v })`)).join("; ")];
+  return [names, names.map((n) => `__agentd_d("${n}", () => ${n}` + (fixed.has(n) ? ")" : `, (__agentd_v) => { ${n} = __agentd_v })`)).join("; ")];
 };
 Bun.plugin({
   name: "agentd-cells",
