@@ -388,8 +388,7 @@ void ContextKeepsANameBetweenRuns(CheckContext& ctx, Runtime runtime, std::strin
 }
 
 void ContextKeepsAVariableBetweenRuns(CheckContext& ctx) {
-  ContextKeepsANameBetweenRuns(ctx, Runtime::kPython, "kept = 41\nprint('set')",
-                               "print(kept + 1)");
+  ContextKeepsANameBetweenRuns(ctx, Runtime::kPython, "kept = 41\nprint('set')", "print(kept + 1)");
 }
 
 // A ts cell is a module of its own: its top-level declaration must still

@@ -29,8 +29,7 @@ TEST_CASE("context create takes a run's options and round-trips", "[context]") {
         json::Serialize(EncodeContextCreateRequest(*r)));
 }
 
-TEST_CASE("context create takes python and ts and refuses what belongs to a run",
-          "[context]") {
+TEST_CASE("context create takes python and ts and refuses what belongs to a run", "[context]") {
   for (const char* text : {R"({"id": "a", "runtime": "python", "code": "1"})",
                            R"({"id": "a", "runtime": "python", "timeout_sec": 3})"}) {
     Result<ContextCreateRequest> r = DecodeContextCreateRequest(Doc(text));

@@ -153,6 +153,20 @@ class TsContextTest(unittest.TestCase):
         r = self.run_ok("res", 'console.log(require("fs").readFileSync("out/a.json", "utf8"))')
         self.assertEqual((r["changed_files"], r["stdout"]), ([], '{"total":42}\n'))
 
+    def test_each_answer_has_only_its_own_runs_output_under_heavy_output(self):
+        self.new("loud")
+        r = self.run_ok("loud", "for (let i = 0; i < 20000; i++) {\n"
+                                '  console.log("line", i);\n'
+                                '  if (i % 7 == 0) process.stdout.write("w" + i + "\\n");\n'
+                                "}\n"
+                                'console.error("E".repeat(100000));\n')
+        want = (sum(len("line %d\n" % i) for i in range(20000)) +
+                sum(len("w%d\n" % i) for i in range(0, 20000, 7)))
+        self.assertEqual((r["exit_code"], r["stdout_bytes"], r["stderr_bytes"]), (0, want, 100001),
+                         r["summary"])
+        after = self.run_ok("loud", 'console.log("after")')
+        self.assertEqual((after["stdout"], after["stderr"], after["stdout_bytes"]), ("after\n", "", 6))
+
     def test_a_run_past_its_deadline_ends_the_context_with_the_limit_named(self):
         self.new("slow")
         self.out("slow", "let x = 1;")

@@ -132,8 +132,8 @@ asio::awaitable<Status> CodeContext::Start() {
   }
   UniqueFd ours(pair[0]);
   UniqueFd theirs(pair[1]);
-  prepared->argv = request_.spec.runtime == Runtime::kTs ? TsContextDriverArgv()
-                                                         : PythonContextDriverArgv();
+  prepared->argv =
+      request_.spec.runtime == Runtime::kTs ? TsContextDriverArgv() : PythonContextDriverArgv();
   prepared->fd3 = theirs.get();
   prepared->open_ended = true;
   Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));

@@ -343,7 +343,8 @@ constexpr std::string_view kTsRunHead = R"JS((() => {
   const name = (f) => (f === evalFile ? "[eval]" : rel(f));
 )JS";
 
-constexpr std::string_view kTsDescribe = R"JS(  const cut = (s, n) => (s.length <= n ? s : s.slice(0, n) + "...");
+constexpr std::string_view kTsDescribe =
+    R"JS(  const cut = (s, n) => (s.length <= n ? s : s.slice(0, n) + "...");
   const lib = (f) => !f.startsWith("/") || f.includes("/node_modules/") || f.startsWith("/$bunfs/") || f === self;
   const rel = (f) => cut(f.startsWith(cwd + "/") ? f.slice(cwd.length + 1) : f, 300);
   const text = (f, n) => {
@@ -453,7 +454,8 @@ constexpr std::string_view kTsRunTail = R"JS(  process.on("uncaughtExceptionMoni
 // declared again is a new binding (functions of earlier cells keep theirs).
 // The names come from bun's REPL transform (each top-level name its own
 // `var`, synthetic import names too, which the code never spells); an
-// assignment to each tells the constants. Errors are printed by
+// assignment to each tells the constants. A cell that declares nothing
+// gets no hook, only `export {}` (still a module). Errors are printed by
 // console.error as bun prints an uncaught one, and reported as in a run.
 constexpr std::string_view kTsContextHead = R"JS(const fs = require("fs");
 const cwd = process.cwd();
@@ -466,7 +468,8 @@ let evalFile = "";
 const name = (f) => (f.startsWith(base + "/<cell ") && f.endsWith(">.ts") ? f.slice(base.length + 1, -3) : rel(f));
 )JS";
 
-constexpr std::string_view kTsContextLoop = R"JS(const repl = new Bun.Transpiler({loader: "ts", replMode: true});
+constexpr std::string_view kTsContextLoop =
+    R"JS(const repl = new Bun.Transpiler({loader: "ts", replMode: true});
 const plain = new Bun.Transpiler({loader: "ts"});
 const publisher = (code) => {
   const names = [];
@@ -529,8 +532,9 @@ for (;;) {
   const file = path(req.seq);
   const code = String(req.code);
   const [names, publish] = publisher(code);
-  cells.set(file, code + `\nimport "agentd-hook:${req.seq}";\nexport function __agentd_publish() { const __agentd_d = (n, get, set) => { ` +
-            `try { Object.defineProperty(globalThis, n, {get, set, configurable: true, enumerable: true}) } catch {} }; ${publish} }\n`);
+  cells.set(file, code + (names.length ? `\nimport "agentd-hook:${req.seq}";\nexport function __agentd_publish() { ` +
+            `const __agentd_d = (n, get, set) => { try { Object.defineProperty(globalThis, n, {get, set, ` +
+            `configurable: true, enumerable: true}) } catch {} }; ${publish} }\n` : "\nexport {};\n"));
   fileLines.set(file, code.split("\n"));
   if (fileLines.size > 256) fileLines.delete(fileLines.keys().next().value);
   evalFile = file;
@@ -556,7 +560,7 @@ for (;;) {
     }
   }
   cells.delete(file);
-  const marked = [await mark(process.stdout, req.token), await mark(process.stderr, req.token)];
+  const marked = await Promise.all([mark(process.stdout, req.token), mark(process.stderr, req.token)]);
   const body = Buffer.from(JSON.stringify({exit_code, exception, marked}));
   let data = Buffer.concat([Buffer.alloc(4), body]);
   data.writeUInt32BE(body.length);
