@@ -165,7 +165,7 @@ class InjectEngineTest(GuestConformanceCase):
 
     # The whole suite on the Debian image: what an unprivileged container
     # (no CAP_SYS_ADMIN, Docker's seccomp profile, no cgroup of its own) of
-    # a minbase image (no python3) cannot offer. The upgrade group is left
+    # a minbase image (no python3, no bun) cannot offer. The upgrade group is left
     # out (an upgrade in place of --init mode is not supported yet), and so
     # is the quarantine check (it needs an immutable file; /srv/reset is a
     # tmpfs).
@@ -173,6 +173,7 @@ class InjectEngineTest(GuestConformanceCase):
         "run: a run with network none has only its own loopback": "no CAP_SYS_ADMIN",
         "run: a context keeps a variable between two runs": "no python3",
         "run: a python exception is answered with type, line and keys present": "no python3",
+        "run: a ts context keeps a declaration between two runs": "no bun",
         "limits: a memory limit kills and names its value": "no usable cgroup",
         "limits: a pids limit ends a fork bomb": "no usable cgroup",
         "hostile: a restricted exec cannot write the read-only paths": "no mounts",
