@@ -165,10 +165,10 @@ class InjectEngineTest(GuestConformanceCase):
 
     # The whole suite on the Debian image: what an unprivileged container
     # (no CAP_SYS_ADMIN, Docker's seccomp profile, no cgroup of its own) of
-    # a minbase image (no python3, no bun) cannot offer. The upgrade group is left
-    # out (an upgrade in place of --init mode is not supported yet), and so
-    # is the quarantine check (it needs an immutable file; /srv/reset is a
-    # tmpfs).
+    # a minbase image (no python3, no bun) cannot offer. The upgrade group
+    # is left out (an upgrade in place of --init mode is not supported
+    # yet), and so is the quarantine check (it needs an immutable file;
+    # /srv/reset is a tmpfs).
     EXPECTED_SKIPS = {
         "run: a run with network none has only its own loopback": "no CAP_SYS_ADMIN",
         "run: a context keeps a variable between two runs": "no python3",
