@@ -146,6 +146,25 @@ class ResetByCgroupTest(unittest.TestCase):
         self.assertFalse(pid_alive(probe))
         self.assertGreaterEqual(report["killed_processes"], 2, report)
 
+    def test_a_crashed_daemons_tenant_group_is_ended_by_its_successors_first_reset(self):
+        # After a crash the grandchild is an orphan outside the new daemon's
+        # process tree, in the dead daemon's group: only that group finds it.
+        # The successor knows the group from its state dir.
+        d = self.d
+        grandchild = leave_grandchild(d, "tenant-a")
+        dead_base = os.path.dirname(os.path.dirname(self.mount + cgroup2_path(grandchild)))
+        self.assertIn("agentd-tenant-%d" % d.proc.pid, dead_base)
+        d.kill()  # a crash
+        d.start()
+        status, _ = d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+        self.assertEqual(status, 200)
+        self.assertTrue(pid_alive(grandchild))  # the control: the crash did not end it
+        status, report = reset(d, "r1")
+        self.assertEqual((status, report["clean"]), (200, True), report)
+        self.assertGreaterEqual(report["killed_processes"], 1, report)
+        self.assertFalse(pid_alive(grandchild))
+        self.assertFalse(os.path.exists(dead_base))
+
     def test_the_report_counts_every_member_the_group_held(self):
         d = self.d
         script = ("i=0; while [ $i -lt 12 ]; do setsid sleep 1000 </dev/null >/dev/null 2>&1 & "

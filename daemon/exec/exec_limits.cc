@@ -14,6 +14,7 @@
 #include "metrics/daemon_metrics.h"
 #include "proc/child_side.h"
 #include "proc/probe_child.h"
+#include "sys/read_file.h"
 
 namespace agentd {
 namespace {
@@ -155,7 +156,20 @@ AGENTD_CHILD_SIDE int JoinCgroup(const void* procs_fd) {
 }  // namespace
 
 void ExecEngine::OpenTenantCgroup() {
-  tenant_cgroup_.Open(options_.reset_cgroup, limiter_.cgroup2_parent(), generation_);
+  // The base the last daemon on this state dir made its groups in: if it
+  // crashed, its tenant's processes are still there (limits/tenant_cgroup.h).
+  std::string record = state_dir_ + "/tenant-cgroup";
+  Result<std::string> previous = ReadFileToString(record, 4096);
+  tenant_cgroup_.Open(options_.reset_cgroup, limiter_.cgroup2_parent(), generation_,
+                      previous.ok() ? *previous : std::string());
+  if (!tenant_cgroup_.own_base().empty() &&
+      (!previous.ok() || *previous != tenant_cgroup_.own_base())) {
+    Status written = WriteFileAtomically(record, tenant_cgroup_.own_base());
+    if (!written.ok()) {
+      Log(LogLevel::kWarn, "cannot record the tenant cgroup for a successor",
+          json::Object().Set("error", written.message()));
+    }
+  }
   if (tenant_cgroup_.available()) {
     // Made is not yet joinable: moving a process needs write access to
     // the group it leaves, which a non-delegated guest may lack. A

@@ -77,15 +77,22 @@ std::string EnableString(std::string_view controllers) {
   return out;
 }
 
-// Empty "agentd-tenant-<pid>" groups of daemons that no longer run.
+// Whether `dir` is the "agentd-tenant-<pid>" base of a daemon that no
+// longer runs.
+bool IsDeadDaemonBase(std::string_view dir) {
+  size_t slash = dir.rfind('/');
+  std::string_view name = slash == std::string_view::npos ? dir : dir.substr(slash + 1);
+  if (!name.starts_with("agentd-tenant-")) return false;
+  pid_t pid = static_cast<pid_t>(std::atoi(std::string(name.substr(14)).c_str()));
+  if (pid <= 0 || pid == ::getpid()) return false;
+  return !(::kill(pid, 0) == 0 || errno == EPERM);  // else that daemon still runs
+}
+
+// Empty "agentd-tenant-<pid>" groups of daemons that no longer run. A
+// populated one is left: it is adopted by the daemon on its state dir.
 void RemoveStaleTenantGroups(const std::string& parent) {
   for (const std::string& dir : ChildGroups(parent)) {
-    std::string_view name = std::string_view(dir).substr(parent.size() + 1);
-    if (!name.starts_with("agentd-tenant-")) continue;
-    pid_t pid = static_cast<pid_t>(std::atoi(std::string(name.substr(14)).c_str()));
-    if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno == EPERM) continue;  // that daemon still runs
-    (void)RemoveBelow(dir, 0);
+    if (IsDeadDaemonBase(dir)) (void)RemoveBelow(dir, 0);
   }
 }
 
@@ -99,7 +106,15 @@ std::vector<pid_t> TenantCgroup::Members(const std::string& dir) {
 
 std::string TenantCgroup::RemoveTree(const std::string& dir) { return RemoveBelow(dir, 0); }
 
-void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t generation) {
+void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t generation,
+                        const std::string& previous_base) {
+  // Adopted whether or not this daemon can make groups: a reset ends the
+  // predecessor's tenant either way.
+  struct stat st;
+  if (!previous_base.empty() && IsDeadDaemonBase(previous_base) &&
+      ::stat(previous_base.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    adopted_ = previous_base;
+  }
   if (!wanted) {
     why_ = "--reset-cgroup off";
     return;
@@ -125,6 +140,7 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
     }
     std::string parent = JoinPath(mount, own);
     RemoveStaleTenantGroups(parent);
+    if (!adopted_.empty() && ::access(adopted_.c_str(), F_OK) != 0) adopted_.clear();  // was empty
     base_ = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
     if (::mkdir(base_.c_str(), 0755) != 0 && errno != EEXIST) {
       why_ = "cannot create " + base_ + ": " + std::strerror(errno);
@@ -197,6 +213,12 @@ void TenantCgroup::Close() {
   // stay; the next start removes them once empty.
   if (!dir_.empty()) (void)RemoveBelow(dir_, 0);
   if (own_base_) ::rmdir(base_.c_str());
+}
+
+std::string TenantCgroup::TakeAdopted() {
+  std::string out;
+  out.swap(adopted_);
+  return out;
 }
 
 }  // namespace agentd

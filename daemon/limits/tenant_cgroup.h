@@ -36,8 +36,14 @@ namespace agentd {
 class TenantCgroup {
  public:
   // `wanted`: --reset-cgroup auto. `limiter_parent`: the Limiter's cgroup2
-  // parent ("" unless its mechanism is cgroup2).
-  void Open(bool wanted, const std::string& limiter_parent, int64_t generation);
+  // parent ("" unless its mechanism is cgroup2). `previous_base`: the base
+  // the last daemon on the same state dir used (ExecEngine records it);
+  // when that daemon is dead and its base is still there, it crashed with
+  // tenant processes in it (held execs and what they started, orphans
+  // outside this daemon's tree), and the base is adopted: the next reset
+  // ends it with the current generation.
+  void Open(bool wanted, const std::string& limiter_parent, int64_t generation,
+            const std::string& previous_base = "");
   // On shutdown: removes the generation's groups and the base when empty.
   void Close();
 
@@ -56,6 +62,13 @@ class TenantCgroup {
   // Gives the mechanism up (the start-up probe could not join the leaf).
   void Disable(std::string why);
 
+  // The adopted base of a crashed predecessor ("" when none); cleared by
+  // the call, which hands it to a reset.
+  std::string TakeAdopted();
+  // The base this daemon's generations are made in ("" when unavailable),
+  // for the record the next daemon on the state dir reads.
+  const std::string& own_base() const { return own_base_ ? base_ : kNone; }
+
   // Every pid in `dir` and the groups beneath it.
   static std::vector<pid_t> Members(const std::string& dir);
   // rmdir of `dir` and every group beneath it, deepest first; "" when all
@@ -69,6 +82,8 @@ class TenantCgroup {
   bool own_base_ = false;  // made here (removed on Close), not the Limiter's
   std::string enable_;     // "+memory +pids ..." copied from the base
   std::string dir_;
+  std::string adopted_;
+  static inline const std::string kNone;
   UniqueFd leaf_procs_;
   std::string why_ = "not opened";
 };

@@ -278,10 +278,19 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   // there is no group, everything.
   CgroupKillResult by_cgroup;
   std::string group = engine_.tenant_cgroup().dir();
+  auto kill_deadline = SteadyClock::now() + options_.kill_limit;
   if (!group.empty()) {
-    auto kill_deadline = SteadyClock::now() + options_.kill_limit;
     by_cgroup = co_await KillCgroup(group, kill_deadline);
     mark("cgroup_kill_ms");
+  }
+  // A crashed predecessor's base: its tenant's processes are orphans
+  // outside this daemon's tree, so only their group finds them.
+  std::string adopted = engine_.tenant_cgroup().TakeAdopted();
+  if (!adopted.empty()) {
+    CgroupKillResult theirs = co_await KillCgroup(adopted, kill_deadline);
+    by_cgroup.killed += theirs.killed;
+    for (ResetRemaining& r : theirs.remaining) by_cgroup.remaining.push_back(std::move(r));
+    mark("adopted_kill_ms");
   }
   SweepResult swept = co_await SweepProcesses(engine_.reaper(), spared, options_.kill_limit);
   mark("sweep_ms");
@@ -299,12 +308,14 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   // and IPC objects, then the verification walk of each: one trip to the
   // blocking pool.
   auto restore = [dirs = std::move(dirs), paths = paths_, scratch = options_.scratch_dirs,
-                  sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_, old_group] {
+                  sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_,
+                  old_groups = std::vector<std::string>{old_group, adopted}] {
     for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
     RestoreResult all;
-    if (!old_group.empty()) {
-      std::string failed = TenantCgroup::RemoveTree(old_group);
-      if (!failed.empty()) all.remaining.push_back({"process", "cgroup " + old_group, failed});
+    for (const std::string& gone : old_groups) {
+      if (gone.empty()) continue;
+      std::string failed = TenantCgroup::RemoveTree(gone);
+      if (!failed.empty()) all.remaining.push_back({"process", "cgroup " + gone, failed});
     }
     for (const std::string& dir : scratch) {
       ScratchResult emptied = EmptyScratchDir(dir);
