@@ -108,13 +108,99 @@ class CrashStageTest(unittest.TestCase):
             obj = wait_exit(d, "kill-1")
             self.assertEqual((obj["signal"], obj["killed_by"]), ("INT", "kill"))
 
-    def test_a_stdin_exec_has_no_holder_and_says_why_it_was_lost(self):
+    def test_a_pty_or_whole_stdin_exec_has_no_holder_and_says_why_it_was_lost(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            start(d, "pty-1", {"argv": ["cat"], "pty": {"rows": 24, "cols": 80}})
+            # Given its whole stdin, held running by the fifo until the end.
+            start(d, "whole-1", {"command": "cat >/dev/null; read x < %s" % fifo, "stdin": "x"})
+            restart_after_kill(d)
+            for exec_id in ("pty-1", "whole-1"):
+                s, obj = d.json("GET", "/v1/execs/" + exec_id)
+                self.assertEqual((obj["state"], obj["killed_by"]), ("exited", "daemon_restart"))
+                self.assertIn("no holder", obj["error"])
+            self.assertIn("whole stdin", obj["error"])
+            with open(fifo, "w") as f:
+                f.write("x\n")
+
+
+def post_stdin(d, exec_id, offset, body, eof=False):
+    return d.json("POST", "/v1/execs/%s/stdin?offset=%d%s" % (exec_id, offset,
+                                                             "&eof=1" if eof else ""), body)
+
+
+class StdinCrashTest(unittest.TestCase):
+    """Streamed stdin goes through the holder's relay pipe: what the dead
+    daemon answered as `next` is what the next one counts, so a retry by
+    offset is neither lost nor applied twice across the crash."""
+
+    def test_a_streamed_stdin_exec_takes_the_rest_of_its_input_after_a_restart(self):
         with Daemon() as d:
-            start(d, "in-1", {"argv": ["cat"], "stdin_stream": True})
+            start(d, "in-1", {"command": "cat; exit 3", "stdin_stream": True})
+            self.assertEqual(post_stdin(d, "in-1", 0, b"abc\n"), (200, {"next": 4}))
+            self.assertEqual(post_stdin(d, "in-1", 4, b"def\n"), (200, {"next": 8}))
             restart_after_kill(d)
             s, obj = d.json("GET", "/v1/execs/in-1")
-            self.assertEqual((obj["state"], obj["killed_by"]), ("exited", "daemon_restart"))
-            self.assertIn("no holder", obj["error"])
+            self.assertEqual((obj["state"], obj["killed_by"], obj["error"]),
+                             ("running", None, None))
+            # The last write before the kill, retried: already applied.
+            self.assertEqual(post_stdin(d, "in-1", 4, b"def\n"), (200, {"next": 8}))
+            s, b = post_stdin(d, "in-1", 9, b"x")
+            self.assertEqual((s, b["error"]["code"], b["error"]["expected"]),
+                             (409, "stdin_offset_mismatch", 8))
+            self.assertEqual(post_stdin(d, "in-1", 8, b"ghi\n", eof=True), (200, {"next": 12}))
+            obj = wait_exit(d, "in-1")
+            self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (3, None, None))
+            self.assertEqual(read_stream(d, "in-1"), b"abc\ndef\nghi\n")
+
+    def test_input_taken_but_not_yet_read_at_the_kill_is_counted_once(self):
+        with Daemon("--io-timeout-ms", "1000") as d, tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            os.mkfifo(gate)
+            # The command reads nothing until the test opens the gate: the
+            # daemon's write stalls with both pipes full, answering a short
+            # `next` whose bytes sit in the pipes when the daemon dies.
+            start(d, "in-2", {"command": "read go; cat %s; cat" % gate, "stdin_stream": True})
+            data = b"go\n" + os.urandom(2 << 20)
+            s, b = post_stdin(d, "in-2", 0, data)
+            self.assertEqual(s, 200)
+            taken = b["next"]
+            self.assertLess(taken, len(data))
+            restart_after_kill(d)
+            # A retry of the tail of what was taken: nothing is written twice.
+            self.assertEqual(post_stdin(d, "in-2", taken - 100, data[taken - 100:taken]),
+                             (200, {"next": taken}))
+            with open(gate, "w"):
+                pass
+            offset = taken
+            while offset < len(data):
+                s, b = post_stdin(d, "in-2", offset, data[offset:], eof=True)
+                self.assertEqual(s, 200, b)
+                offset = b["next"]
+            obj = wait_exit(d, "in-2")
+            self.assertEqual((obj["exit_code"], obj["killed_by"]), (0, None))
+            out = read_stream(d, "in-2")
+            self.assertEqual((len(out), digest(out)), (len(data) - 3, digest(data[3:])))
+
+    def test_eof_given_before_the_kill_reaches_the_command(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            os.mkfifo(gate)
+            # wc reads only once the daemon is dead and a new one runs.
+            start(d, "in-3", {"command": "read g < %s; wc -c; exit 4" % gate,
+                              "stdin_stream": True})
+            self.assertEqual(post_stdin(d, "in-3", 0, b"x" * 1000, eof=True),
+                             (200, {"next": 1000}))
+            restart_after_kill(d)
+            s, b = post_stdin(d, "in-3", 1000, b"late")
+            self.assertEqual((s, b["error"]["code"], b["error"]["next"]),
+                             (409, "stdin_closed", 1000))
+            with open(gate, "w") as f:
+                f.write("g\n")
+            obj = wait_exit(d, "in-3")
+            self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (4, None, None))
+            self.assertEqual(read_stream(d, "in-3").strip(), b"1000")
 
 
 class RandomKillTest(unittest.TestCase):

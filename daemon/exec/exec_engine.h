@@ -234,6 +234,8 @@ class ExecEngine {
     HolderReport report;
     UniqueFd out;
     UniqueFd err;
+    HolderStdin in_report;  // when report.stdin_state says stdin went through it
+    UniqueFd in;            // the relay's write end, while stdin is open
   };
   std::unique_ptr<Held> ConnectHolder(pid_t pid, std::string& why);
   void AdoptHeld(const SharedRecord& rec, Held& held);

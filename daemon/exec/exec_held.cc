@@ -90,19 +90,25 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
   ::setsockopt(held->conn.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   if (::connect(held->conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     int err = errno;
-    why = err == ENOENT ? "it had no holder (a PTY or stdin exec, or --exec-holder=off)"
+    why = err == ENOENT ? "it had no holder (a PTY exec, an exec given its whole stdin at the "
+                          "start, or --exec-holder=off)"
                         : "its holder is gone: " + std::string(std::strerror(err));
     if (err == ECONNREFUSED) ::unlink(path.c_str());  // a holder's leftover from an earlier boot
     return nullptr;
   }
-  int fds[2];
-  if (!ReceiveHolderReport(held->conn.get(), &held->report, fds) || held->report.pid != pid ||
-      held->report.fds != 2) {
+  int fds[3];
+  if (!ReceiveHolderReport(held->conn.get(), &held->report, &held->in_report, fds)) {
     why = "its holder did not answer";
     return nullptr;
   }
   held->out = UniqueFd(fds[0]);
   held->err = UniqueFd(fds[1]);
+  held->in = UniqueFd(fds[2]);
+  int want = held->report.stdin_state == HolderReport::kStdinOpen ? 3 : 2;
+  if (held->report.pid != pid || held->report.fds != want) {
+    why = "its holder did not answer";
+    return nullptr;
+  }
   return held;
 }
 
@@ -144,6 +150,16 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
   // spliced is there, what it did not is still in the pipes.
   Attach(rec, Stream::kStdout, held.out.release());
   Attach(rec, Stream::kStderr, held.err.release());
+  if (held.report.stdin_state != HolderReport::kStdinNone) {
+    // Streamed stdin, through the holder's relay: the count is every byte
+    // the last daemon's writes took, so retries by offset stay exact.
+    rec->stdin_stream = true;
+    rec->stdin_next = held.in_report.next;
+    if (held.in) {
+      rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, held.in.release());
+      rec->stdin_closed = false;
+    }
+  }
   WatchHolder(rec, held.conn.release());
   if (held.report.exited) {
     OnLeaderExit(rec, held.report.wait_status, FromUnixMs(held.report.ended_unix_ms));
@@ -160,6 +176,7 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
           .Set("id", rec->id)
           .Set("pid", rec->pid)
           .Set("exited", held.report.exited != 0)
+          .Set("stdin_next", rec->stdin_next)
           .Set("stdout_bytes", rec->logs[0]->next())
           .Set("stderr_bytes", rec->logs[1]->next()));
 }

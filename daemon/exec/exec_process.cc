@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <optional>
 
 #include "agentd/trees/posix_error.h"
 #include "exec/exec_engine.h"
@@ -237,24 +238,43 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.readonly_paths = readonly_paths_;
   }
   // A holder (proc/exec_holder.h) for what a restarted daemon can take
-  // back whole: not a PTY or stdin (their input would be cut), not a run.
+  // back whole: not a PTY (its input would be cut), not stdin given whole
+  // at the start (only this daemon has the rest), not a run. Streamed
+  // stdin goes to the holder through a relay pipe, which it passes on.
   SpawnSpec::Holder holder;
   UniqueFd holder_conn;
   UniqueFd holder_end;
-  if (!holder_dir_.empty() && !rec->internal && !io->write_in) {
+  std::optional<Pipe> relay;
+  bool relay_stdin = io->write_in && request.stdin_stream && !rec->pty;
+  if (!holder_dir_.empty() && !rec->internal && (!io->write_in || relay_stdin)) {
     int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+    if (relay_stdin) {
+      Result<Pipe> made = MakePipe(false, true);
+      if (made.ok()) relay = std::move(*made);
+    }
+    if ((!relay_stdin || relay) && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
       holder_conn = UniqueFd(sv[0]);
       holder_end = UniqueFd(sv[1]);
       holder.conn = sv[1];
       holder.out = io->read_out.get();
       holder.err = io->read_err.get();
+      if (relay) {
+        holder.in = io->write_in.get();
+        holder.in_relay = relay->read.get();
+        holder.in_keep = relay->write.get();
+      }
       holder.socket_dir = holder_dir_;
       spec.holder = &holder;
     }
   }
   Result<SpawnResult> spawned = Spawn(spec);
   holder_end.reset();  // the holder has its own copy
+  if (spec.holder && relay) {
+    // The holder alone keeps the command's stdin (its 'E' is the eof) and
+    // the relay's read end; this daemon writes into the relay.
+    io->write_in = std::move(relay->write);
+    relay.reset();
+  }
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
   if (rec->group) rec->group->CloseProcsFds();

@@ -1,5 +1,6 @@
 #include "exec/exec_stdin.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +20,11 @@ Status Closed(const ExecRecord& rec) {
 void CloseStdin(ExecRecord& rec) {
   rec.stdin_pipe.reset();
   rec.stdin_closed = true;
+  // Streamed stdin under a holder goes through its relay: it closes the
+  // command's stdin once it passed on every byte written before this.
+  if (rec.stdin_stream && !rec.pty && rec.holder && rec.holder->is_open()) {
+    (void)::send(rec.holder->native_handle(), "E", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
 }
 
 // One non-blocking write: bytes taken, 0 when the pipe is full, -1 when the

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -22,14 +23,15 @@ namespace {
 // memory, and libc's syscall() writes errno into the daemon's io thread.
 // Returns -errno on failure.
 AGENTD_CHILD_SIDE inline long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0,
-                                  long e = 0) {
+                                  long e = 0, long f = 0) {
 #if defined(__x86_64__)
   long ret;
   register long r10 __asm__("r10") = d;
   register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
   __asm__ volatile("syscall"
                    : "=a"(ret)
-                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8)
+                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
                    : "rcx", "r11", "memory");
   return ret;
 #elif defined(__aarch64__)
@@ -39,28 +41,77 @@ AGENTD_CHILD_SIDE inline long Sys(long n, long a = 0, long b = 0, long c = 0, lo
   register long x2 __asm__("x2") = c;
   register long x3 __asm__("x3") = d;
   register long x4 __asm__("x4") = e;
-  __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4) : "memory");
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
   return x0;
 #else
 #error "the exec holder needs a raw system call for this architecture"
 #endif
 }
 
-// Sends `r`, with the kept read ends attached when `with_fds`.
-AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, bool with_fds) {
+// Streamed stdin passed on by the holder (exec_holder.h).
+struct Relay {
+  bool present = false;   // this exec's stdin goes through the holder
+  bool eof = false;       // the daemon sent 'E'
+  bool wait_out = false;  // the command's pipe is full: wait until it can take more
+  uint64_t spliced = 0;   // bytes passed on to the command
+};
+
+AGENTD_CHILD_SIDE int Unread(int pipe) {
+  int n = 0;
+  return Sys(SYS_ioctl, pipe, FIONREAD, reinterpret_cast<long>(&n)) == 0 ? n : 0;
+}
+
+// Moves what the relay holds on to the command's stdin without blocking.
+// Closes both at the end of input, or once the command cannot read any
+// more (what the relay still held counts as given, as the daemon answered).
+AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
+  while (h.in >= 0) {
+    long n = Sys(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      r.spliced += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (n == -EINTR) continue;
+    r.wait_out = n == -EAGAIN && Unread(h.in_relay) > 0;
+    if (r.wait_out || (n == -EAGAIN && !r.eof)) return;
+    if (n < 0 && n != -EAGAIN) r.spliced += static_cast<uint64_t>(Unread(h.in_relay));
+    Sys(SYS_close, h.in);
+    Sys(SYS_close, h.in_relay);
+    Sys(SYS_close, h.in_keep);
+    h.in = h.in_relay = h.in_keep = -1;
+  }
+}
+
+// Sends `r`; on a daemon's connect (`with_fds`) with the kept descriptors
+// attached and the stdin count after it.
+AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const Relay& relay,
+                            bool with_fds) {
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(2 * sizeof(int))];
+    char buf[CMSG_SPACE(3 * sizeof(int))];
   } control;
-  struct iovec iov = {&r, sizeof(r)};
+  HolderStdin in;
+  struct iovec iov[2] = {{&r, sizeof(r)}, {&in, sizeof(in)}};
   struct msghdr msg = {};
-  msg.msg_iov = &iov;
+  msg.msg_iov = iov;
   msg.msg_iovlen = 1;
   int n = 0;
-  int fds[2];
+  int fds[3];
   if (with_fds) {
     if (h.out >= 0) fds[n++] = h.out;
     if (h.err >= 0) fds[n++] = h.err;
+    if (relay.present) {
+      r.stdin_state = h.in >= 0 ? HolderReport::kStdinOpen : HolderReport::kStdinClosed;
+      if (h.in >= 0) fds[n++] = h.in_keep;
+      // No daemon writes now (this one has no write end yet, the last is
+      // gone): spliced plus what waits in the relay is every byte taken.
+      in.next = relay.spliced + (h.in_relay >= 0 ? static_cast<uint64_t>(Unread(h.in_relay)) : 0);
+      msg.msg_iovlen = 2;
+    }
   }
   r.fds = n;
   if (n > 0) {
@@ -76,7 +127,7 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, bool w
   for (;;) {
     long w = Sys(SYS_sendmsg, sock, reinterpret_cast<long>(&msg), MSG_NOSIGNAL);
     if (w == -EINTR) continue;
-    return w == static_cast<long>(sizeof(r));
+    return w == static_cast<long>(sizeof(r) + (msg.msg_iovlen == 2 ? sizeof(in) : 0));
   }
 }
 
@@ -108,15 +159,18 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
-  int keep[4] = {h.listen, h.conn, h.out, h.err};
-  for (int i = 1; i < 4; ++i) {  // insertion sort
+  constexpr int kKept = 7;
+  int keep[kKept] = {h.listen, h.conn, h.out, h.err, h.in, h.in_relay, h.in_keep};
+  for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];
       keep[j] = keep[j - 1];
       keep[j - 1] = t;
     }
   }
-  CloseAllBut(keep, 4);
+  CloseAllBut(keep, kKept);
+  Relay relay;
+  relay.present = h.in >= 0;
   // Every signal stays blocked (inherited from the spawn); SIGCHLD is
   // read from a signalfd, at its default disposition so the command is
   // not reaped behind the holder's back.
@@ -146,7 +200,7 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
         struct timespec ts = {};
         Sys(SYS_clock_gettime, CLOCK_REALTIME, reinterpret_cast<long>(&ts));
         report.ended_unix_ms = static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-        if (h.conn >= 0 && !Send(h.conn, report, h, false)) {
+        if (h.conn >= 0 && !Send(h.conn, report, h, relay, false)) {
           Sys(SYS_close, h.conn);
           h.conn = -1;
         }
@@ -156,9 +210,10 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
       // Nobody can reach this holder again: nothing left to keep.
       if (report.exited) Sys(SYS_exit_group, 0);
     }
-    struct pollfd p[2];
+    struct pollfd p[3];
     int n = 0;
     if (!report.exited && sfd >= 0) p[n++] = {sfd, POLLIN, 0};
+    if (h.in >= 0) p[n++] = relay.wait_out ? pollfd{h.in, POLLOUT, 0} : pollfd{h.in_relay, POLLIN, 0};
     if (h.conn >= 0) {
       p[n++] = {h.conn, POLLIN, 0};
     } else if (h.listen >= 0) {
@@ -172,9 +227,15 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
         char drain[sizeof(struct signalfd_siginfo) * 4];
         while (Sys(SYS_read, sfd, reinterpret_cast<long>(drain), sizeof(drain)) > 0) {
         }
+      } else if (p[i].fd == h.in || p[i].fd == h.in_relay) {
+        Pass(h, relay);
       } else if (p[i].fd == h.conn) {
         char b = 0;
         long r = Sys(SYS_read, h.conn, reinterpret_cast<long>(&b), 1);
+        if (r == 1 && b == 'E') {  // the end of input, after every byte of it
+          relay.eof = true;
+          Pass(h, relay);
+        }
         if (r == 1 && b == 'Q') {
           // An exec no record knows (the daemon died before writing it).
           Sys(SYS_kill, -h.command, SIGKILL);
@@ -196,7 +257,7 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
       } else if (p[i].fd == h.listen) {
         int c = static_cast<int>(Sys(SYS_accept4, h.listen, 0, 0, SOCK_CLOEXEC));
         if (c < 0) continue;
-        if (Send(c, report, h, true)) {
+        if (Send(c, report, h, relay, true)) {
           h.conn = c;
         } else {
           Sys(SYS_close, c);
@@ -206,11 +267,11 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
   }
 }
 
-bool ReceiveHolderReport(int sock, HolderReport* report, int fds_out[2]) {
-  fds_out[0] = fds_out[1] = -1;
+bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[3]) {
+  fds_out[0] = fds_out[1] = fds_out[2] = -1;
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(2 * sizeof(int))];
+    char buf[CMSG_SPACE(3 * sizeof(int))];
   } control;
   struct iovec iov = {report, sizeof(*report)};
   struct msghdr msg = {};
@@ -228,20 +289,26 @@ bool ReceiveHolderReport(int sock, HolderReport* report, int fds_out[2]) {
     int count = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
     const int* data = reinterpret_cast<const int*>(CMSG_DATA(c));
     for (int i = 0; i < count; ++i) {
-      if (got < 2) {
+      if (got < 3) {
         fds_out[got++] = data[i];
       } else {
         ::close(data[i]);
       }
     }
   }
-  if (n != static_cast<ssize_t>(sizeof(*report)) || report->magic != HolderReport::kMagic ||
-      report->fds != got) {
-    for (int i = 0; i < got; ++i) ::close(fds_out[i]);
-    fds_out[0] = fds_out[1] = -1;
-    return false;
+  bool ok = n == static_cast<ssize_t>(sizeof(*report)) && report->magic == HolderReport::kMagic &&
+            report->fds == got;
+  if (ok && report->stdin_state != HolderReport::kStdinNone) {
+    do {
+      n = ::recv(sock, in, sizeof(*in), MSG_WAITALL);
+    } while (n < 0 && errno == EINTR);
+    ok = n == static_cast<ssize_t>(sizeof(*in));
   }
-  return true;
+  if (!ok) {
+    for (int i = 0; i < got; ++i) ::close(fds_out[i]);
+    fds_out[0] = fds_out[1] = fds_out[2] = -1;
+  }
+  return ok;
 }
 
 }  // namespace agentd

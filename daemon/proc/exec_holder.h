@@ -24,6 +24,17 @@
 // the exec's output is complete and its record written: the holder reaps
 // the command, removes its socket and exits; 'Q' (an exec the new daemon
 // has no record of: it died before writing it) kills the command first.
+//
+// Streamed stdin (not a PTY's) goes through the holder too, so that how
+// many bytes the command was given survives the daemon: the daemon writes
+// into a relay pipe whose both ends the holder keeps, and the holder
+// splices it on into the command's stdin pipe, whose write end only it
+// holds. The kernel is the counter: every byte a daemon's write() took is
+// either spliced (counted by the holder) or still in the relay pipe
+// (FIONREAD), so the count a restarted daemon is told is exactly what the
+// dead one answered as `next`, and it gets the relay's write end back.
+// 'E' from the daemon is the end of input: the holder passes on what the
+// relay holds, then closes the command's stdin.
 #pragma once
 
 #include <sys/types.h>
@@ -41,8 +52,17 @@ struct HolderReport {
   int32_t exited = 0;       // 1: wait_status and ended_unix_ms are set
   int32_t wait_status = 0;  // as waitpid() reports it
   int64_t ended_unix_ms = 0;
-  int32_t fds = 0;  // descriptors attached: stdout's read end, then stderr's
-  int32_t reserved = 0;
+  int32_t fds = 0;  // descriptors attached: stdout's read end, stderr's, the relay's write end
+  // kStdinNone: no stdin through this holder (the only value on exit
+  // reports). Otherwise a connect report is followed by a HolderStdin.
+  int32_t stdin_state = 0;
+  static constexpr int32_t kStdinNone = 0;
+  static constexpr int32_t kStdinOpen = 1;    // the relay's write end is attached
+  static constexpr int32_t kStdinClosed = 2;  // eof given, or the command stopped reading
+};
+
+struct HolderStdin {
+  uint64_t next = 0;  // bytes daemons wrote into the relay: spliced on, or still in it
 };
 
 // The holder's descriptors (numbers in its own table; -1: none).
@@ -52,6 +72,9 @@ struct HolderFds {
   int conn = -1;    // the spawning daemon's connection
   int out = -1;     // read ends kept
   int err = -1;
+  int in = -1;        // the command's stdin pipe (write end), streamed stdin only
+  int in_relay = -1;  // the relay pipe's read end
+  int in_keep = -1;   // the relay pipe's write end, handed to a restarted daemon
   char socket_path[108] = {};  // removed when the holder ends
 };
 
@@ -62,7 +85,8 @@ void HolderWake(int* ready);
 [[noreturn]] void RunHolder(HolderFds fds);
 
 // The daemon's side of the first report on a fresh connection: reads it
-// with its descriptors (at most 2, close-on-exec). False on anything short.
-bool ReceiveHolderReport(int sock, HolderReport* report, int fds_out[2]);
+// with its descriptors (at most 3, close-on-exec) and, when the holder
+// relays stdin, `*in`. False on anything short.
+bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[3]);
 
 }  // namespace agentd

@@ -522,6 +522,9 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     held.fds.conn = spec.holder->conn;
     held.fds.out = spec.holder->out;
     held.fds.err = spec.holder->err;
+    held.fds.in = spec.holder->in;
+    held.fds.in_relay = spec.holder->in_relay;
+    held.fds.in_keep = spec.holder->in_keep;
     std::string dir = spec.holder->socket_dir + "/";
     std::memcpy(held.fds.socket_path, dir.data(),
                 std::min(dir.size(), sizeof(held.fds.socket_path) - 1));

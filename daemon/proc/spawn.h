@@ -96,12 +96,16 @@ struct SpawnSpec {
   bool egress_policed = false;
   // Spawned under a holder (proc/exec_holder.h), which is then the child's
   // parent: `conn` is the holder's end of its connection to the daemon,
-  // `out`/`err` the read ends it keeps, and it binds
+  // `out`/`err` the read ends it keeps, `in`/`in_relay`/`in_keep` the
+  // stdin it passes on (HolderFds), and it binds
   // `socket_dir`/<child pid>.sock (the whole path under 108 bytes).
   struct Holder {
     int conn = -1;
     int out = -1;
     int err = -1;
+    int in = -1;
+    int in_relay = -1;
+    int in_keep = -1;
     std::string socket_dir;
   };
   const Holder* holder = nullptr;
