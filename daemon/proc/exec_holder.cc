@@ -213,7 +213,8 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
     struct pollfd p[3];
     int n = 0;
     if (!report.exited && sfd >= 0) p[n++] = {sfd, POLLIN, 0};
-    if (h.in >= 0) p[n++] = relay.wait_out ? pollfd{h.in, POLLOUT, 0} : pollfd{h.in_relay, POLLIN, 0};
+    if (h.in >= 0)
+      p[n++] = relay.wait_out ? pollfd{h.in, POLLOUT, 0} : pollfd{h.in_relay, POLLIN, 0};
     if (h.conn >= 0) {
       p[n++] = {h.conn, POLLIN, 0};
     } else if (h.listen >= 0) {

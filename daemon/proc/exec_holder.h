@@ -72,9 +72,9 @@ struct HolderFds {
   int conn = -1;    // the spawning daemon's connection
   int out = -1;     // read ends kept
   int err = -1;
-  int in = -1;        // the command's stdin pipe (write end), streamed stdin only
-  int in_relay = -1;  // the relay pipe's read end
-  int in_keep = -1;   // the relay pipe's write end, handed to a restarted daemon
+  int in = -1;                 // the command's stdin pipe (write end), streamed stdin only
+  int in_relay = -1;           // the relay pipe's read end
+  int in_keep = -1;            // the relay pipe's write end, handed to a restarted daemon
   char socket_path[108] = {};  // removed when the holder ends
 };
 
