@@ -3,7 +3,9 @@ the same state directory: every exec comes back running under its holder
 (proc/exec_holder.h) or with its true exit status, and its output is
 complete, each byte exactly once (content checksums). A loop kills the
 daemon at random points under load: AGENTD_CRASH_KILLS sets how many kills
-(default 8; the issue's full run is 200) and the count checked is printed."""
+(default 8; the issue's full run is 200) and the count checked is printed;
+another kills it while stdin streams in (StdinRandomKillTest): retried by
+offset, no input byte is lost or given twice."""
 
 import hashlib
 import os
@@ -253,6 +255,58 @@ class RandomKillTest(unittest.TestCase):
         print("\nrandom kills: %d, execs checked: %d" % (kills, checked))
         self.assertEqual(kills, KILLS)
         self.assertGreater(checked, KILLS)
+
+
+class StdinRandomKillTest(unittest.TestCase):
+    def test_random_kills_while_stdin_streams_lose_and_repeat_no_input_byte(self):
+        # A writer streams 1 MiB writes, each at the offset last answered;
+        # the daemon dies at a random point (often inside a write, whose
+        # answer is then lost), and the writer retries from what it knows.
+        rng = random.Random(SEED + 1)
+        data = os.urandom(48 << 20)
+        piece = 1 << 20
+        kills = cut = 0
+        with Daemon() as d:
+            for round_no in range(KILLS):
+                exec_id = "s%d" % round_no
+                start(d, exec_id, {"command": "sha256sum", "stdin_stream": True})
+                answered = [0]
+                began = threading.Event()
+
+                def write_until_done_or_cut():
+                    while answered[0] < len(data):
+                        off = answered[0]
+                        try:
+                            s, b = post_stdin(d, exec_id, off, data[off:off + piece],
+                                              eof=off + piece >= len(data))
+                        except OSError:
+                            return  # the daemon died in this write
+                        if s != 200:
+                            return  # it died between the write and its answer
+                        answered[0] = b["next"]
+                        began.set()
+
+                t = threading.Thread(target=write_until_done_or_cut, daemon=True)
+                t.start()
+                self.assertTrue(began.wait(60))
+                threading.Event().wait(rng.uniform(0, 0.1))
+                d.kill()
+                t.join(60)
+                kills += 1
+                cut += answered[0] < len(data)  # the input was still streaming
+                d.start()
+                s, _ = d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+                self.assertEqual(s, 200)
+                write_until_done_or_cut()
+                self.assertEqual(answered[0], len(data))
+                obj = wait_exit(d, exec_id)
+                self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]),
+                                 (0, None, None), obj)
+                self.assertEqual(read_stream(d, exec_id).split()[0].decode(), digest(data))
+                d.json("POST", "/v1/execs/%s/ack" % exec_id)
+        print("\nstdin random kills: %d, with the input still streaming: %d" % (kills, cut))
+        self.assertEqual(kills, KILLS)
+        self.assertGreater(cut, 0)
 
 
 if __name__ == "__main__":
