@@ -280,8 +280,12 @@ class RetentionGapTest(unittest.TestCase):
             # The reader slept while the child printed 48 MiB past a 1 MiB cap:
             # the loss is explicit, and every byte it did get is exact.
             self.assertTrue(gaps)
+            # The last gap ends at most where retention ends: when the daemon
+            # read an event past a gap before the child's last bytes pushed
+            # retention on (the reader's socket had room), those bytes came
+            # as data, checked byte for byte below.
             s, final = d.json("GET", "/v1/execs/gap-2")
-            self.assertEqual(gaps[-1]["to"], final["stdout_retained_from"])
+            self.assertLessEqual(gaps[-1]["to"], final["stdout_retained_from"])
             self.assertEqual(len(got), len(data))
             start_at = 0
             for gap in gaps + [{"from": len(data), "to": len(data)}]:

@@ -69,6 +69,7 @@ struct LimitHit {
   std::string name;
   int64_t value = 0;
   std::string unit;
+  bool operator==(const LimitHit&) const = default;
 };
 
 LimitHit TimeoutHit(int64_t timeout_sec);
