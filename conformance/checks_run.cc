@@ -23,6 +23,10 @@ struct LimitsInfo {
   std::string mechanism;
   std::vector<std::string> supported;
   std::string network_why;  // why "network": "none" is not supported ("" when it is)
+  std::string disk_why;     // why "disk_bytes" is not supported ("" when it is)
+  bool Supports(std::string_view name) const {
+    return std::find(supported.begin(), supported.end(), name) != supported.end();
+  }
 };
 
 LimitsInfo Limits(CheckContext& ctx) {
@@ -40,6 +44,9 @@ LimitsInfo Limits(CheckContext& ctx) {
   }
   if (const json::Value* w = limits->Find("network_why"); w && w->is_string()) {
     out.network_why = w->as_string();
+  }
+  if (const json::Value* w = limits->Find("disk_why"); w && w->is_string()) {
+    out.disk_why = w->as_string();
   }
   return out;
 }
@@ -63,8 +70,7 @@ void ARunWithoutNetworkHasOnlyItsOwnLoopback(CheckContext& ctx) {
   req.code = "readlink /proc/self/ns/net; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '";
   req.network = kNetworkNone;
   req.scan_changes = false;
-  if (std::find(limits.supported.begin(), limits.supported.end(), "network") ==
-      limits.supported.end()) {
+  if (!limits.Supports("network")) {
     Status refused = ExpectErrorStatus(ctx.client().RunCode(req), ErrorCode::kLimitUnsupported,
                                        "a run with network none where health does not list it");
     Expect(refused.message().find("network") != std::string::npos,
@@ -346,6 +352,40 @@ void FileSizeLimitKills(CheckContext& ctx) {
          "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
 }
 
+// "disk_bytes" (docs/PROTOCOL.md, "Limits"): a writer four times the size
+// of its scratch space is ended by the disk limit, and what it wrote is
+// gone with the run: the guest's directory under the tmpfs stays empty.
+// Where health does not list "disk", the request is refused instead.
+void DiskLimitEndsARunawayWriter(CheckContext& ctx) {
+  NeedRuntime(ctx, "shell");
+  LimitsInfo limits = Limits(ctx);
+  std::string dir = ctx.Scratch("disk");
+  Run(ctx, Shell("mkdir -p '" + dir + "'"), "set-up");
+  constexpr int64_t kBytes = 1 << 20;
+  RunRequest r = Shell("head -c " + std::to_string(4 * kBytes) + " /dev/zero > '" + dir +
+                       "/fill'; echo wrote $?");
+  r.limits.disk_bytes = kBytes;
+  r.limits.disk_path = dir;
+  r.scan_changes = false;
+  if (!limits.Supports("disk")) {
+    Status refused = ExpectErrorStatus(ctx.client().RunCode(r), ErrorCode::kLimitUnsupported,
+                                       "a run with disk_bytes where health does not list disk");
+    const json::Value* field = refused.details().Find("field");
+    Expect(field && field->is_string() && field->as_string() == "disk_bytes",
+           "the refusal does not name the field disk_bytes: " + refused.message());
+    throw CheckSkipped{"the guest cannot bound a run's disk: " + limits.disk_why};
+  }
+  RunResponse a = Run(ctx, r, "a writer filling its scratch space");
+  Expect(a.killed_by == "disk", "killed_by " + a.killed_by.value_or("null") + ": " + a.summary);
+  Expect(a.limit && a.limit->name == "disk" && a.limit->value == kBytes && a.limit->unit == "bytes",
+         "the limit object does not name disk, 1048576 bytes");
+  Expect(a.summary.find("disk limit 1048576 bytes") != std::string::npos,
+         "summary \"" + a.summary + "\"");
+  RunResponse left = Run(ctx, Shell("ls -A '" + dir + "'"), "listing the scratch path after");
+  Expect(left.exit_code == 0 && left.stdout_text.empty(),
+         "the writer reached the guest's disk: " + dir + " holds \"" + left.stdout_text + "\"");
+}
+
 void OutputLimitIsGapUnlessKill(CheckContext& ctx) {
   ExecStartRequest gap;
   gap.command = "head -c 100000 /dev/zero";
@@ -435,6 +475,9 @@ void AddRunChecks(std::vector<Check>& checks) {
   checks.push_back({"limits", "a file size limit names itself", FileSizeLimitKills});
   checks.push_back({"limits", "output over output_bytes is a gap unless kill_on_output",
                     OutputLimitIsGapUnlessKill});
+  checks.push_back({"limits",
+                    "a disk limit ends a runaway writer and leaves the guest's disk alone",
+                    DiskLimitEndsARunawayWriter});
 }
 
 }  // namespace agentd::conformance

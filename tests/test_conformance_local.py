@@ -3,6 +3,7 @@ a Unix socket), and reports failures honestly: pointed at a daemon with the
 wrong token it fails."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -47,6 +48,7 @@ def can_make_immutable(directory):
 DISK_CHECK = "disk: writes beyond free space are 507 with needed and available, leaving nothing"
 ABSENT_RUNTIME_CHECK = "run: a runtime the guest lacks is runtime_unavailable"
 TS_CONTEXT_CHECK = "run: a ts context keeps a declaration between two runs"
+DISK_LIMIT_CHECK = "limits: a disk limit ends a runaway writer and leaves the guest's disk alone"
 
 
 class ConformanceLocalTest(GuestConformanceCase):
@@ -119,6 +121,21 @@ class ConformanceLocalTest(GuestConformanceCase):
                 self.assertRegex(r.stdout, r"(?m)^1 passed, 0 failed$")
         finally:
             shutil.rmtree(bindir)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("setpriv"),
+                         "needs root and setpriv to start a daemon without CAP_SYS_ADMIN")
+    def test_the_disk_limit_check_skips_where_the_daemon_cannot_mount(self):
+        # Without CAP_SYS_ADMIN the daemon cannot make a tmpfs: health leaves
+        # "disk" out and the check must see the request refused, then skip.
+        with Daemon(wrapper=("setpriv", "--bounding-set", "-sys_admin")) as d:
+            status, health = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual(status, 200)
+            self.assertNotIn("disk", health["limits"]["supported"])
+            r, _ = run_suite("http://127.0.0.1:%d" % d.port, d.token, "--filter", DISK_LIMIT_CHECK)
+            self.assertRegex(r.stdout, r"(?m)^SKIP  %s \(\d+ ms\): the guest cannot bound a run's "
+                             r"disk: .*CAP_SYS_ADMIN" % re.escape(DISK_LIMIT_CHECK))
+            # Everything skipped is exit status 1 (nothing passed), never a failure.
+            self.assertRegex(r.stdout, r"(?m)^0 passed, 0 failed, 1 skipped$")
 
     def test_a_wrong_token_makes_checks_fail(self):
         with Daemon() as d:

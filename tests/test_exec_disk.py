@@ -4,12 +4,13 @@ is ended with killed_by "disk" and the guest's disk is untouched."""
 
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 import uuid
 
-from lib.agentd_test import Daemon, error_code
-from lib.exec_util import start, wait_exit
+from lib.agentd_test import AGENTD_BIN, Daemon, error_code
+from lib.exec_util import read_stream, start, wait_exit, wait_until
 
 MIB = 1 << 20
 
@@ -88,6 +89,95 @@ class ScratchDiskTest(unittest.TestCase):
                                       dict({"runtime": "shell", "code": "true"}, **body))
             self.assertEqual((status, error_code(obj), obj["error"].get("field")),
                              (400, "invalid_request", field), body)
+
+
+def stdout_bytes(d, exec_id):
+    status, obj = d.json("GET", "/v1/execs/" + exec_id)
+    return obj["stdout_bytes"] if status == 200 else 0
+
+
+class ScratchDiskAcrossRestartTest(unittest.TestCase):
+    """A recovered exec keeps its tmpfs, and the daemon that took it back
+    still sees it fill: from the exec's holder after a crash, from the
+    handover after an upgrade in place."""
+
+    def setUp(self):
+        self.d = Daemon()
+        self.addCleanup(self.d.close)
+        status, health = self.d.json("GET", "/v1/health", auth=False)
+        self.assertEqual(status, 200)
+        if "disk" not in health["limits"]["supported"]:
+            self.skipTest("disk_bytes unavailable here: %s" % health["limits"].get("disk_why"))
+        # The scratch tmpfs covers disk_path; the FIFO that says "fill now" and
+        # the marker that says "done" live beside it, on the guest's disk.
+        self.scratch = tempfile.mkdtemp(prefix="agentd-disk-restart-")
+        self.side = tempfile.mkdtemp(prefix="agentd-disk-side-")
+        self.addCleanup(shutil.rmtree, self.scratch, True)
+        self.addCleanup(shutil.rmtree, self.side, True)
+        self.fifo = os.path.join(self.side, "go")
+        os.mkfifo(self.fifo)
+
+    def start_writer(self, exec_id, fill):
+        """An exec that says "ready", waits for the FIFO, then runs `fill`."""
+        start(self.d, exec_id, {
+            "command": "echo ready; read x < %s; %s; touch %s/done" % (self.fifo, fill, self.side),
+            "disk_bytes": MIB, "disk_path": self.scratch, "timeout_sec": 120})
+        wait_until(lambda: stdout_bytes(self.d, exec_id) == 6, what="the writer to be ready")
+
+    def restart_after_kill(self):
+        self.d.kill()
+        self.d.start()
+        status, _ = self.d.json("POST", "/v1/bootstrap", {"token": self.d.token}, auth=False)
+        self.assertEqual(status, 200)
+
+    def go(self):
+        with open(self.fifo, "w") as f:
+            f.write("x\n")
+
+    def assertEndedByDisk(self, exec_id):
+        obj = wait_exit(self.d, exec_id, timeout=120)
+        self.assertEqual((obj["killed_by"], obj["timed_out"], obj["error"]), ("disk", False, None),
+                         obj)
+        self.assertEqual(obj["limit"], {"name": "disk", "value": MIB, "unit": "bytes"})
+        self.assertEqual(read_stream(self.d, exec_id)[:6], b"ready\n")
+        self.assertEqual(os.listdir(self.scratch), [])  # the guest's directory is untouched
+
+    def test_a_fill_after_a_daemon_crash_is_reported_as_disk(self):
+        self.start_writer("fill-crash", "head -c %d /dev/zero > %s/f; echo wrote $?" % (
+            10 * MIB, self.scratch))
+        self.restart_after_kill()
+        self.go()
+        self.assertEndedByDisk("fill-crash")
+
+    def test_a_writer_ignoring_enospc_after_a_crash_is_killed_by_the_poll(self):
+        # It never exits by itself: only the new daemon's watch can end it.
+        self.start_writer("spin-crash", "while :; do cat /dev/zero >> %s/f 2>/dev/null; done"
+                          % self.scratch)
+        self.restart_after_kill()
+        self.go()
+        self.assertEndedByDisk("spin-crash")
+
+    def test_a_fill_while_the_daemon_is_down_is_reported_as_disk(self):
+        self.start_writer("fill-down", "head -c %d /dev/zero > %s/f; echo wrote $?" % (
+            10 * MIB, self.scratch))
+        self.d.kill()
+        self.go()
+        # The writer ended on ENOSPC with no daemon around (its last step
+        # leaves a marker outside the tmpfs); the next daemon learns its exit
+        # from the holder and must still see the tmpfs full.
+        wait_until(lambda: os.path.exists(os.path.join(self.side, "done")), what="the fill")
+        self.d.start()
+        self.d.json("POST", "/v1/bootstrap", {"token": self.d.token}, auth=False)
+        self.assertEndedByDisk("fill-down")
+
+    def test_a_fill_after_an_upgrade_in_place_is_reported_as_disk(self):
+        self.start_writer("fill-upgrade", "head -c %d /dev/zero > %s/f; echo wrote $?" % (
+            10 * MIB, self.scratch))
+        run = subprocess.run([AGENTD_BIN, "--upgrade", "--state-dir", self.d.state_dir],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.go()
+        self.assertEndedByDisk("fill-upgrade")
 
 
 if __name__ == "__main__":

@@ -176,6 +176,8 @@ class InjectEngineTest(GuestConformanceCase):
         "run: a ts context keeps a declaration between two runs": "no bun",
         "limits: a memory limit kills and names its value": "no usable cgroup",
         "limits: a pids limit ends a fork bomb": "no usable cgroup",
+        "limits: a disk limit ends a runaway writer and leaves the guest's disk alone":
+            "no CAP_SYS_ADMIN",
         "hostile: a restricted exec cannot write the read-only paths": "no mounts",
         "hostile: an exec under egress none cannot connect out, and it is counted":
             "no cgroup2 hierarchy",

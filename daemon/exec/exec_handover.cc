@@ -83,6 +83,10 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
       fds.push_back(rec->holder->native_handle());
       e.Set("holder_fd", rec->holder->native_handle());
     }
+    if (rec->scratch.valid()) {
+      fds.push_back(rec->scratch.fd());
+      e.Set("scratch_fd", rec->scratch.fd());
+    }
     e.Set("stdin_next", rec->stdin_next);
     e.Set("stdin_stream", rec->stdin_stream);
     e.Set("pty", rec->pty);
@@ -149,6 +153,10 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   if (int fd = take("stdin_fd"); fd >= 0) {
     rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
     rec->stdin_closed = false;
+  }
+  if (int fd = take("scratch_fd"); fd >= 0) {
+    rec->scratch = ScratchDisk::Adopt(UniqueFd(fd));
+    WatchLimits(rec);
   }
   int holder = take("holder_fd");
   // Under a holder the exit comes from its report (the holder is a child

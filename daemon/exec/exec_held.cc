@@ -4,6 +4,7 @@
 // pipes back and pumps them on from the spool files' real size.
 #include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -96,15 +97,23 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
     if (err == ECONNREFUSED) ::unlink(path.c_str());  // a holder's leftover from an earlier boot
     return nullptr;
   }
-  int fds[3];
+  int fds[4];
   if (!ReceiveHolderReport(held->conn.get(), &held->report, &held->in_report, fds)) {
     why = "its holder did not answer";
     return nullptr;
   }
   held->out = UniqueFd(fds[0]);
   held->err = UniqueFd(fds[1]);
-  held->in = UniqueFd(fds[2]);
-  int want = held->report.stdin_state == HolderReport::kStdinOpen ? 3 : 2;
+  int want = 2;
+  if (held->report.stdin_state == HolderReport::kStdinOpen) held->in = UniqueFd(fds[want++]);
+  // The scratch tmpfs comes last, the one directory among pipes.
+  struct stat st;
+  if (want < 4 && fds[want] >= 0 && ::fstat(fds[want], &st) == 0 && S_ISDIR(st.st_mode)) {
+    held->scratch = UniqueFd(fds[want++]);
+  }
+  for (int i = want; i < 4; ++i) {
+    if (fds[i] >= 0) ::close(fds[i]);
+  }
   if (held->report.pid != pid || held->report.fds != want) {
     why = "its holder did not answer";
     return nullptr;
@@ -161,6 +170,12 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
     }
   }
   WatchHolder(rec, held.conn.release());
+  // The tmpfs as the first daemon saw it: a fill while none ran ends the
+  // exec at its exit below, a later one at the next poll.
+  if (rec->limits.disk_bytes && held.scratch) {
+    rec->scratch = ScratchDisk::Adopt(std::move(held.scratch));
+    WatchLimits(rec);
+  }
   if (held.report.exited) {
     OnLeaderExit(rec, held.report.wait_status, FromUnixMs(held.report.ended_unix_ms));
   } else if (rec->timeout_sec && !rec->timed_out) {

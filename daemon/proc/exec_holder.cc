@@ -92,7 +92,7 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
                             bool with_fds) {
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(3 * sizeof(int))];
+    char buf[CMSG_SPACE(4 * sizeof(int))];
   } control;
   HolderStdin in;
   struct iovec iov[2] = {{&r, sizeof(r)}, {&in, sizeof(in)}};
@@ -100,7 +100,7 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
   msg.msg_iov = iov;
   msg.msg_iovlen = 1;
   int n = 0;
-  int fds[3];
+  int fds[4];
   if (with_fds) {
     if (h.out >= 0) fds[n++] = h.out;
     if (h.err >= 0) fds[n++] = h.err;
@@ -112,6 +112,7 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
       in.next = relay.spliced + (h.in_relay >= 0 ? static_cast<uint64_t>(Unread(h.in_relay)) : 0);
       msg.msg_iovlen = 2;
     }
+    if (h.scratch >= 0) fds[n++] = h.scratch;
   }
   r.fds = n;
   if (n > 0) {
@@ -159,8 +160,8 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
-  constexpr int kKept = 7;
-  int keep[kKept] = {h.listen, h.conn, h.out, h.err, h.in, h.in_relay, h.in_keep};
+  constexpr int kKept = 8;
+  int keep[kKept] = {h.listen, h.conn, h.out, h.err, h.in, h.in_relay, h.in_keep, h.scratch};
   for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];
@@ -268,11 +269,11 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
   }
 }
 
-bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[3]) {
-  fds_out[0] = fds_out[1] = fds_out[2] = -1;
+bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[4]) {
+  fds_out[0] = fds_out[1] = fds_out[2] = fds_out[3] = -1;
   union {
     struct cmsghdr align;
-    char buf[CMSG_SPACE(3 * sizeof(int))];
+    char buf[CMSG_SPACE(4 * sizeof(int))];
   } control;
   struct iovec iov = {report, sizeof(*report)};
   struct msghdr msg = {};
@@ -290,7 +291,7 @@ bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fd
     int count = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
     const int* data = reinterpret_cast<const int*>(CMSG_DATA(c));
     for (int i = 0; i < count; ++i) {
-      if (got < 3) {
+      if (got < 4) {
         fds_out[got++] = data[i];
       } else {
         ::close(data[i]);
@@ -307,7 +308,7 @@ bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fd
   }
   if (!ok) {
     for (int i = 0; i < got; ++i) ::close(fds_out[i]);
-    fds_out[0] = fds_out[1] = fds_out[2] = -1;
+    fds_out[0] = fds_out[1] = fds_out[2] = fds_out[3] = -1;
   }
   return ok;
 }

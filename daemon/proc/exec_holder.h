@@ -35,6 +35,10 @@
 // dead one answered as `next`, and it gets the relay's write end back.
 // 'E' from the daemon is the end of input: the holder passes on what the
 // relay holds, then closes the command's stdin.
+//
+// An exec with "disk_bytes" also leaves its scratch tmpfs's descriptor
+// (a directory, so told apart from the pipes) with the holder, attached
+// last: a restarted daemon still sees the tmpfs fill.
 #pragma once
 
 #include <sys/types.h>
@@ -52,7 +56,9 @@ struct HolderReport {
   int32_t exited = 0;       // 1: wait_status and ended_unix_ms are set
   int32_t wait_status = 0;  // as waitpid() reports it
   int64_t ended_unix_ms = 0;
-  int32_t fds = 0;  // descriptors attached: stdout's read end, stderr's, the relay's write end
+  // Descriptors attached: stdout's read end, stderr's, the relay's write
+  // end, the scratch tmpfs.
+  int32_t fds = 0;
   // kStdinNone: no stdin through this holder (the only value on exit
   // reports). Otherwise a connect report is followed by a HolderStdin.
   int32_t stdin_state = 0;
@@ -75,6 +81,7 @@ struct HolderFds {
   int in = -1;                 // the command's stdin pipe (write end), streamed stdin only
   int in_relay = -1;           // the relay pipe's read end
   int in_keep = -1;            // the relay pipe's write end, handed to a restarted daemon
+  int scratch = -1;            // the exec's scratch tmpfs ("disk_bytes"), kept
   char socket_path[108] = {};  // removed when the holder ends
 };
 
@@ -85,8 +92,8 @@ void HolderWake(int* ready);
 [[noreturn]] void RunHolder(HolderFds fds);
 
 // The daemon's side of the first report on a fresh connection: reads it
-// with its descriptors (at most 3, close-on-exec) and, when the holder
+// with its descriptors (at most 4, close-on-exec) and, when the holder
 // relays stdin, `*in`. False on anything short.
-bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[3]);
+bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fds_out[4]);
 
 }  // namespace agentd

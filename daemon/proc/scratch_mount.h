@@ -38,6 +38,13 @@ class ScratchDisk {
  public:
   // A detached tmpfs of `bytes` (nosuid, nodev, mode 1777); the errno.
   static Result<ScratchDisk> Make(int64_t bytes);
+  // The descriptor of one made earlier (handed over by an exec's holder or
+  // an upgrade).
+  static ScratchDisk Adopt(UniqueFd fd) {
+    ScratchDisk d;
+    d.fd_ = std::move(fd);
+    return d;
+  }
   bool valid() const { return static_cast<bool>(fd_); }
   int fd() const { return fd_.get(); }
   // No free block is left (the writer's next write fails with ENOSPC).

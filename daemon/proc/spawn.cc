@@ -525,6 +525,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     held.fds.in = spec.holder->in;
     held.fds.in_relay = spec.holder->in_relay;
     held.fds.in_keep = spec.holder->in_keep;
+    held.fds.scratch = spec.scratch_mount_fd;  // the holder's copy of the table has it too
     std::string dir = spec.holder->socket_dir + "/";
     std::memcpy(held.fds.socket_path, dir.data(),
                 std::min(dir.size(), sizeof(held.fds.socket_path) - 1));
