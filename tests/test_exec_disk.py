@@ -170,6 +170,21 @@ class ScratchDiskAcrossRestartTest(unittest.TestCase):
         self.d.json("POST", "/v1/bootstrap", {"token": self.d.token}, auth=False)
         self.assertEndedByDisk("fill-down")
 
+    def test_a_streamed_stdin_exec_filling_after_a_crash_is_reported_as_disk(self):
+        # Its holder hands back the stdin relay's write end too: the tmpfs
+        # comes after it.
+        start(self.d, "fill-stdin", {
+            "command": "echo ready; read n; head -c $n /dev/zero > %s/f; echo wrote $?"
+                       % self.scratch,
+            "disk_bytes": MIB, "disk_path": self.scratch, "stdin_stream": True,
+            "timeout_sec": 120})
+        wait_until(lambda: stdout_bytes(self.d, "fill-stdin") == 6, what="the writer to be ready")
+        self.restart_after_kill()
+        status, obj = self.d.json("POST", "/v1/execs/fill-stdin/stdin?offset=0&eof=1",
+                                  b"%d\n" % (10 * MIB))
+        self.assertEqual(status, 200, obj)
+        self.assertEndedByDisk("fill-stdin")
+
     def test_a_fill_after_an_upgrade_in_place_is_reported_as_disk(self):
         self.start_writer("fill-upgrade", "head -c %d /dev/zero > %s/f; echo wrote $?" % (
             10 * MIB, self.scratch))
