@@ -45,8 +45,10 @@ ExecStartRequest WithCanary(CheckContext& ctx, const std::string& canary,
 
 // Tenant A: a canary in the reset path (its name and contents), in the
 // scratch dir, and in a file unlinked while a setsid'd shell that ignores
-// SIGTERM holds it open (its command line carries the canary too); with
-// python3, a double-forked listener; with --reuse-ipc, a SysV segment.
+// SIGTERM holds it open (its command line carries the canary too) with a
+// sleeping child, both running before tenant A ends (a fifo says so: the
+// reset must find two processes, not a shell that has not forked yet);
+// with python3, a double-forked listener; with --reuse-ipc, a SysV segment.
 // Prints "inode N", "port N" and "shm N" lines for what it made.
 constexpr const char* kTenantA = R"(set -e
 c="$CA$CB"
@@ -55,7 +57,10 @@ printf '%s\n' "$c" > "$P/$c.d/$c.txt"
 set -- $(ls -i "$P/$c.d/$c.txt")
 echo "inode $1"
 if [ -n "$S" ]; then printf '%s\n' "$c" > "$S/$c"; fi
-setsid sh -c 'trap "" TERM; exec 3>"$0"; printf "%s\n" "$1" >&3; rm "$0"; while :; do sleep 1000; done' "$P/held-$c" "$c" </dev/null >/dev/null 2>&1 &
+mkfifo "$P/up-$c"
+setsid sh -c 'trap "" TERM; exec 3>"$0"; printf "%s\n" "$1" >&3; rm "$0"; sleep 1000 & echo up >"$2"; while :; do wait; sleep 1000; done' "$P/held-$c" "$c" "$P/up-$c" </dev/null >/dev/null 2>&1 &
+read -r _ <"$P/up-$c"
+rm "$P/up-$c"
 if command -v python3 >/dev/null; then
   python3 -c '
 import os, socket, sys, time

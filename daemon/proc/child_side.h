@@ -11,4 +11,15 @@
 // parent's in TSan's table).
 #pragma once
 
+//
+// Clang's disable_sanitizer_instrumentation drops every hook, also the
+// function entry and exit calls that no_sanitize("thread") keeps: those
+// push onto the parent thread's TSan shadow stack, and concurrent holders
+// (each a CLONE_VM child, proc/exec_holder.h) pushing onto it corrupted
+// TSan's stack depot (a SEGV in StackDepot::Put under the stdin random
+// kill test).
+#if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
+#define AGENTD_CHILD_SIDE __attribute__((disable_sanitizer_instrumentation))
+#else
 #define AGENTD_CHILD_SIDE __attribute__((no_sanitize("address", "undefined", "thread")))
+#endif
