@@ -46,15 +46,17 @@ include(CMakeDependentOption)
 cmake_dependent_option(AGENTD_LTO "Link-time optimisation of the release daemon" ON
                        "AGENTD_RELEASE;CMAKE_CXX_COMPILER_ID STREQUAL GNU" OFF)
 
-# Driver code: what drives the daemon rather than is it (the client library,
-# agentctl, the conformance runner, bench, the examples, and the unit test
+# Driver code: code that drives the daemon and does little work itself
+# (agentctl, the conformance runner, the examples, and the unit test
 # executables' own sources). scripts/configure-sanitized compiles it at -O0:
 # under ASan that halves its compile (agentctl's largest unit: 38 s of CPU
 # against 69 s at -O1), and the sanitizer trees are most of CI's compile.
-# The daemon's layers, which every integration test drives, keep the build
-# type's optimisation. Empty (the default): driver code has it too.
+# The daemon's layers, which every integration test drives, and the client
+# library and bench, which move the bytes (a client test's sparse tree round
+# trip took 58 s at -O0), keep the build type's optimisation. Empty (the
+# default): driver code has it too.
 set(AGENTD_DRIVER_OPTIMIZATION "" CACHE STRING
-    "Optimisation flag for driver code (client, cli, conformance, bench, unit tests); empty: the build type's")
+    "Optimisation flag for driver code (agentctl, conformance, examples, unit tests); empty: the build type's")
 function(agentd_driver_code target)
   if(AGENTD_DRIVER_OPTIMIZATION)
     target_compile_options(${target} PRIVATE ${AGENTD_DRIVER_OPTIMIZATION})
