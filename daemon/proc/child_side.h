@@ -11,7 +11,6 @@
 // parent's in TSan's table).
 #pragma once
 
-//
 // Under TSan, clang's disable_sanitizer_instrumentation drops every hook,
 // also the function entry and exit calls that no_sanitize("thread") keeps:
 // those push onto the parent thread's TSan shadow stack, and concurrent
