@@ -1,7 +1,8 @@
 """SIGKILL of the daemon at each stage of an exec's life, then a restart on
 the same state directory: every exec comes back running under its holder
 (proc/exec_holder.h) or with its true exit status, and its output is
-complete, each byte exactly once (content checksums). A loop kills the
+complete, each byte exactly once (content checksums); a PTY exec keeps its
+terminal, input and resize too (PtyCrashTest). A loop kills the
 daemon at random points under load: AGENTD_CRASH_KILLS sets how many kills
 (default 8; the issue's full run is 200) and the count checked is printed;
 another kills it while stdin streams in (StdinRandomKillTest): retried by
@@ -16,7 +17,7 @@ import threading
 import unittest
 
 from lib.agentd_test import Daemon
-from lib.exec_util import read_stream, start, wait_exit, wait_until
+from lib.exec_util import pid_alive, read_stream, start, wait_exit, wait_until
 
 KILLS = int(os.environ.get("AGENTD_CRASH_KILLS", "8"))
 SEED = int(os.environ.get("AGENTD_CRASH_SEED", "2024"))
@@ -110,18 +111,16 @@ class CrashStageTest(unittest.TestCase):
             obj = wait_exit(d, "kill-1")
             self.assertEqual((obj["signal"], obj["killed_by"]), ("INT", "kill"))
 
-    def test_a_pty_or_whole_stdin_exec_has_no_holder_and_says_why_it_was_lost(self):
+    def test_a_whole_stdin_exec_has_no_holder_and_says_why_it_was_lost(self):
         with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
             fifo = os.path.join(tmp, "go")
             os.mkfifo(fifo)
-            start(d, "pty-1", {"argv": ["cat"], "pty": {"rows": 24, "cols": 80}})
             # Given its whole stdin, held running by the fifo until the end.
             start(d, "whole-1", {"command": "cat >/dev/null; read x < %s" % fifo, "stdin": "x"})
             restart_after_kill(d)
-            for exec_id in ("pty-1", "whole-1"):
-                s, obj = d.json("GET", "/v1/execs/" + exec_id)
-                self.assertEqual((obj["state"], obj["killed_by"]), ("exited", "daemon_restart"))
-                self.assertIn("no holder", obj["error"])
+            s, obj = d.json("GET", "/v1/execs/whole-1")
+            self.assertEqual((obj["state"], obj["killed_by"]), ("exited", "daemon_restart"))
+            self.assertIn("no holder", obj["error"])
             self.assertIn("whole stdin", obj["error"])
             with open(fifo, "w") as f:
                 f.write("x\n")
@@ -203,6 +202,98 @@ class StdinCrashTest(unittest.TestCase):
             obj = wait_exit(d, "in-3")
             self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (4, None, None))
             self.assertEqual(read_stream(d, "in-3").strip(), b"1000")
+
+
+PTY = {"rows": 24, "cols": 80}
+
+
+def wait_output(d, exec_id, needle):
+    """The stream once it holds `needle`."""
+    seen = [b""]
+
+    def holds():
+        seen[0] = read_stream(d, exec_id)
+        return needle in seen[0]
+
+    wait_until(holds, what=repr(needle))
+    return seen[0]
+
+
+class PtyCrashTest(unittest.TestCase):
+    """A PTY exec's holder keeps the terminal's master: output, input and
+    resize go on after the daemon's SIGKILL and a restart."""
+
+    def test_a_pty_session_survives_a_crash_with_its_output_input_and_resize(self):
+        script = ("echo ready; while read line; do case $line in "
+                  "size) echo \"size:$(stty size)\";; quit) exit 7;; *) echo \"got:$line\";; "
+                  "esac; done")
+        with Daemon() as d:
+            start(d, "tty-1", {"command": script, "pty": PTY})
+            wait_output(d, "tty-1", b"ready\r\n")
+            self.assertEqual(post_stdin(d, "tty-1", 0, b"one\n"), (200, {"next": 4}))
+            before = wait_output(d, "tty-1", b"got:one\r\n")
+            restart_after_kill(d)
+            s, obj = d.json("GET", "/v1/execs/tty-1")
+            self.assertEqual((obj["state"], obj["killed_by"], obj["error"]),
+                             ("running", None, None))
+            # The last write before the kill, retried: already given.
+            self.assertEqual(post_stdin(d, "tty-1", 0, b"one\n"), (200, {"next": 4}))
+            self.assertEqual(post_stdin(d, "tty-1", 4, b"two\n"), (200, {"next": 8}))
+            wait_output(d, "tty-1", b"got:two\r\n")
+            s, _ = d.json("POST", "/v1/execs/tty-1/resize", {"rows": 50, "cols": 132})
+            self.assertEqual(s, 200)
+            self.assertEqual(post_stdin(d, "tty-1", 8, b"size\n"), (200, {"next": 13}))
+            wait_output(d, "tty-1", b"size:50 132\r\n")
+            self.assertEqual(post_stdin(d, "tty-1", 13, b"quit\n"), (200, {"next": 18}))
+            obj = wait_exit(d, "tty-1")
+            self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (7, None, None))
+            # Every byte once (the terminal echoes each line), and what was
+            # read before the kill is the same prefix by cursor after it.
+            out = read_stream(d, "tty-1")
+            self.assertEqual(out, b"ready\r\none\r\ngot:one\r\ntwo\r\ngot:two\r\n"
+                                  b"size\r\nsize:50 132\r\nquit\r\n")
+            self.assertEqual(out[:len(before)], before)
+            self.assertEqual(read_stream(d, "tty-1", start=len(before)), out[len(before):])
+
+    def test_a_pty_exec_printing_at_the_kill_loses_and_repeats_no_byte(self):
+        n = 300_000  # about 2 MB through the terminal: still printing at the kill
+        with Daemon() as d:
+            start(d, "tty-2", {"command": "seq 1 %d; exit 3" % n, "pty": PTY})
+            wait_until(lambda: stdout_bytes(d, "tty-2") > 0, what="output began")
+            restart_after_kill(d)
+            obj = wait_exit(d, "tty-2")
+            self.assertEqual((obj["exit_code"], obj["signal"], obj["killed_by"], obj["error"]),
+                             (3, None, None, None))
+            want = seq_bytes(n).replace(b"\n", b"\r\n")
+            out = read_stream(d, "tty-2")
+            self.assertEqual((len(out), digest(out)), (len(want), digest(want)))
+            self.assertEqual(read_stream(d, "tty-2", "stderr"), b"")
+
+    def test_a_pty_exec_that_exits_while_the_daemon_is_down_reports_its_true_status(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            start(d, "tty-3", {"command": "echo before; read x < %s; echo after; exit 5" % fifo,
+                               "pty": PTY})
+            s, obj = d.json("GET", "/v1/execs/tty-3")
+            wait_until(lambda: stdout_bytes(d, "tty-3") == 8, what="first line")
+            d.kill()
+            # The command ends with no daemon around: the gate opened for
+            # reading and writing does not block (a command that died with
+            # the daemon never opens it), and stays open until it ended.
+            gate = os.open(fifo, os.O_RDWR)
+            try:
+                os.write(gate, b"x\n")
+                wait_until(lambda: not pid_alive(obj["pid"]), what="the command's end")
+            finally:
+                os.close(gate)
+            d.start()
+            d.json("POST", "/v1/bootstrap", {"token": d.token}, auth=False)
+            obj = wait_exit(d, "tty-3")
+            self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (5, None, None))
+            self.assertEqual(read_stream(d, "tty-3"), b"before\r\nafter\r\n")
+            # The holder went once the exit was recorded: no socket left.
+            self.assertEqual(os.listdir(os.path.join(d.state_dir, "h")), [])
 
 
 class RandomKillTest(unittest.TestCase):

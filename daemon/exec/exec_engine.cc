@@ -592,10 +592,12 @@ Result<ExecInfo> ExecEngine::Resize(std::string_view id, const ResizeRequest& re
     return Status::Error(ErrorCode::kNotAPty, "exec \"" + rec.id + "\" does not run on a PTY")
         .With("id", rec.id);
   }
-  const auto& master = rec.pipes[static_cast<int>(Stream::kStdout)];
-  if (master && master->is_open()) {
-    AGENTD_RETURN_IF_ERROR(ResizePty(master->native_handle(), static_cast<int>(request.rows),
-                                     static_cast<int>(request.cols)));
+  const auto& out = rec.pipes[static_cast<int>(Stream::kStdout)];
+  int master = rec.pty_master ? rec.pty_master.get() : -1;
+  if (!rec.holder && out && out->is_open()) master = out->native_handle();
+  if (master >= 0) {
+    AGENTD_RETURN_IF_ERROR(
+        ResizePty(master, static_cast<int>(request.rows), static_cast<int>(request.cols)));
   }
   return rec.Info();
 }

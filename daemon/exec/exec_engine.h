@@ -236,6 +236,7 @@ class ExecEngine {
     UniqueFd err;
     HolderStdin in_report;  // when report.stdin_state says stdin went through it
     UniqueFd in;            // the relay's write end, while stdin is open
+    UniqueFd pty;           // a PTY exec's master (report.magic kMagicPty)
     UniqueFd scratch;       // the exec's "disk_bytes" tmpfs, when it has one
   };
   std::unique_ptr<Held> ConnectHolder(pid_t pid, std::string& why);

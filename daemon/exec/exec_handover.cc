@@ -87,6 +87,10 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
       fds.push_back(rec->scratch.fd());
       e.Set("scratch_fd", rec->scratch.fd());
     }
+    if (rec->pty_master) {  // under a holder: stdout_fd is the pipe it fills
+      fds.push_back(rec->pty_master.get());
+      e.Set("pty_fd", rec->pty_master.get());
+    }
     e.Set("stdin_next", rec->stdin_next);
     e.Set("stdin_stream", rec->stdin_stream);
     e.Set("pty", rec->pty);
@@ -154,6 +158,7 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
     rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
     rec->stdin_closed = false;
   }
+  if (int fd = take("pty_fd"); fd >= 0) rec->pty_master = UniqueFd(fd);
   if (int fd = take("scratch_fd"); fd >= 0) {
     rec->scratch = ScratchDisk::Adopt(UniqueFd(fd));
     WatchLimits(rec);

@@ -41,7 +41,7 @@ asio::awaitable<void> ExecEngine::ReadHolder(SharedRecord rec) {
     HolderReport r;
     auto [ec, n] =
         co_await asio::async_read(*rec->holder, asio::buffer(&r, sizeof(r)), kUseNothrow);
-    if (ec || r.magic != HolderReport::kMagic) break;
+    if (ec || !IsHolderReport(r)) break;
     if (r.exited && rec->running()) OnLeaderExit(rec, r.wait_status, FromUnixMs(r.ended_unix_ms));
   }
   if (!rec->running()) co_return;
@@ -91,8 +91,8 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
   ::setsockopt(held->conn.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   if (::connect(held->conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     int err = errno;
-    why = err == ENOENT ? "it had no holder (a PTY exec, an exec given its whole stdin at the "
-                          "start, or --exec-holder=off)"
+    why = err == ENOENT ? "it had no holder (an exec given its whole stdin at the start, a PTY "
+                          "exec of an agentd without PTY holders, or --exec-holder=off)"
                         : "its holder is gone: " + std::string(std::strerror(err));
     if (err == ECONNREFUSED) ::unlink(path.c_str());  // a holder's leftover from an earlier boot
     return nullptr;
@@ -103,7 +103,7 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
     return nullptr;
   }
   held->out = UniqueFd(fds[0]);
-  held->err = UniqueFd(fds[1]);
+  (held->report.magic == HolderReport::kMagicPty ? held->pty : held->err) = UniqueFd(fds[1]);
   int want = 2;
   if (held->report.stdin_state == HolderReport::kStdinOpen) held->in = UniqueFd(fds[want++]);
   // The scratch tmpfs comes last, the one directory among pipes.
@@ -158,7 +158,14 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
   // From the spool files' real size (OutputLog::Open): what the old daemon
   // spliced is there, what it did not is still in the pipes.
   Attach(rec, Stream::kStdout, held.out.release());
-  Attach(rec, Stream::kStderr, held.err.release());
+  if (held.pty) {
+    // A PTY exec (not in meta.json): one merged stream, the master kept
+    // for resize.
+    rec->pty = true;
+    rec->pty_master = std::move(held.pty);
+  } else {
+    Attach(rec, Stream::kStderr, held.err.release());
+  }
   if (held.report.stdin_state != HolderReport::kStdinNone) {
     // Streamed stdin, through the holder's relay: the count is every byte
     // the last daemon's writes took, so retries by offset stay exact.

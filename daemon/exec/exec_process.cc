@@ -129,6 +129,7 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   rec->phase = ExecRecord::Phase::kExited;
   rec->stdin_closed = true;
   rec->launching = false;
+  rec->pty_master.reset();
   rec->egress_guard.reset();
   ReleaseGroup(rec);
   CountExit(*rec, /*spawn_failed=*/true);
@@ -238,26 +239,38 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.readonly_paths = readonly_paths_;
   }
   // A holder (proc/exec_holder.h) for what a restarted daemon can take
-  // back whole: not a PTY (its input would be cut), not stdin given whole
-  // at the start (only this daemon has the rest), not a run. Streamed
-  // stdin goes to the holder through a relay pipe, which it passes on.
+  // back whole: not stdin given whole at the start (only this daemon has
+  // the rest), not a run. Streamed stdin (a PTY's too) goes to the holder
+  // through a relay pipe, which it passes on; a PTY's output comes from
+  // the holder through a pipe, which it fills from the master.
   SpawnSpec::Holder holder;
   UniqueFd holder_conn;
   UniqueFd holder_end;
   std::optional<Pipe> relay;
-  bool relay_stdin = io->write_in && request.stdin_stream && !rec->pty;
-  if (!holder_dir_.empty() && !rec->internal && (!io->write_in || relay_stdin)) {
+  std::optional<Pipe> pty_out;
+  bool relay_stdin = io->write_in && request.stdin_stream;
+  if (!holder_dir_.empty() && !rec->internal && (!io->write_in || relay_stdin || rec->pty)) {
     int sv[2];
-    if (relay_stdin) {
+    if (relay_stdin || rec->pty) {
       Result<Pipe> made = MakePipe(false, true);
       if (made.ok()) relay = std::move(*made);
     }
-    if ((!relay_stdin || relay) && ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+    if (rec->pty) {
+      Result<Pipe> made = MakePipe(true, true, kOutputPipeBytes);
+      if (made.ok()) pty_out = std::move(*made);
+    }
+    if ((relay || !io->write_in) && (pty_out || !rec->pty) &&
+        ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
       holder_conn = UniqueFd(sv[0]);
       holder_end = UniqueFd(sv[1]);
       holder.conn = sv[1];
       holder.out = io->read_out.get();
       holder.err = io->read_err.get();
+      if (pty_out) {
+        holder.pty = io->read_out.get();
+        holder.out = pty_out->read.get();
+        holder.pty_out = pty_out->write.get();
+      }
       if (relay) {
         holder.in = io->write_in.get();
         holder.in_relay = relay->read.get();
@@ -274,6 +287,13 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     // the relay's read end; this daemon writes into the relay.
     io->write_in = std::move(relay->write);
     relay.reset();
+  }
+  if (spec.holder && pty_out) {
+    // This daemon reads the pipe the holder fills; the master it keeps
+    // only for resize.
+    rec->pty_master = std::move(io->read_out);
+    io->read_out = std::move(pty_out->read);
+    pty_out.reset();
   }
   metrics::Daemon().spawn_latency.Observe(
       std::chrono::duration<double>(SteadyClock::now() - launch_began).count());
@@ -476,6 +496,7 @@ void ExecEngine::Finalize(const SharedRecord& rec) {
   rec->drain_timer.cancel();
   rec->stdin_pipe.reset();
   rec->stdin_closed = true;
+  rec->pty_master.reset();  // the output is complete: no terminal left to resize
   Persist(*rec);
   EndHolder(*rec);
   rec->changed.Notify();

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "agentd/protocol/exec.h"
+#include "agentd/trees/unique_fd.h"
 #include "exec/change_signal.h"
 #include "limits/egress_guard.h"
 #include "limits/limiter.h"
@@ -113,8 +114,11 @@ struct ExecRecord {
   // exit, and that the daemon ends with 'A' once the output is complete.
   std::unique_ptr<asio::posix::stream_descriptor> holder;
 
-  // A PTY exec: pipes[0] is the terminal's master (output and resize).
+  // A PTY exec: pipes[0] is the terminal's master (output and resize),
+  // or under a holder the pipe it moves the output into; then pty_master
+  // is the master, for resize, until the output is complete.
   bool pty = false;
+  UniqueFd pty_master;
 
   // Stdin (docs/PROTOCOL.md, "Stdin").
   bool stdin_stream = false;

@@ -21,8 +21,9 @@ void CloseStdin(ExecRecord& rec) {
   rec.stdin_pipe.reset();
   rec.stdin_closed = true;
   // Streamed stdin under a holder goes through its relay: it closes the
-  // command's stdin once it passed on every byte written before this.
-  if (rec.stdin_stream && !rec.pty && rec.holder && rec.holder->is_open()) {
+  // command's stdin once it passed on every byte written before this (a
+  // PTY's input side only: its master stays, as it did here before).
+  if (rec.stdin_stream && rec.holder && rec.holder->is_open()) {
     (void)::send(rec.holder->native_handle(), "E", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   }
 }

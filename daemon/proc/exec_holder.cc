@@ -52,12 +52,20 @@ AGENTD_CHILD_SIDE inline long Sys(long n, long a = 0, long b = 0, long c = 0, lo
 #endif
 }
 
+// Bytes a PTY exec's holder read and has yet to write on (exec_holder.h).
+struct Buffer {
+  char bytes[4096];
+  int at = 0;
+  int end = 0;
+};
+
 // Streamed stdin passed on by the holder (exec_holder.h).
 struct Relay {
   bool present = false;   // this exec's stdin goes through the holder
   bool eof = false;       // the daemon sent 'E'
   bool wait_out = false;  // the command's pipe is full: wait until it can take more
   uint64_t spliced = 0;   // bytes passed on to the command
+  Buffer pending;         // a PTY's: read from the relay, not yet taken by the master
 };
 
 AGENTD_CHILD_SIDE int Unread(int pipe) {
@@ -65,24 +73,80 @@ AGENTD_CHILD_SIDE int Unread(int pipe) {
   return Sys(SYS_ioctl, pipe, FIONREAD, reinterpret_cast<long>(&n)) == 0 ? n : 0;
 }
 
+// Taken from a daemon, not yet passed on.
+AGENTD_CHILD_SIDE uint64_t Waiting(const HolderFds& h, const Relay& r) {
+  return static_cast<uint64_t>(Unread(h.in_relay) + r.pending.end - r.pending.at);
+}
+
+// One step from the relay on to the command's stdin: bytes passed on, or
+// -errno (-EAGAIN: the relay is empty or the command's side full). A pipe
+// is spliced; a terminal goes through the buffer.
+AGENTD_CHILD_SIDE long Step(HolderFds& h, Relay& r) {
+  if (h.pty < 0) return Sys(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
+  Buffer& b = r.pending;
+  if (b.at == b.end) {
+    // The relay's read end blocks: read only what is there.
+    if (Unread(h.in_relay) == 0) return -EAGAIN;
+    long n = Sys(SYS_read, h.in_relay, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
+    if (n <= 0) return n == 0 ? -EPIPE : n;
+    b.at = 0;
+    b.end = static_cast<int>(n);
+  }
+  long n = Sys(SYS_write, h.in, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
+  if (n > 0) b.at += static_cast<int>(n);
+  return n;
+}
+
 // Moves what the relay holds on to the command's stdin without blocking.
 // Closes both at the end of input, or once the command cannot read any
 // more (what the relay still held counts as given, as the daemon answered).
+// A PTY's master stays open (h.in is its duplicate).
 AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
   while (h.in >= 0) {
-    long n = Sys(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
+    long n = Step(h, r);
     if (n > 0) {
       r.spliced += static_cast<uint64_t>(n);
       continue;
     }
     if (n == -EINTR) continue;
-    r.wait_out = n == -EAGAIN && Unread(h.in_relay) > 0;
+    r.wait_out = n == -EAGAIN && Waiting(h, r) > 0;
     if (r.wait_out || (n == -EAGAIN && !r.eof)) return;
-    if (n < 0 && n != -EAGAIN) r.spliced += static_cast<uint64_t>(Unread(h.in_relay));
+    if (n < 0 && n != -EAGAIN) r.spliced += Waiting(h, r);
+    r.pending.at = r.pending.end = 0;
     Sys(SYS_close, h.in);
     Sys(SYS_close, h.in_relay);
     Sys(SYS_close, h.in_keep);
     h.in = h.in_relay = h.in_keep = -1;
+  }
+}
+
+// A PTY's output, from the master on into the pipe the daemon reads,
+// without blocking: *wait_pipe when that pipe is full. At the end (every
+// slave descriptor closed: EIO) the pipe is closed, the daemon's eof.
+AGENTD_CHILD_SIDE void PumpPty(HolderFds& h, Buffer& b, bool* wait_pipe) {
+  while (h.pty_out >= 0) {
+    if (b.at < b.end) {
+      long n = Sys(SYS_write, h.pty_out, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
+      if (n > 0) {
+        b.at += static_cast<int>(n);
+        continue;
+      }
+      if (n == -EINTR) continue;
+      *wait_pipe = n == -EAGAIN;
+      if (*wait_pipe) return;
+      b.at = b.end;  // cannot be (the holder keeps the read end): give up the output
+    }
+    *wait_pipe = false;
+    b.at = b.end = 0;
+    long n = Sys(SYS_read, h.pty, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
+    if (n > 0) {
+      b.end = static_cast<int>(n);
+      continue;
+    }
+    if (n == -EINTR) continue;
+    if (n == -EAGAIN) return;
+    Sys(SYS_close, h.pty_out);
+    h.pty_out = -1;
   }
 }
 
@@ -103,13 +167,17 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
   int fds[4];
   if (with_fds) {
     if (h.out >= 0) fds[n++] = h.out;
-    if (h.err >= 0) fds[n++] = h.err;
+    if (h.pty >= 0) {
+      fds[n++] = h.pty;  // in stderr's place (kMagicPty)
+    } else if (h.err >= 0) {
+      fds[n++] = h.err;
+    }
     if (relay.present) {
       r.stdin_state = h.in >= 0 ? HolderReport::kStdinOpen : HolderReport::kStdinClosed;
       if (h.in >= 0) fds[n++] = h.in_keep;
       // No daemon writes now (this one has no write end yet, the last is
       // gone): spliced plus what waits in the relay is every byte taken.
-      in.next = relay.spliced + (h.in_relay >= 0 ? static_cast<uint64_t>(Unread(h.in_relay)) : 0);
+      in.next = relay.spliced + (h.in_relay >= 0 ? Waiting(h, relay) : 0);
       msg.msg_iovlen = 2;
     }
     if (h.scratch >= 0) fds[n++] = h.scratch;
@@ -160,8 +228,9 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
-  constexpr int kKept = 8;
-  int keep[kKept] = {h.listen, h.conn, h.out, h.err, h.in, h.in_relay, h.in_keep, h.scratch};
+  constexpr int kKept = 10;
+  int keep[kKept] = {h.listen,   h.conn,    h.out,     h.err, h.in,
+                     h.in_relay, h.in_keep, h.scratch, h.pty, h.pty_out};
   for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];
@@ -185,7 +254,10 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
   unsigned long chld = 1UL << (SIGCHLD - 1);
   int sfd = static_cast<int>(Sys(SYS_signalfd4, -1, reinterpret_cast<long>(&chld), sizeof(chld),
                                  SFD_NONBLOCK | SFD_CLOEXEC));
+  Buffer output;  // a PTY's, from the master into the pipe
+  bool wait_pipe = false;
   HolderReport report;
+  report.magic = h.pty >= 0 ? HolderReport::kMagicPty : HolderReport::kMagic;
   report.pid = h.command;
   for (;;) {
     if (!report.exited) {
@@ -211,11 +283,13 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
       // Nobody can reach this holder again: nothing left to keep.
       if (report.exited) Sys(SYS_exit_group, 0);
     }
-    struct pollfd p[3];
+    struct pollfd p[4];
     int n = 0;
     if (!report.exited && sfd >= 0) p[n++] = {sfd, POLLIN, 0};
     if (h.in >= 0)
       p[n++] = relay.wait_out ? pollfd{h.in, POLLOUT, 0} : pollfd{h.in_relay, POLLIN, 0};
+    if (h.pty_out >= 0)
+      p[n++] = wait_pipe ? pollfd{h.pty_out, POLLOUT, 0} : pollfd{h.pty, POLLIN, 0};
     if (h.conn >= 0) {
       p[n++] = {h.conn, POLLIN, 0};
     } else if (h.listen >= 0) {
@@ -231,6 +305,8 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
         }
       } else if (p[i].fd == h.in || p[i].fd == h.in_relay) {
         Pass(h, relay);
+      } else if (p[i].fd == h.pty || p[i].fd == h.pty_out) {
+        PumpPty(h, output, &wait_pipe);
       } else if (p[i].fd == h.conn) {
         char b = 0;
         long r = Sys(SYS_read, h.conn, reinterpret_cast<long>(&b), 1);
@@ -298,8 +374,8 @@ bool ReceiveHolderReport(int sock, HolderReport* report, HolderStdin* in, int fd
       }
     }
   }
-  bool ok = n == static_cast<ssize_t>(sizeof(*report)) && report->magic == HolderReport::kMagic &&
-            report->fds == got;
+  bool ok =
+      n == static_cast<ssize_t>(sizeof(*report)) && IsHolderReport(*report) && report->fds == got;
   if (ok && report->stdin_state != HolderReport::kStdinNone) {
     do {
       n = ::recv(sock, in, sizeof(*in), MSG_WAITALL);

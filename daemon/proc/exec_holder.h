@@ -36,6 +36,18 @@
 // 'E' from the daemon is the end of input: the holder passes on what the
 // relay holds, then closes the command's stdin.
 //
+// A PTY exec's holder keeps the terminal's master and moves both ways
+// through a buffer on its stack (a terminal cannot be spliced on every
+// kernel): input from the relay pipe into the master, counted as above
+// plus what waits in the buffer; output from the master into a pipe whose
+// read end the daemon splices into the spool as for a pipe exec, so a
+// byte read from the master is in the holder's buffer, the pipe or the
+// spool file, never only in a dead daemon. Its reports carry kMagicPty
+// and the master in stderr's place, which a restarted daemon keeps for
+// resize (TIOCSWINSZ). While no daemon reads, the holder stops reading
+// the master once the pipe is full, and the command blocks on its
+// terminal as it would on a full pipe.
+//
 // An exec with "disk_bytes" also leaves its scratch tmpfs's descriptor
 // (a directory, so told apart from the pipes) with the holder, attached
 // last: a restarted daemon still sees the tmpfs fill.
@@ -51,13 +63,17 @@ namespace agentd {
 // pipes attached), and when the command exits.
 struct HolderReport {
   static constexpr uint32_t kMagic = 0x31484741;  // "AGH1"
+  // A PTY exec's holder: the same report, whose second descriptor is the
+  // terminal's master (no stderr). A daemon from before PTY holders knows
+  // no such magic and gives the exec up rather than pump the master.
+  static constexpr uint32_t kMagicPty = 0x31504741;  // "AGP1"
   uint32_t magic = kMagic;
   int32_t pid = 0;          // the command
   int32_t exited = 0;       // 1: wait_status and ended_unix_ms are set
   int32_t wait_status = 0;  // as waitpid() reports it
   int64_t ended_unix_ms = 0;
-  // Descriptors attached: stdout's read end, stderr's, the relay's write
-  // end, the scratch tmpfs.
+  // Descriptors attached: stdout's read end, stderr's (a PTY's master),
+  // the relay's write end, the scratch tmpfs.
   int32_t fds = 0;
   // kStdinNone: no stdin through this holder (the only value on exit
   // reports). Otherwise a connect report is followed by a HolderStdin.
@@ -82,6 +98,8 @@ struct HolderFds {
   int in_relay = -1;           // the relay pipe's read end
   int in_keep = -1;            // the relay pipe's write end, handed to a restarted daemon
   int scratch = -1;            // the exec's scratch tmpfs ("disk_bytes"), kept
+  int pty = -1;                // a PTY exec: the master, output read from it (`in` is its dup)
+  int pty_out = -1;            // and the write end of the pipe `out` reads
   char socket_path[108] = {};  // removed when the holder ends
 };
 
@@ -90,6 +108,10 @@ void HolderWake(int* ready);
 
 // Runs the holder until a daemon ended it. Only raw system calls.
 [[noreturn]] void RunHolder(HolderFds fds);
+
+inline bool IsHolderReport(const HolderReport& r) {
+  return r.magic == HolderReport::kMagic || r.magic == HolderReport::kMagicPty;
+}
 
 // The daemon's side of the first report on a fresh connection: reads it
 // with its descriptors (at most 4, close-on-exec) and, when the holder

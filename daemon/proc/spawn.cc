@@ -525,6 +525,8 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     held.fds.in = spec.holder->in;
     held.fds.in_relay = spec.holder->in_relay;
     held.fds.in_keep = spec.holder->in_keep;
+    held.fds.pty = spec.holder->pty;
+    held.fds.pty_out = spec.holder->pty_out;
     held.fds.scratch = spec.scratch_mount_fd;  // the holder's copy of the table has it too
     std::string dir = spec.holder->socket_dir + "/";
     std::memcpy(held.fds.socket_path, dir.data(),

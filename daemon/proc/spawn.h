@@ -97,7 +97,8 @@ struct SpawnSpec {
   // Spawned under a holder (proc/exec_holder.h), which is then the child's
   // parent: `conn` is the holder's end of its connection to the daemon,
   // `out`/`err` the read ends it keeps, `in`/`in_relay`/`in_keep` the
-  // stdin it passes on (HolderFds), and it binds
+  // stdin it passes on, `pty`/`pty_out` a PTY's master and the pipe its
+  // output goes on into (HolderFds), and it binds
   // `socket_dir`/<child pid>.sock (the whole path under 108 bytes).
   struct Holder {
     int conn = -1;
@@ -106,6 +107,8 @@ struct SpawnSpec {
     int in = -1;
     int in_relay = -1;
     int in_keep = -1;
+    int pty = -1;
+    int pty_out = -1;
     std::string socket_dir;
   };
   const Holder* holder = nullptr;
