@@ -8,6 +8,7 @@
 
 #include "agentd/client/nothrow.h"
 #include "agentd/protocol/base64.h"
+#include "agentd/protocol/exec_frames.h"
 #include "agentd/protocol/percent.h"
 #include "agentd/protocol/sse.h"
 
@@ -215,14 +216,108 @@ asio::awaitable<Result<uint64_t>> WriteStdinCall(Transport& t, std::string id, u
   co_return r->next;
 }
 
+namespace {
+
+// Applies a stream's events to the reader's cursors and callbacks, whichever
+// form (SSE or frames) carried them: each byte goes out exactly once.
+struct StreamApplier {
+  StreamCursors& cursors;
+  StreamCallbacks& cb;
+
+  void Output(bool is_out, uint64_t offset, std::string_view bytes) {
+    uint64_t& next = is_out ? cursors.stdout_next : cursors.stderr_next;
+    // Deliver only bytes past the cursor: exactly once, whatever the daemon repeats.
+    uint64_t end = offset + bytes.size();
+    if (end > next && offset <= next) {
+      auto& sink = is_out ? cb.on_stdout : cb.on_stderr;
+      if (sink) sink(next, bytes.substr(next - offset));
+      next = end;
+    }
+  }
+  void Gap(bool is_out, uint64_t from, uint64_t to) {
+    uint64_t& next = is_out ? cursors.stdout_next : cursors.stderr_next;
+    if (to > next) {
+      if (cb.on_gap) cb.on_gap(is_out ? "stdout" : "stderr", std::max(next, from), to);
+      next = to;
+    }
+  }
+};
+
+// One SSE event; sets `exit_info` on the exit event.
+Status ApplySseEvent(StreamApplier& apply, const SseEvent& ev, std::optional<ExecInfo>& exit_info) {
+  Result<json::Value> doc = json::Parse(ev.data);
+  if (!doc.ok()) return Status::Error(ErrorCode::kProtocolError, "bad event data");
+  if (ev.event == "stdout" || ev.event == "stderr") {
+    Result<uint64_t> offset = U64(*doc, "offset");
+    const json::Value* data = doc->Find("data_b64");
+    std::optional<std::string> bytes =
+        data && data->is_string() ? Base64Decode(data->as_string()) : std::nullopt;
+    if (!offset.ok() || !bytes) return Status::Error(ErrorCode::kProtocolError, "bad output event");
+    apply.Output(ev.event == "stdout", *offset, *bytes);
+  } else if (ev.event == "gap") {
+    const json::Value* s = doc->Find("stream");
+    Result<uint64_t> from = U64(*doc, "from");
+    Result<uint64_t> to = U64(*doc, "to");
+    if (!s || !s->is_string() || !from.ok() || !to.ok()) {
+      return Status::Error(ErrorCode::kProtocolError, "bad gap event");
+    }
+    apply.Gap(s->as_string() != "stderr", *from, *to);
+  } else if (ev.event == "exit") {
+    Result<ExecInfo> info = DecodeExecInfo(*doc);
+    if (!info.ok()) return info.status();
+    exit_info = std::move(*info);
+  }
+  // The id is the authoritative position after the event.
+  if (auto pos = ParseExecEventId(ev.id)) {
+    apply.cursors.stdout_next = std::max(apply.cursors.stdout_next, pos->first);
+    apply.cursors.stderr_next = std::max(apply.cursors.stderr_next, pos->second);
+  }
+  return Status::Ok();
+}
+
+// One frame (docs/PROTOCOL.md, "Frames"); false for a keepalive or a kind
+// this client does not know (nothing delivered).
+Result<bool> ApplyExecFrame(StreamApplier& apply, const ExecFrame& f,
+                            std::optional<ExecInfo>& exit_info) {
+  switch (static_cast<ExecFrameKind>(f.kind)) {
+    case ExecFrameKind::kOutput:
+    case ExecFrameKind::kGap:
+      if (f.stream != 1 && f.stream != 2) {
+        return Status::Error(ErrorCode::kProtocolError, "bad frame stream").With("stream", f.stream);
+      }
+      if (f.kind == static_cast<uint8_t>(ExecFrameKind::kOutput)) {
+        apply.Output(f.stream == 1, f.offset, f.payload);
+      } else {
+        uint64_t to = 0;
+        for (char c : f.payload) to = (to << 8) | static_cast<unsigned char>(c);
+        apply.Gap(f.stream == 1, f.offset, to);
+      }
+      return true;
+    case ExecFrameKind::kExit: {
+      Result<json::Value> doc = json::Parse(f.payload);
+      if (!doc.ok()) return Status::Error(ErrorCode::kProtocolError, "bad exit frame");
+      Result<ExecInfo> info = DecodeExecInfo(*doc);
+      if (!info.ok()) return info.status();
+      exit_info = std::move(*info);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
                                                  StreamCursors cursors, StreamCallbacks cb) {
   AGENTD_CO_RETURN_IF_ERROR(ValidateExecId(id));
   int quiet_failures = 0;  // reconnects in a row that delivered nothing
+  StreamApplier apply{cursors, cb};
   for (int attempt = 0;; ++attempt) {
     HttpRequest req;
     req.target = ExecPath(id) + "/events";
-    req.headers.emplace_back("Accept", "text/event-stream");
+    // Frames when the daemon offers them; an older one answers SSE.
+    req.headers.emplace_back("Accept", std::string(kExecFramesMediaType) + ", text/event-stream");
     req.headers.emplace_back("Last-Event-ID",
                              FormatExecEventId(cursors.stdout_next, cursors.stderr_next));
     req.idempotent = true;
@@ -234,62 +329,26 @@ asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
       failure = stream.status();
       if (!IsRetryableFailure(failure)) co_return failure;
     } else {
+      const std::string* type = (*stream)->head().Header("content-type");
+      bool frames = type && type->starts_with(kExecFramesMediaType);
       Status event_error;
       SseDecoder decoder([&](SseEvent&& ev) {
         if (!event_error.ok() || exit_info) return;
-        Result<json::Value> doc = json::Parse(ev.data);
-        if (!doc.ok()) {
-          event_error = Status::Error(ErrorCode::kProtocolError, "bad event data");
-          return;
-        }
-        if (ev.event == "stdout" || ev.event == "stderr") {
-          bool is_out = ev.event == "stdout";
-          Result<uint64_t> offset = U64(*doc, "offset");
-          const json::Value* data = doc->Find("data_b64");
-          std::optional<std::string> bytes =
-              data && data->is_string() ? Base64Decode(data->as_string()) : std::nullopt;
-          if (!offset.ok() || !bytes) {
-            event_error = Status::Error(ErrorCode::kProtocolError, "bad output event");
-            return;
-          }
-          uint64_t& next = is_out ? cursors.stdout_next : cursors.stderr_next;
-          // Deliver only bytes past the cursor: exactly once, whatever the daemon repeats.
-          uint64_t end = *offset + bytes->size();
-          if (end > next && *offset <= next) {
-            std::string_view fresh = std::string_view(*bytes).substr(next - *offset);
-            auto& sink = is_out ? cb.on_stdout : cb.on_stderr;
-            if (sink) sink(next, fresh);
-            next = end;
-          }
-        } else if (ev.event == "gap") {
-          const json::Value* s = doc->Find("stream");
-          Result<uint64_t> from = U64(*doc, "from");
-          Result<uint64_t> to = U64(*doc, "to");
-          if (!s || !s->is_string() || !from.ok() || !to.ok()) {
-            event_error = Status::Error(ErrorCode::kProtocolError, "bad gap event");
-            return;
-          }
-          uint64_t& next = s->as_string() == "stderr" ? cursors.stderr_next : cursors.stdout_next;
-          if (*to > next) {
-            if (cb.on_gap) cb.on_gap(s->as_string(), std::max(next, *from), *to);
-            next = *to;
-          }
-        } else if (ev.event == "exit") {
-          Result<ExecInfo> info = DecodeExecInfo(*doc);
-          if (!info.ok()) {
-            event_error = info.status();
-            return;
-          }
-          exit_info = std::move(*info);
-        }
-        // The id is the authoritative position after the event.
-        if (auto pos = ParseExecEventId(ev.id)) {
-          cursors.stdout_next = std::max(cursors.stdout_next, pos->first);
-          cursors.stderr_next = std::max(cursors.stderr_next, pos->second);
-        }
+        event_error = ApplySseEvent(apply, ev, exit_info);
         delivered = true;
         if (cb.on_cursors) cb.on_cursors(cursors);
       });
+      ExecFrameDecoder frame_decoder;
+      auto on_frame = [&](const ExecFrame& f) {
+        if (!event_error.ok() || exit_info) return;
+        Result<bool> applied = ApplyExecFrame(apply, f, exit_info);
+        if (!applied.ok()) {
+          event_error = applied.status();
+        } else if (*applied) {
+          delivered = true;
+          if (cb.on_cursors) cb.on_cursors(cursors);
+        }
+      };
       for (;;) {
         Result<std::string_view> chunk =
             co_await (*stream)->Read(Clock::now() + kStreamSilenceLimit);
@@ -302,7 +361,10 @@ asio::awaitable<Result<ExecInfo>> StreamExecCall(Transport& t, std::string id,
               Status::Error(ErrorCode::kTransport, "event stream ended before the exit event");
           break;
         }
-        if (!decoder.Feed(*chunk)) {
+        if (frames) {
+          Status fed = frame_decoder.Feed(*chunk, on_frame);
+          if (!fed.ok()) co_return fed;
+        } else if (!decoder.Feed(*chunk)) {
           co_return Status::Error(ErrorCode::kProtocolError, "event stream line too long");
         }
         if (!event_error.ok()) co_return event_error;

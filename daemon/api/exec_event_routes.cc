@@ -1,7 +1,9 @@
 // GET /v1/execs/{id}/events (docs/PROTOCOL.md, "Stream"): Server-Sent
 // Events with both cursors in every id, explicit gaps, the exit event, and
-// keep-alive comments.
+// keep-alive comments; or the same events as binary frames ("Frames") when
+// the client accepts them.
 #include "agentd/protocol/exec.h"
+#include "agentd/protocol/exec_frames.h"
 #include "agentd/protocol/sse.h"
 #include "api/exec_api.h"
 
@@ -28,9 +30,17 @@ Result<std::pair<uint64_t, uint64_t>> StartCursors(const Request& req) {
   return std::pair<uint64_t, uint64_t>(out.value_or(0), err.value_or(0));
 }
 
+// Frames only when asked for by name: a client that does not know them
+// (Accept absent, "*/*", "text/event-stream") keeps getting SSE.
+bool AcceptsFrames(const Request& req) {
+  const std::string* accept = req.Header("accept");
+  return accept && accept->find(kExecFramesMediaType) != std::string::npos;
+}
+
 class EventWriter {
  public:
-  EventWriter(const ExecView& exec, uint64_t out, uint64_t err) : exec_(exec), cursor_{out, err} {}
+  EventWriter(const ExecView& exec, uint64_t out, uint64_t err, bool frames)
+      : exec_(exec), cursor_{out, err}, frames_(frames) {}
 
   // Appends the next gap or data event of each stream; false when there
   // was nothing to send.
@@ -39,27 +49,53 @@ class EventWriter {
     for (Stream s : {Stream::kStdout, Stream::kStderr}) {
       const OutputLog& log = exec_.log(s);
       uint64_t& cursor = cursor_[static_cast<int>(s)];
+      auto stream_byte = static_cast<uint8_t>(s == Stream::kStdout ? 1 : 2);
       if (cursor < log.retained_from()) {
-        std::string data = GapEventData(StreamName(s), cursor, log.retained_from());
+        uint64_t from = cursor;
         cursor = log.retained_from();
-        AppendSseEvent(buf_, "gap", data, Id());
+        if (frames_) {
+          AppendExecGapFrame(buf_, stream_byte, from, cursor);
+        } else {
+          AppendSseEvent(buf_, "gap", GapEventData(StreamName(s), from, cursor), Id());
+        }
         any = true;
       }
       if (cursor < log.next()) {
         AGENTD_RETURN_IF_ERROR(log.Read(cursor, kMaxEventBytes, &bytes_));
+        any = true;
+        if (frames_) {
+          AppendExecFrameHeader(buf_, ExecFrameKind::kOutput, stream_byte,
+                                static_cast<uint32_t>(bytes_.size()), cursor);
+          buf_ += bytes_;
+          cursor += bytes_.size();
+          continue;
+        }
         // Encoded straight into the send buffer: base64 and JSON hold no
         // line break.
         AppendSseEventStart(buf_, StreamName(s));
         AppendOutputEventData(buf_, cursor, bytes_);
         cursor += bytes_.size();
         AppendSseEventEnd(buf_, Id());
-        any = true;
       }
     }
     return any;
   }
-  void Exit() { AppendSseEvent(buf_, "exit", json::Serialize(EncodeExecInfo(exec_.Info())), Id()); }
-  void Keepalive() { AppendSseComment(buf_, "keepalive"); }
+  void Exit() {
+    std::string info = json::Serialize(EncodeExecInfo(exec_.Info()));
+    if (!frames_) {
+      AppendSseEvent(buf_, "exit", info, Id());
+      return;
+    }
+    AppendExecFrameHeader(buf_, ExecFrameKind::kExit, 0, static_cast<uint32_t>(info.size()), 0);
+    buf_ += info;
+  }
+  void Keepalive() {
+    if (frames_) {
+      AppendExecFrameHeader(buf_, ExecFrameKind::kKeepalive, 0, 0, 0);
+    } else {
+      AppendSseComment(buf_, "keepalive");
+    }
+  }
   std::string& buffer() { return buf_; }
 
  private:
@@ -67,6 +103,7 @@ class EventWriter {
 
   const ExecView& exec_;
   uint64_t cursor_[2];
+  bool frames_;
   std::string buf_, bytes_;
 };
 
@@ -112,14 +149,16 @@ asio::awaitable<void> Events(ExecEngine& engine, Request& req, Response& res) {
     co_await res.SendError(ok);
     co_return;
   }
+  bool frames = AcceptsFrames(req);
   Headers headers{{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
-  Status began = co_await res.Begin(200, "text/event-stream", std::nullopt, headers);
+  Status began = co_await res.Begin(200, frames ? kExecFramesMediaType : "text/event-stream",
+                                    std::nullopt, headers);
   if (!began.ok()) co_return;
   if (req.method() == "HEAD") {
     co_await res.End();
     co_return;
   }
-  EventWriter writer(exec, cursors->first, cursors->second);
+  EventWriter writer(exec, cursors->first, cursors->second, frames);
   co_await RunStream(exec, writer, req, res);
 }
 

@@ -18,7 +18,8 @@ import time
 from typing import Any, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
 
 from ._base import check_id, retryable_stream_failure
-from ._events import apply_event
+from ._events import apply_event, apply_frame
+from ._frames import MEDIA_TYPE as FRAMES_MEDIA_TYPE, FrameDecoder
 from ._contexts import ContextCalls
 from ._files import FileCalls
 from ._reactive import ReactiveCalls
@@ -29,6 +30,9 @@ from .types import (BootstrapResult, CodeRunResult, Cursors, EgressReport, ExecI
                     GapEvent, GuestPort, Health, OutputChunk, OutputEvent, OutputMatch, PollResult, ResetReport, RunResult,
                     StreamEvent)
 
+# Frames when the daemon offers them (docs/PROTOCOL.md, "Frames"); an older
+# daemon ignores the first type and answers SSE.
+FRAMES_ACCEPT = FRAMES_MEDIA_TYPE + ", text/event-stream"
 # The daemon sends a keepalive at least every 15 s; a stream silent for much
 # longer than that is dead even if the socket does not say so.
 STREAM_SILENCE_LIMIT = 45.0
@@ -400,7 +404,7 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
         attempt = 0
         while True:
             req = Request("GET", "/v1/execs/%s/events" % quote_value(exec_id), idempotent=True,
-                          headers={"Accept": "text/event-stream",
+                          headers={"Accept": FRAMES_ACCEPT,
                                    "Last-Event-ID": "%d:%d" % (out_next, err_next)})
             delivered = False
             failure: AgentdError
@@ -412,19 +416,21 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
                 failure = e
             else:
                 resp.set_timeout(STREAM_SILENCE_LIMIT)
-                decoder = SseDecoder()
+                frames = resp.headers.get("content-type", "").startswith(FRAMES_MEDIA_TYPE)
+                decoder = FrameDecoder() if frames else SseDecoder()
+                apply = apply_frame if frames else apply_event
                 try:
                     while True:
                         try:
-                            chunk = resp.read_chunk()
+                            chunk = resp.read_chunk(1 << 20)
                         except (TransportError, DeadlineExceeded) as e:
                             failure = e
                             break
                         if not chunk:
                             failure = TransportError("event stream ended before the exit event")
                             break
-                        for ev in decoder.feed(chunk):
-                            out = apply_event(ev, out_next, err_next)
+                        for ev in decoder.feed(chunk):  # type: ignore[attr-defined]
+                            out = apply(ev, out_next, err_next)  # type: ignore[operator]
                             if out is None:
                                 continue
                             event, out_next, err_next = out

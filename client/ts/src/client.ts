@@ -9,7 +9,8 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { AgentdError, invalidRequest, isRetryable, makeError, protocolError, transportError } from "./errors.js";
-import { applyEvent } from "./events.js";
+import { applyEvent, applyFrame } from "./events.js";
+import { FRAMES_MEDIA_TYPE, FrameDecoder } from "./frames.js";
 import { ReactiveCalls } from "./reactive.js";
 import { SseDecoder } from "./sse.js";
 import { bodyChunks } from "./transport.js";
@@ -343,14 +344,28 @@ export class Client extends ReactiveCalls {
       try {
         const res = await this.t.open({
           method: "GET", path: `/v1/execs/${q(id)}/events`, idempotent: true,
-          headers: { Accept: "text/event-stream", "Last-Event-ID": `${cur.stdout}:${cur.stderr}` },
+          // Frames when the daemon offers them; an older one answers SSE.
+          headers: { Accept: `${FRAMES_MEDIA_TYPE}, text/event-stream`, "Last-Event-ID": `${cur.stdout}:${cur.stderr}` },
           idleTimeoutMs: STREAM_SILENCE_MS,
         });
+        const frames = String(res.headers["content-type"] ?? "").startsWith(FRAMES_MEDIA_TYPE);
         const decoder = new SseDecoder();
+        const frameDecoder = new FrameDecoder();
         const abort = () => res.destroy();
         opts.signal?.addEventListener("abort", abort);
         try {
           for await (const chunk of bodyChunks(res)) {
+            if (frames) {
+              for (const f of frameDecoder.feed(chunk)) {
+                const { event, delivered: any } = applyFrame(f, cur);
+                if (any) delivered = true;
+                if (event) {
+                  yield event;
+                  if (event.kind === "exit") return;
+                }
+              }
+              continue;
+            }
             for (const ev of decoder.feed(chunk)) {
               const out = applyEvent(ev, cur);
               delivered = true;

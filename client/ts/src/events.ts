@@ -2,6 +2,7 @@
 // cursors, so each output byte is delivered exactly once whatever a
 // resumed stream repeats.
 import { protocolError } from "./errors.js";
+import { FRAME_EXIT, FRAME_GAP, FRAME_OUTPUT, type Frame, readOffset } from "./frames.js";
 import type { SseEvent } from "./sse.js";
 import type { Cursors, StreamEvent } from "./types.js";
 import { execInfoFromWire } from "./wire.js";
@@ -60,19 +61,7 @@ export function applyEvent(ev: SseEvent, cur: Cursors): StreamEvent | undefined 
       }
       output = { offset: doc.offset, data: Buffer.from(doc.data_b64, "base64") };
     }
-    const { offset, data } = output;
-    const next = cur[ev.event];
-    let out: StreamEvent | undefined;
-    // Only bytes past the cursor: exactly once, whatever the daemon repeats.
-    if (offset <= next && next < offset + data.length) {
-      const fresh = data.subarray(next - offset);
-      cur[ev.event] = offset + data.length;
-      adopt();
-      out = { kind: ev.event, offset: next, data: fresh, cursors: { ...cur } } as StreamEvent;
-    } else {
-      adopt();
-    }
-    return out;
+    return applyOutput(ev.event, output.offset, output.data, cur, adopt);
   }
   const doc = parseData(ev);
   if (ev.event === "gap") {
@@ -80,18 +69,66 @@ export function applyEvent(ev: SseEvent, cur: Cursors): StreamEvent | undefined 
     if ((stream !== "stdout" && stream !== "stderr") || typeof from !== "number" || typeof to !== "number") {
       throw protocolError("bad gap event");
     }
-    const next = cur[stream];
-    if (to > next) {
-      cur[stream] = to;
-      adopt();
-      return { kind: "gap", stream, from: Math.max(next, from), to, cursors: { ...cur } };
-    }
-    adopt();
-    return undefined;
+    return applyGap(stream, from, to, cur, adopt);
   }
   if (ev.event === "exit") {
     adopt();
     return { kind: "exit", exec: execInfoFromWire(doc), cursors: { ...cur } };
   }
   return undefined; // an event kind this client does not know
+}
+
+const noAdopt = () => {};
+
+function applyOutput(kind: "stdout" | "stderr", offset: number, data: Buffer, cur: Cursors,
+                     adopt: () => void): StreamEvent | undefined {
+  const next = cur[kind];
+  // Only bytes past the cursor: exactly once, whatever the daemon repeats.
+  if (offset <= next && next < offset + data.length) {
+    const fresh = next === offset ? data : data.subarray(next - offset);
+    cur[kind] = offset + data.length;
+    adopt();
+    return { kind, offset: next, data: fresh, cursors: { ...cur } } as StreamEvent;
+  }
+  adopt();
+  return undefined;
+}
+
+function applyGap(stream: "stdout" | "stderr", from: number, to: number, cur: Cursors,
+                  adopt: () => void): StreamEvent | undefined {
+  const next = cur[stream];
+  if (to > next) {
+    cur[stream] = to;
+    adopt();
+    return { kind: "gap", stream, from: Math.max(next, from), to, cursors: { ...cur } };
+  }
+  adopt();
+  return undefined;
+}
+
+/**
+ * One binary frame (docs/PROTOCOL.md, "Frames") applied like applyEvent;
+ * undefined for a keepalive, a kind this client does not know, or bytes
+ * already delivered. `delivered` tells a keepalive from the rest.
+ */
+export function applyFrame(f: Frame, cur: Cursors): { event?: StreamEvent; delivered: boolean } {
+  if (f.kind === FRAME_OUTPUT || f.kind === FRAME_GAP) {
+    const stream = f.stream === 1 ? "stdout" : f.stream === 2 ? "stderr" : undefined;
+    if (!stream) throw protocolError(`bad frame stream ${f.stream}`);
+    const event = f.kind === FRAME_OUTPUT
+      ? applyOutput(stream, f.offset, f.payload, cur, noAdopt)
+      : applyGap(stream, f.offset, readOffset(f.payload, 0), cur, noAdopt);
+    return { event, delivered: true };
+  }
+  if (f.kind === FRAME_EXIT) {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(f.payload.toString("utf8"));
+    } catch {
+      throw protocolError("bad exit frame");
+    }
+    if (typeof doc !== "object" || doc === null) throw protocolError("bad exit frame");
+    return { event: { kind: "exit", exec: execInfoFromWire(doc as Record<string, unknown>), cursors: { ...cur } }, delivered: true };
+  }
+  return { delivered: false };
 }
