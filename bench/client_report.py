@@ -20,7 +20,7 @@ def write_and_print(r, out_path, client, by_hand, size):
         r["run_p50_ms"], r["raw_p50_ms"], r["run_ratio_p50"]))
     print("| run([\"true\"]) p99 | %.3f ms | %.3f ms | %.2fx |" % (
         r["run_p99_ms"], r["raw_p99_ms"], r["run_p99_ms"] / r["raw_p99_ms"]))
-    print("| %d MiB stream (client SSE vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2fx |" % (
+    print("| %d MiB stream (client stream vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2fx |" % (
         size >> 20, r["stream_client_mib_s"], r["stream_raw_mib_s"], r["stream_ratio"]))
     print("| events route read undecoded (output bytes) | %.0f MiB/s | | %.2fx |" % (
         r["sse_undecoded_mib_s"], r["sse_undecoded_mib_s"] / r["stream_raw_mib_s"]))

@@ -8,12 +8,13 @@ one run, reported as ratios.
           each answer decoded with json.loads: the fewest requests that
           give a command's exit and output and mark it read.
   stream  one exec's 1 GiB of retained stdout read through Client.stream
-          (SSE, base64 decoded into OutputEvents) vs the raw route
+          (binary frames from a daemon that has them, else SSE with base64:
+          docs/PROTOCOL.md, "Frames") vs the raw route
           GET /v1/execs/{id}/stdout read with http.client into a buffer.
           The exec has exited before either read, so both read the same
           spool file and neither waits for a producer. Beside them, the
           speed of CPython's base64 decoder alone on the same bytes: the
-          events carry base64, so no client of that route is faster.
+          SSE events carry base64, so no client of that form is faster.
 
   bench/pyclient_bench.py [--agentd build/daemon/agentd] [--smoke] [--json FILE]
   (results in bench/results/pyclient.json unless --json says otherwise)

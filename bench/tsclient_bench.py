@@ -8,7 +8,8 @@ interleaves, in one Node.js process:
           fewest requests that give a command's exit and output and mark it
           read), each answer JSON-decoded;
   stream  one exited exec's 1 GiB of retained stdout read through
-          Client.stream (SSE, base64 decoded) vs the raw route
+          Client.stream (binary frames from a daemon that has them, else
+          SSE with base64) vs the raw route
           GET /v1/execs/{id}/stdout read with node:http.
 
   bench/tsclient_bench.py [--agentd build/daemon/agentd] [--node node] [--smoke] [--json FILE]
