@@ -5,8 +5,9 @@ client_bench runs the same work through agentd::client and through raw HTTP
 on a plain keep-alive socket, interleaved in one process, and prints ratios:
   * Run("/bin/true") round trip (start, stream, wait, ack) vs raw PUT + long
     poll + ack;
-  * an exec printing N MiB read through Client::Stream (SSE, decoded) vs the
-    raw stdout route read by a plain socket.
+  * an exec printing N MiB read through Client::Stream (binary frames from a
+    daemon that has them, else SSE, decoded) vs the raw stdout route read by
+    a plain socket.
 
   bench/client_bench.py [--build DIR] [--smoke] [--json FILE]
   (results in bench/results/client.json unless --json says otherwise)

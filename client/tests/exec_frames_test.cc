@@ -52,8 +52,8 @@ StreamCallbacks Recorder(Seen& s) {
   cb.on_stderr = [&s](uint64_t offset, std::string_view b) {
     s.err += std::to_string(offset) + ":" + std::string(b) + ";";
   };
-  cb.on_gap = [&s](const std::string& stream, uint64_t from, uint64_t to) {
-    s.gaps += stream + ":" + std::to_string(from) + "-" + std::to_string(to) + ";";
+  cb.on_gap = [&s](std::string_view stream, uint64_t from, uint64_t to) {
+    s.gaps += std::string(stream) + ":" + std::to_string(from) + "-" + std::to_string(to) + ";";
   };
   return cb;
 }

@@ -6,7 +6,7 @@ stream, two zero bytes, u32 payload length, u64 offset) and its payload."""
 from __future__ import annotations
 
 import struct
-from typing import List, Tuple
+from typing import List, Tuple, Union
 
 from .errors import ProtocolError
 
@@ -31,6 +31,7 @@ class FrameDecoder:
 
     def feed(self, chunk: bytes) -> List[Frame]:
         buf = self._buf
+        data: Union[bytes, bytearray]
         if buf:
             buf += chunk
             data = buf

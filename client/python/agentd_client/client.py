@@ -417,8 +417,9 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
             else:
                 resp.set_timeout(STREAM_SILENCE_LIMIT)
                 frames = resp.headers.get("content-type", "").startswith(FRAMES_MEDIA_TYPE)
-                decoder = FrameDecoder() if frames else SseDecoder()
-                apply = apply_frame if frames else apply_event
+                decoder: Union[FrameDecoder, SseDecoder] = \
+                    FrameDecoder() if frames else SseDecoder()
+                apply: Callable[[Any, int, int], Any] = apply_frame if frames else apply_event
                 try:
                     while True:
                         try:
@@ -429,8 +430,8 @@ class Client(FileCalls, ReactiveCalls, ContextCalls):
                         if not chunk:
                             failure = TransportError("event stream ended before the exit event")
                             break
-                        for ev in decoder.feed(chunk):  # type: ignore[attr-defined]
-                            out = apply(ev, out_next, err_next)  # type: ignore[operator]
+                        for ev in decoder.feed(chunk):
+                            out = apply(ev, out_next, err_next)
                             if out is None:
                                 continue
                             event, out_next, err_next = out
