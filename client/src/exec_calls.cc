@@ -283,7 +283,8 @@ Result<bool> ApplyExecFrame(StreamApplier& apply, const ExecFrame& f,
     case ExecFrameKind::kOutput:
     case ExecFrameKind::kGap:
       if (f.stream != 1 && f.stream != 2) {
-        return Status::Error(ErrorCode::kProtocolError, "bad frame stream").With("stream", f.stream);
+        return Status::Error(ErrorCode::kProtocolError, "bad frame stream")
+            .With("stream", f.stream);
       }
       if (f.kind == static_cast<uint8_t>(ExecFrameKind::kOutput)) {
         apply.Output(f.stream == 1, f.offset, f.payload);
