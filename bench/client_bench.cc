@@ -128,8 +128,9 @@ int main(int argc, char** argv) {
       via_raw.push_back(Ms(t2 - t1));
     }
   }
-  // Throughput: one exec printing stream_mib MiB, read through Stream (SSE,
-  // decoded) and through the raw route by a plain socket.
+  // Throughput: one exec printing stream_mib MiB, read through Stream
+  // (binary frames from a daemon that has them, else SSE, decoded) and
+  // through the raw route by a plain socket.
   std::string cmd = "head -c " + std::to_string(stream_mib << 20) + " /dev/zero";
   agentd::ExecStartRequest big;
   big.command = cmd;

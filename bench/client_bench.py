@@ -53,7 +53,7 @@ def main():
         r["run_p50_ms"], r["raw_p50_ms"], r["run_ratio_p50"]))
     print("| Run(/bin/true) p99 | %.3f ms | %.3f ms | %.2fx |" % (
         r["run_p99_ms"], r["raw_p99_ms"], r["run_p99_ms"] / r["raw_p99_ms"]))
-    print("| %d MiB stream (client SSE vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2f |" % (
+    print("| %d MiB stream (client Stream vs raw route) | %.0f MiB/s | %.0f MiB/s | %.2f |" % (
         mib, r["stream_client_mib_s"], r["stream_raw_mib_s"], r["stream_ratio"]))
 
 
