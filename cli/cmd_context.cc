@@ -58,6 +58,9 @@ int ContextRun(Context& ctx, const std::string& id, const std::string& code) {
   req.code = code;
   req.run_id = ctx.args().Get("run-id");
   req.artifacts_dir = ctx.args().Get("artifacts-dir");
+  Result<std::optional<EgressPolicy>> egress = EgressFromArgs(ctx.args());
+  if (!egress.ok()) return ctx.out().UsageError(egress.status().message());
+  req.egress = std::move(*egress);
   if (!ContextInt(ctx.args(), "timeout", &req.timeout_sec)) {
     return ctx.out().UsageError("--timeout takes whole seconds");
   }

@@ -127,13 +127,20 @@ int CmdEgress(Context& ctx) {
   Result<EgressReport> r = ctx.client().ExecEgress(Id(ctx));
   if (!r.ok()) return ctx.out().Fail(r.status());
   std::string text;
-  if (!r->accounting) {
+  if (!r->accounting && r->incomplete) {
+    text = r->id + ": egress counts lost since " + r->incomplete->since + ": " +
+           r->incomplete->why + "\n";
+  } else if (!r->accounting) {
     text = r->id + ": no egress accounting (it ran without an egress policy)\n";
   } else {
-    text = r->id + ": " + std::to_string(r->attempts) + " attempts, " + std::to_string(r->allowed) +
-           " allowed, " + std::to_string(r->refused) + " refused" +
-           (r->overflow ? ", " + std::to_string(r->overflow) + " past the table's bound" : "") +
-           "\n";
+    if (r->incomplete) {
+      text = "incomplete: not counted since " + r->incomplete->since + ": " + r->incomplete->why +
+             "\n";
+    }
+    text += r->id + ": " + std::to_string(r->attempts) + " attempts, " +
+            std::to_string(r->allowed) + " allowed, " + std::to_string(r->refused) + " refused" +
+            (r->overflow ? ", " + std::to_string(r->overflow) + " past the table's bound" : "") +
+            "\n";
     if (r->policy && !r->policy->resolved.empty()) {
       text += "resolved at start: " + DescribeResolved(*r->policy) + "\n";
     }

@@ -123,7 +123,9 @@ const std::vector<Command>& Commands() {
         {"cpu-sec", "N", "create: CPU time limit, seconds"},
         {"profile", "P", "create: restricted or unrestricted"},
         {"network", "none", "create: none: only loopback"},
-        {"egress", "MODE", "create: egress policy of the interpreter: public, allow, none or all"},
+        {"egress", "MODE",
+         "create: egress policy of the interpreter: public, allow, none or all (run: restates "
+         "it; another is refused)"},
         {"allow", "CIDR:PORT", "create, with --egress: also allow this destination (CIDR or host name)", true},
         {"deny", "CIDR:PORT", "create, with --egress: refuse this destination (CIDR or host name)", true},
         {"dns", "", "create, with --egress: allow port 53 to the guest's nameservers"},

@@ -77,6 +77,7 @@ Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc) {
   req.timeout_sec = r.Int("timeout_sec", 1, 30 * 86400);
   req.run_id = r.String("run_id");
   req.artifacts_dir = r.String("artifacts_dir");
+  const json::Value* egress = r.Raw("egress");
   r.Require("code", code.has_value());
   if (code && code->find('\0') != std::string::npos) {
     r.Fail("code", "field \"code\" must not contain NUL");
@@ -93,6 +94,11 @@ Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc) {
   }
   if (req.run_id) AGENTD_RETURN_IF_ERROR(ValidateRunId(*req.run_id));
   if (req.artifacts_dir) AGENTD_RETURN_IF_ERROR(ValidateArtifactsDir(*req.artifacts_dir));
+  if (egress && !egress->is_null()) {
+    Result<EgressPolicy> policy = DecodeEgressPolicy(*egress);
+    if (!policy.ok()) return policy.status();
+    req.egress = std::move(*policy);
+  }
   req.code = std::move(*code);
   return req;
 }
@@ -103,6 +109,7 @@ json::Value EncodeContextRunRequest(const ContextRunRequest& req) {
   if (req.timeout_sec) o.Set("timeout_sec", *req.timeout_sec);
   if (req.run_id) o.Set("run_id", *req.run_id);
   if (req.artifacts_dir) o.Set("artifacts_dir", *req.artifacts_dir);
+  if (req.egress) o.Set("egress", EncodeEgressPolicy(*req.egress));
   return o;
 }
 

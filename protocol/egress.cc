@@ -1,6 +1,8 @@
 // Egress policy and accounting vocabulary (docs/PROTOCOL.md, "Egress").
 #include "agentd/protocol/egress.h"
 
+#include <algorithm>
+
 #include "agentd/protocol/object_reader.h"
 
 namespace agentd {
@@ -122,7 +124,38 @@ json::Object EncodeEgressReport(const EgressReport& r) {
   }
   o.Set("destinations", std::move(dests));
   o.Set("destinations_omitted", r.destinations_omitted);
+  if (r.incomplete) {
+    o.Set("incomplete",
+          json::Object().Set("since", r.incomplete->since).Set("why", r.incomplete->why));
+  }
   return o;
+}
+
+void MergeEgressReport(EgressReport& into, const EgressReport& from, size_t max) {
+  for (const EgressDestination& d : from.destinations) {
+    EgressDestination* same = nullptr;
+    for (EgressDestination& x : into.destinations) {
+      if (x.port == d.port && x.address == d.address && x.protocol == d.protocol &&
+          x.verdict == d.verdict && x.family == d.family) {
+        same = &x;
+        break;
+      }
+    }
+    if (!same && into.destinations.size() >= max) {
+      into.overflow += d.count;
+      continue;
+    }
+    if (same) {
+      same->count += d.count;
+      same->first_at = std::min(same->first_at, d.first_at);  // RFC 3339, one format
+      same->last_at = std::max(same->last_at, d.last_at);
+    } else {
+      into.destinations.push_back(d);
+    }
+    (d.verdict == "allowed" ? into.allowed : into.refused) += d.count;
+  }
+  into.overflow += from.overflow;
+  into.attempts = into.allowed + into.refused + into.overflow;
 }
 
 void BoundEgressReport(EgressReport& r, size_t max) {
@@ -199,6 +232,9 @@ Result<EgressReport> DecodeEgressReport(const json::Value& v) {
       d.last_at = Text(x, "last_at");
       r.destinations.push_back(std::move(d));
     }
+  }
+  if (const json::Value* x = v.Find("incomplete"); x && x->is_object()) {
+    r.incomplete = EgressIncomplete{Text(*x, "since"), Text(*x, "why")};
   }
   return r;
 }

@@ -172,6 +172,21 @@ TEST_CASE("summary names the most refused egress destination and how many more",
   CHECK(RunSummary(o) == "exit 0 in 41 ms");
 }
 
+TEST_CASE("an egress report says from when and why counts are missing", "[egress]") {
+  EgressReport r;
+  r.id = "e-1";
+  r.incomplete = EgressIncomplete{"2026-12-04T22:00:00.000Z", "no holder kept the exec"};
+  json::Object o = EncodeEgressReport(r);
+  REQUIRE(o.Find("incomplete"));
+  Result<EgressReport> back = DecodeEgressReport(json::Value(std::move(o)));
+  REQUIRE(back.ok());
+  REQUIRE(back->incomplete);
+  CHECK(back->incomplete->since == "2026-12-04T22:00:00.000Z");
+  CHECK(back->incomplete->why == "no holder kept the exec");
+  r.incomplete.reset();
+  CHECK(EncodeEgressReport(r).Find("incomplete") == nullptr);
+}
+
 TEST_CASE("a run answer's egress destinations are bounded, refused first", "[run][egress]") {
   EgressReport r;
   for (int i = 0; i < 20; ++i) {

@@ -332,6 +332,52 @@ class EgressTest(unittest.TestCase):
         s, _ = self.daemon.json("GET", "/v1/contexts/egress-ctx-unresolved")
         self.assertEqual(s, 404)
 
+    def test_a_context_run_answers_only_its_own_attempts(self):
+        self.addCleanup(self.daemon.json, "DELETE", "/v1/contexts/egress-runs")
+        s, ctx = self.daemon.json("POST", "/v1/contexts", {
+            "id": "egress-runs", "runtime": "python", "scan_changes": False,
+            "egress": {"mode": "public"}})
+        self.assertEqual(s, 201, ctx)
+
+        def run_in_context(code, **extra):
+            s, r = self.daemon.json("POST", "/v1/contexts/egress-runs/run",
+                                    dict(extra, code=code))
+            self.assertEqual((s, r.get("exit_code")), (200, 0), r)
+            return r
+
+        connect = ("import socket\n"
+                   "def connect(host, n):\n"
+                   "    for _ in range(n):\n"
+                   "        s = socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET)\n"
+                   "        try: s.connect((host, %d))\n"
+                   "        except OSError as e: print(host, e.errno)\n"
+                   "        finally: s.close()\n" % PORT)
+        r = run_in_context(connect)
+        self.assertEqual((r["egress"]["accounting"], r["egress"]["attempts"]), (True, 0), r)
+        r = run_in_context("connect(%r, 2)\nconnect('127.0.0.1', 1)" % METADATA)
+        self.assertEqual((r["egress"]["refused"], r["egress"]["allowed"]), (2, 1), r)
+        self.assertEqual(self.entry(r["egress"], METADATA, PORT)["count"], 2)
+        self.assertIn("network: 2 connections to %s:%d refused by policy public" % (METADATA, PORT),
+                      r["summary"])
+        # The next run answers its own attempts only, not the context's so far.
+        r = run_in_context("connect(%r, 1)" % PRIVATE, egress={"mode": "public"})
+        self.assertEqual((r["egress"]["refused"], r["egress"]["allowed"]), (1, 0), r)
+        self.assertEqual([(d["address"], d["count"]) for d in r["egress"]["destinations"]],
+                         [(PRIVATE, 1)], r)
+        self.assertEqual(r["egress"]["policy"]["mode"], "public")
+        # Another policy for one run is refused, naming both; nothing runs.
+        s, body = self.daemon.json("POST", "/v1/contexts/egress-runs/run",
+                                   {"code": "connect(%r, 1)" % METADATA,
+                                    "egress": {"mode": "all"}})
+        self.assertEqual((s, error_code(body), body["error"]["field"]),
+                         (400, "invalid_request", "egress"), body)
+        self.assertIn('"mode":"all"', body["error"]["message"])
+        self.assertIn('"mode":"public"', body["error"]["message"])
+        r = run_in_context("pass")
+        self.assertEqual(r["egress"]["attempts"], 0, r)
+        s, ctx = self.daemon.json("GET", "/v1/contexts/egress-runs")
+        self.assertEqual(ctx["runs"], 4, ctx)  # the refused one never ran
+
     def test_deny_takes_a_host_name(self):
         targets = ["tcp:%s:%d" % (PUBLIC, PORT), "tcp:%s:%d" % (PRIVATE, PORT)]
         _, got = self.probe("deny-name", targets, {"mode": "all", "deny": [PUBLIC_NAME]})

@@ -75,6 +75,7 @@ Status ExecEngine::Open() {
   store_ = std::make_unique<ExecStore>(state_dir_ + "/execs");
   AGENTD_RETURN_IF_ERROR(store_->Open());
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
+  std::vector<StoredExec> stored = LoadAndTakeOverEgress();
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
   OpenTenantCgroup();
@@ -112,7 +113,7 @@ Status ExecEngine::Open() {
   }
   // Recovery first: execs handed over by an upgrade watch their leaders
   // before the reaper's first loop, which would reap them as orphans.
-  RecoverAll();
+  RecoverAll(std::move(stored));
   EndUnclaimedHolders();
   handed_over_.clear();
   AGENTD_RETURN_IF_ERROR(reaper_.Start());
@@ -548,14 +549,39 @@ Result<EgressReport> ExecEngine::Egress(std::string_view id) {
   EgressReport r;
   if (rec->egress_guard) {
     rec->egress_guard->Read(r);
+    if (rec->egress_taken) MergeEgressReport(r, *rec->egress_taken, kMaxEgressDestinations);
   } else if (rec->egress_final) {
     r = *rec->egress_final;
-  } else if (rec->egress && !rec->egress_counts_lost) {
+  } else if (rec->egress) {
     r.accounting = true;  // its spawn failed before anything ran: nothing was sent
     r.max_destinations = kMaxEgressDestinations;
   }
   r.id = rec->id;
   r.policy = rec->egress;
+  return r;
+}
+
+std::optional<EgressReport> ExecEngine::TakeEgress(std::string_view id) {
+  Result<SharedRecord> found = FindRecord(id);
+  if (!found.ok()) return std::nullopt;
+  ExecRecord& rec = **found;
+  EgressReport r;
+  if (rec.egress_guard) {
+    rec.egress_guard->Take(r);
+    if (!rec.egress_taken) {
+      rec.egress_taken.emplace();
+      rec.egress_taken->accounting = true;
+      rec.egress_taken->max_destinations = kMaxEgressDestinations;
+    }
+    MergeEgressReport(*rec.egress_taken, r, kMaxEgressDestinations);
+  } else if (rec.egress_untaken) {
+    r = std::move(*rec.egress_untaken);
+    rec.egress_untaken.reset();
+  } else {
+    return std::nullopt;
+  }
+  r.id = rec.id;
+  r.policy = rec.egress;
   return r;
 }
 
@@ -656,7 +682,18 @@ void ExecEngine::Persist(const ExecRecord& rec) {
   if (rec.released || rec.internal) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
-  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at);
+  // Where the exec's programs hang while it runs, its counts once it ended:
+  // what a successor needs to answer them after a crash (exec_recovery.cc).
+  json::Value egress_state;
+  if (rec.egress_final) {
+    egress_state = json::Object().Set("final", EncodeEgressReport(*rec.egress_final));
+  } else if (rec.egress_guard) {
+    egress_state = json::Object()
+                       .Set("cgroup", rec.egress_guard->dir())
+                       .Set("own_dir", rec.egress_guard->own_dir());
+  }
+  Result<UniqueFd> written =
+      store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at, std::move(egress_state));
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));

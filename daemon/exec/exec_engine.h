@@ -136,6 +136,10 @@ class ExecEngine {
   // GET /v1/execs/{id}/egress: the accounting so far (live while the exec's
   // programs are attached, the final counts after it ended).
   Result<EgressReport> Egress(std::string_view id);
+  // A context's run: the attempts of the exec's processes since the last
+  // call (or the start), taken out of its live counts and kept in its
+  // totals; nullopt without accounting.
+  std::optional<EgressReport> TakeEgress(std::string_view id);
   Result<ExecInfo> Kill(std::string_view id, const KillRequest& request);
   // Sets a PTY exec's window size (the terminal's foreground group gets
   // SIGWINCH); 409 not_a_pty for an exec without one. Once the output is
@@ -201,8 +205,19 @@ class ExecEngine {
   // exec_engine.cc: the table, persistence, recovery, release.
   Result<SharedRecord> FindRecord(std::string_view id);
   asio::awaitable<void> WaitFinished(std::chrono::milliseconds limit, std::function<void()> done);
-  void RecoverAll();
+  // The records on disk; first, before the tenant cgroup's start removes a
+  // dead predecessor's empty groups (an exec that ended while no daemon
+  // ran leaves its cgroup empty), the egress maps of those that ran.
+  std::vector<StoredExec> LoadAndTakeOverEgress();
+  void RecoverAll(std::vector<StoredExec> stored);
   void Recover(StoredExec stored, std::chrono::system_clock::time_point now);
+  // The egress accounting of a recovered record: its final counts, or the
+  // predecessor's maps taken over (`runs_on`: it runs on under this
+  // daemon), or a record saying what was lost and from when.
+  void RecoverEgress(ExecRecord& rec, const std::optional<json::Value>& state, bool runs_on,
+                     std::chrono::system_clock::time_point now);
+  // LoadAndTakeOverEgress()'s maps (or why not), by exec id, until RecoverAll().
+  std::unordered_map<std::string, Result<std::unique_ptr<EgressGuard>>> taken_egress_;
   const json::Object* HandedOver(const std::string& id) const;
   void Adopt(const SharedRecord& rec, const json::Object& handed);
   void Attach(const SharedRecord& rec, Stream s, int fd);

@@ -131,6 +131,12 @@ void ExecEngine::FailLaunch(const SharedRecord& rec, const std::string& reason, 
   rec->launching = false;
   rec->pty_master.reset();
   rec->egress_guard.reset();
+  if (rec->egress) {  // nothing ran, so nothing was sent: a fact to keep
+    EgressReport none;
+    none.accounting = true;
+    none.max_destinations = kMaxEgressDestinations;
+    rec->egress_final = std::move(none);
+  }
   ReleaseGroup(rec);
   CountExit(*rec, /*spawn_failed=*/true);
 }
@@ -477,6 +483,10 @@ void ExecEngine::ReleaseEgress(const SharedRecord& rec) {
   if (!rec->egress_guard) return;
   EgressReport final_counts;
   rec->egress_guard->Read(final_counts);
+  if (rec->egress_taken) {  // a context's: its last run's share is what no run took
+    rec->egress_untaken = final_counts;
+    MergeEgressReport(final_counts, *rec->egress_taken, kMaxEgressDestinations);
+  }
   CountEgress(final_counts);
   rec->egress_final = std::move(final_counts);
   rec->egress_guard.reset();  // before the group's removal, which it may share

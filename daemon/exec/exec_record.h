@@ -76,12 +76,18 @@ struct ExecRecord {
   std::optional<std::string> network;  // "none": run in an empty network namespace
   std::optional<ExecRestriction> restriction;
   // The egress policy (docs/PROTOCOL.md, "Egress"), its programs while the
-  // exec runs, and its accounting once it ended (read when it finished).
+  // exec runs (attached by this daemon, or a predecessor's taken over), and
+  // its accounting once it ended (read when it finished; persisted, and
+  // marked incomplete when a restart cost it attempts).
   std::optional<EgressPolicy> egress;
   std::vector<EgressRule> egress_table;
   std::unique_ptr<EgressGuard> egress_guard;
   std::optional<EgressReport> egress_final;
-  bool egress_counts_lost = false;  // recovered after a restart: the counts are gone
+  // A context's interpreter (run/code_context.h): what its runs took out
+  // of the maps so far (ExecEngine::TakeEgress), and, once it ended, the
+  // share no run took yet.
+  std::optional<EgressReport> egress_taken;
+  std::optional<EgressReport> egress_untaken;
   std::optional<int64_t> timeout_sec;
   std::optional<LimitHit> limit;
   std::unique_ptr<ExecGroup> group;

@@ -18,13 +18,26 @@ using SystemClock = std::chrono::system_clock;
 
 }  // namespace
 
-void ExecEngine::RecoverAll() {
-  auto now = SystemClock::now();
+std::vector<StoredExec> ExecEngine::LoadAndTakeOverEgress() {
   std::vector<StoredExec> stored = store_->LoadAll();
+  for (const StoredExec& s : stored) {
+    const json::Value* st = s.egress_state ? &*s.egress_state : nullptr;
+    const json::Value* cgroup = st ? st->Find("cgroup") : nullptr;
+    if (!cgroup || !cgroup->is_string() || st->Find("final")) continue;
+    const json::Value* own = st->Find("own_dir");
+    taken_egress_.emplace(s.info.id, EgressGuard::Adopt(cgroup->as_string(),
+                                                        own && own->is_bool() && own->as_bool()));
+  }
+  return stored;
+}
+
+void ExecEngine::RecoverAll(std::vector<StoredExec> stored) {
+  auto now = SystemClock::now();
   std::sort(stored.begin(), stored.end(), [](const StoredExec& a, const StoredExec& b) {
     return a.info.started_at < b.info.started_at;
   });
   for (StoredExec& s : stored) Recover(std::move(s), now);
+  taken_egress_.clear();  // of records dropped on the way: their directories go
 }
 
 void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
@@ -49,7 +62,6 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->profile = info.profile;
   rec->restriction = info.restriction;
   rec->egress = info.egress;
-  rec->egress_counts_lost = info.egress.has_value();  // they lived in the old daemon's maps
   // The record does not say who it ran as: an unrestricted one (or one that
   // never got spawned restricted) counts as privileged, the safe side.
   if (!info.restriction && !info.error) privileged_generation_ = true;
@@ -65,6 +77,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   if (!handed && info.running && info.pid > 0) {
     held = ConnectHolder(static_cast<pid_t>(info.pid), no_holder);
   }
+  if (info.egress) RecoverEgress(*rec, stored.egress_state, handed || held, now);
   if (handed || held) {
     // An upgrade handed this exec over, or its holder kept it: it runs on
     // (Adopt() or AdoptHeld() below).
@@ -106,6 +119,49 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
                                   std::chrono::duration_cast<std::chrono::milliseconds>(left)));
   }
   if (info.running) Persist(*rec);
+}
+
+void ExecEngine::RecoverEgress(ExecRecord& rec, const std::optional<json::Value>& state,
+                               bool runs_on, SystemClock::time_point now) {
+  const json::Value* final = state ? state->Find("final") : nullptr;
+  if (final) {
+    Result<EgressReport> r = DecodeEgressReport(*final);
+    if (r.ok()) {
+      rec.egress_final = std::move(*r);
+      return;
+    }
+  }
+  // It ran when the predecessor died: its programs, and the maps they
+  // count in, are still attached to its cgroup; take them over.
+  std::string why = "the record does not say where its programs were";
+  if (auto it = taken_egress_.find(rec.id); it != taken_egress_.end()) {
+    Result<std::unique_ptr<EgressGuard>> g = std::move(it->second);
+    taken_egress_.erase(it);
+    if (g.ok() && runs_on) {
+      rec.egress_guard = std::move(*g);  // counted on; final at its end, as any
+      return;
+    }
+    if (g.ok()) {
+      // Nothing kept the exec for this daemon: what was counted so far is
+      // final, and what its processes still do is not counted.
+      EgressReport r;
+      (*g)->Read(r);
+      r.incomplete = EgressIncomplete{
+          FormatRfc3339(now),
+          "the daemon restarted and no holder kept the exec: attempts its processes make from "
+          "then on are not counted"};
+      CountEgress(r);
+      rec.egress_final = std::move(r);
+      return;
+    }
+    why = g.status().message();
+  }
+  EgressReport lost;
+  lost.max_destinations = kMaxEgressDestinations;
+  lost.incomplete = EgressIncomplete{
+      FormatRfc3339(rec.started_at),
+      "the daemon restarted and its successor cannot reach the exec's counts: " + why};
+  rec.egress_final = std::move(lost);
 }
 
 }  // namespace agentd

@@ -1,8 +1,9 @@
 // ExecStore: exec records on disk under <state-dir>/execs
 // (docs/PROTOCOL.md, "Exec"; the layout is private to the daemon).
 //
-//   execs/exec-<id>/meta.json      the exec object, the request fingerprint
-//                                  and the ack time, rewritten on each change
+//   execs/exec-<id>/meta.json      the exec object, the request fingerprint,
+//                                  the ack time and the egress state,
+//                                  rewritten on each change
 //   execs/exec-<id>/stdout, stderr the output logs (spool/output_log.h)
 //
 // The "exec-" prefix keeps ids such as ".." from naming anything but a
@@ -32,6 +33,9 @@ struct StoredExec {
   std::string fingerprint;
   ExecInfo info;
   std::optional<int64_t> acked_at_ms;  // unix ms
+  // The engine's own note on the exec's egress accounting (where its
+  // programs hang, or its final counts), kept opaque here.
+  std::optional<json::Value> egress_state;
 };
 
 class ExecStore {
@@ -46,7 +50,8 @@ class ExecStore {
   Status CreateDir(const std::string& dir);
   // Replaces meta.json; returns the file for a later fsync.
   Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
-                             std::string_view fingerprint, std::optional<int64_t> acked_at_ms);
+                             std::string_view fingerprint, std::optional<int64_t> acked_at_ms,
+                             json::Value egress_state = {});
 
   // Every readable record; unreadable directories are removed (logged).
   std::vector<StoredExec> LoadAll();

@@ -149,4 +149,15 @@ bool LookupElement(int map_fd, const void* key, void* value) {
   return Sys(BPF_MAP_LOOKUP_ELEM, &attr) == 0;
 }
 
+bool TakeElement(int map_fd, const void* key, void* value) {
+  union bpf_attr attr = {};
+  attr.map_fd = static_cast<uint32_t>(map_fd);
+  attr.key = Ptr(key);
+  attr.value = Ptr(value);
+  if (Sys(BPF_MAP_LOOKUP_AND_DELETE_ELEM, &attr) == 0) return true;
+  if (!LookupElement(map_fd, key, value)) return false;
+  attr.value = 0;
+  return Sys(BPF_MAP_DELETE_ELEM, &attr) == 0;
+}
+
 }  // namespace agentd::bpf

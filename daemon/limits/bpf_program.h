@@ -73,5 +73,9 @@ Status UpdateElement(int map_fd, const void* key, const void* value);
 // false at the end of the map (ENOENT), or on an error.
 bool NextKey(int map_fd, const void* key, void* next);  // key null: the first
 bool LookupElement(int map_fd, const void* key, void* value);
+// Reads and removes one entry at once (a count the programs add meanwhile
+// lands in a new entry, not lost); lookup then delete where the kernel
+// (before 5.14) takes the combined call for queues and stacks only.
+bool TakeElement(int map_fd, const void* key, void* value);
 
 }  // namespace agentd::bpf

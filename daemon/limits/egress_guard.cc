@@ -278,7 +278,12 @@ EgressGuard::~EgressGuard() {
   overflow_.reset();
   // EBUSY while processes of the exec remain: they stay policed (the
   // programs live as long as the directory), and the host removes it later.
-  if (own_dir_) ::rmdir(dir_.c_str());
+  if (!own_dir_ || ::rmdir(dir_.c_str()) != 0 || !adopted_) return;
+  // The predecessor's base ("agentd-egress-<pid>"), once its last exec is gone.
+  std::string base = dir_.substr(0, dir_.rfind('/'));
+  if (base.find("agentd-egress-", base.rfind('/') + 1) == base.rfind('/') + 1) {
+    ::rmdir(base.c_str());
+  }
 }
 
 Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<EgressRule>& table,
@@ -334,7 +339,7 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<Egres
   return g;
 }
 
-void EgressGuard::Read(EgressReport& r) const {
+void EgressGuard::Collect(EgressReport& r, bool take) const {
   r.accounting = true;
   r.max_destinations = kMaxEgressDestinations;
   r.destinations.clear();
@@ -344,11 +349,16 @@ void EgressGuard::Read(EgressReport& r) const {
   bool first = true;
   // Bounded by the map's own bound, whatever happens to it meanwhile.
   for (int64_t n = 0; n < kMaxEgressDestinations; ++n) {
-    if (!bpf::NextKey(accounts_.get(), first ? nullptr : &key, &next)) break;
+    // Taking, the first key is always the next one (the last was removed).
+    if (!bpf::NextKey(accounts_.get(), first || take ? nullptr : &key, &next)) break;
     first = false;
     key = next;
     AccountValue v{};
-    if (!bpf::LookupElement(accounts_.get(), &key, &v)) continue;
+    if (take ? !bpf::TakeElement(accounts_.get(), &key, &v)
+             : !bpf::LookupElement(accounts_.get(), &key, &v)) {
+      if (take) break;  // else it would be the first key again
+      continue;
+    }
     EgressDestination d;
     d.family = key.family == AF_INET ? "ipv4" : "ipv6";
     d.protocol = ProtocolName(key);
@@ -365,6 +375,8 @@ void EgressGuard::Read(EgressReport& r) const {
   uint64_t overflow = 0;
   if (bpf::LookupElement(overflow_.get(), &zero, &overflow)) {
     r.overflow = static_cast<int64_t>(overflow);
+    uint64_t none = 0;
+    if (take && overflow) (void)bpf::UpdateElement(overflow_.get(), &zero, &none);
   }
   r.attempts = r.allowed + r.refused + r.overflow;
 }

@@ -52,16 +52,28 @@ class EgressGuard {
                                                      const std::string& cgroup_dir, bool own_dir,
                                                      bool police_sockets);
 
+  // A restarted daemon's hold on the programs a predecessor attached to
+  // `cgroup_dir` (limits/egress_adopt.cc): their maps, found through the
+  // kernel; the counts go on from where they were.
+  static Result<std::unique_ptr<EgressGuard>> Adopt(const std::string& cgroup_dir, bool own_dir);
+
   // The counts so far, into `r` (destinations, totals, overflow).
-  void Read(EgressReport& r) const;
+  void Read(EgressReport& r) const { Collect(r, false); }
+  // The counts so far, taken out of the maps: the next Take() or Read()
+  // answers only attempts made after this one (a context's runs, one by
+  // one). An overflow counted during the call may be lost.
+  void Take(EgressReport& r) { Collect(r, true); }
   // Open cgroup.procs of an own directory (-1 otherwise), for the child.
   int procs_fd() const { return procs_.get(); }
   void CloseProcsFd() { procs_.reset(); }
   const std::string& dir() const { return dir_; }
+  bool own_dir() const { return own_dir_; }
 
  private:
+  void Collect(EgressReport& r, bool take) const;
   std::string dir_;
   bool own_dir_ = false;
+  bool adopted_ = false;  // a predecessor's: its base directory goes with it
   UniqueFd accounts_;
   UniqueFd overflow_;
   UniqueFd procs_;

@@ -204,6 +204,25 @@ ContextInfo CodeContext::Info() const {
 }
 
 asio::awaitable<Result<RunResponse>> CodeContext::Run(ContextRunRequest request) {
+  if (request.egress) {
+    // The context's programs hold for its life and cannot be swapped per
+    // run: a run may restate the policy, never ask for another.
+    std::optional<EgressPolicy> own = exec_ ? exec_->Info().egress : std::nullopt;
+    auto rules = [](const EgressPolicy& p) {
+      EgressPolicy q = p;
+      q.resolved.clear();
+      return json::Serialize(EncodeEgressPolicy(q));
+    };
+    std::string asked = rules(*request.egress);
+    if (!own || rules(*own) != asked) {
+      std::string has = own ? rules(*own) : "none";
+      co_return Status::InvalidRequest("this run asks for egress " + asked + " but context \"" +
+                                       request_.id + "\" runs under egress " + has +
+                                       "; a context's policy is set at its create")
+          .With("field", std::string("egress"))
+          .With("id", request_.id);
+    }
+  }
   std::string digest = Sha256Hex(request.code);
   if (request.run_id) {
     for (const std::shared_ptr<Pending>& p : replay_) {
@@ -293,6 +312,8 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
   co_await scan.Before();
   ArtifactScan artifacts(blocking_, cwd_, request.artifacts_dir);
   co_await artifacts.Before();
+  // The context's earlier attempts (between runs, too) are not this run's.
+  (void)engine_.TakeEgress(exec.id());
   auto reply = std::make_shared<Reply>();
   int64_t seq = ++seq_;
   reply->token =
@@ -361,6 +382,8 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
   }
   info.duration_ms = duration_ms;
   info.limit_timeout_sec = timeout;
+  // Every attempt the context's processes made while this run ran.
+  std::optional<EgressReport> egress = engine_.TakeEgress(exec.id());
   TreeDiff diff = co_await scan.After();
   std::optional<ArtifactList> made = co_await artifacts.After();
   co_return BuildRunAnswer(AnswerParts{.info = std::move(info),
@@ -371,9 +394,7 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
                                        .result_marker = request_.spec.result_marker,
                                        .diff = std::move(diff),
                                        .exception = answered ? reply->exception : std::nullopt,
-                                       // The interpreter's attempts are the context's,
-                                       // not one run's: no accounting per run.
-                                       .egress = std::nullopt,
+                                       .egress = std::move(egress),
                                        .artifacts = std::move(made)});
 }
 

@@ -41,18 +41,23 @@ class ContextCalls(CallsBase):
 
     def run_in_context(self, id: str, code: str, *, timeout_sec: Optional[int] = None,
                        run_id: Optional[str] = None,
-                       artifacts_dir: Optional[str] = None) -> CodeRunResult:
+                       artifacts_dir: Optional[str] = None,
+                       egress: Optional[Mapping[str, Any]] = None) -> CodeRunResult:
         """POST /v1/contexts/{id}/run: `code` in the context's interpreter, answered
         like run_code. Runs in one context are serialized. A run_id (minted when
         not given) makes the call retry-safe: a retry replays the answer and never
         runs the code twice; a run goes on when the connection drops.
-        `artifacts_dir` as for run_code."""
+        `artifacts_dir` as for run_code. `egress` restates the context's policy
+        (another one is InvalidRequest naming both); the answer's `egress`
+        counts this run's attempts either way."""
         rid = run_id or "run-" + secrets.token_hex(8)
         body: Dict[str, Any] = {"code": code, "run_id": rid}
         if timeout_sec is not None:
             body["timeout_sec"] = timeout_sec
         if artifacts_dir is not None:
             body["artifacts_dir"] = artifacts_dir
+        if egress is not None:
+            body["egress"] = dict(egress)
         return CodeRunResult.from_json(self._json(
             "POST", "/v1/contexts/%s/run" % quote_value(id), body, idempotent=True))
 

@@ -258,6 +258,10 @@ class EgressReport:
     destinations: List[EgressDestination]
     #: Destinations left out (a run answer lists at most 16).
     destinations_omitted: int = 0
+    #: When attempts are missing from the counts (a daemon restart that
+    #: could not take them over): {"since": RFC 3339, "why": ...}; None
+    #: when every attempt is counted.
+    incomplete: Optional[Dict[str, str]] = None
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -275,7 +279,8 @@ class EgressReport:
             overflow=_int(d.get("overflow")), max_destinations=_int(d.get("max_destinations")),
             destinations=[EgressDestination.from_json(x) for x in d.get("destinations") or []
                           if isinstance(x, dict)],
-            destinations_omitted=_int(d.get("destinations_omitted")), raw=d)
+            destinations_omitted=_int(d.get("destinations_omitted")),
+            incomplete=_opt_dict(d.get("incomplete")), raw=d)
 
 
 @dataclass

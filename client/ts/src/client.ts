@@ -472,6 +472,7 @@ export class Client extends ReactiveCalls {
     const body: Record<string, unknown> = { code, run_id: options.runId ?? "run-" + randomBytes(8).toString("hex") };
     if (options.timeoutSec !== undefined) body.timeout_sec = options.timeoutSec;
     if (options.artifactsDir !== undefined) body.artifacts_dir = options.artifactsDir;
+    if (options.egress !== undefined) body.egress = options.egress;
     return codeRunResultFromWire(await this.json("POST", `/v1/contexts/${q(id)}/run`, body, true));
   }
 

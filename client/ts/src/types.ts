@@ -211,6 +211,11 @@ export interface EgressReport {
   destinations: EgressDestination[];
   /** Destinations left out of this answer (a run's lists at most 16). */
   destinationsOmitted: number;
+  /**
+   * Present when attempts are missing from the counts (a daemon restart
+   * that could not take them over): since when (RFC 3339) and why.
+   */
+  incomplete?: { since: string; why: string };
 }
 
 /** What killExec sends: a signal name (default TERM) and the grace before KILL. */
@@ -440,6 +445,12 @@ export interface ContextRunOptions {
   runId?: string;
   /** As for runCode. */
   artifactsDir?: string;
+  /**
+   * Restates the context's egress policy (a different one is refused with
+   * 400 invalid_request naming both); the answer's egress counts this
+   * run's attempts either way.
+   */
+  egress?: EgressPolicy;
 }
 
 export interface RunCodeOptions extends Limits {

@@ -102,6 +102,10 @@ export function egressReportFromWire(v: unknown): EgressReport {
     }),
   };
   if (w.policy !== undefined) out.policy = egressPolicyFromWire(w.policy);
+  if (w.incomplete !== undefined && w.incomplete !== null) {
+    const i = obj(w.incomplete);
+    out.incomplete = { since: i.since, why: i.why };
+  }
   return out;
 }
 

@@ -37,6 +37,9 @@ struct ContextRunRequest {
   std::optional<int64_t> timeout_sec;        // as asked; clamped to kMaxRunTimeoutSec
   std::optional<std::string> run_id;         // a retry with it replays the answer
   std::optional<std::string> artifacts_dir;  // as in a run request
+  // Must be the context's policy when given (the programs on its cgroup
+  // hold for its life); another one is refused naming both.
+  std::optional<EgressPolicy> egress;
 };
 Result<ContextRunRequest> DecodeContextRunRequest(const json::Value& doc);
 json::Value EncodeContextRunRequest(const ContextRunRequest& req);

@@ -59,6 +59,14 @@ struct EgressDestination {
   std::string last_at;
 };
 
+// Accounting that misses attempts: from when on (RFC 3339) and why (a
+// daemon restart that could not reach the exec's counts, an exec no
+// holder kept through it).
+struct EgressIncomplete {
+  std::string since;
+  std::string why;
+};
+
 // GET /v1/execs/{id}/egress: every attempt of the exec and its descendants.
 struct EgressReport {
   std::string id;
@@ -73,8 +81,14 @@ struct EgressReport {
   std::vector<EgressDestination> destinations;
   // Destinations left out of this answer (a run's is bounded).
   int64_t destinations_omitted = 0;
+  // Absent when every attempt is counted.
+  std::optional<EgressIncomplete> incomplete;
 };
 json::Object EncodeEgressReport(const EgressReport& r);
+// Adds `from`'s attempts to `into` (one entry per destination and verdict:
+// counts summed, the earliest first_at, the latest last_at); entries past
+// `max` count as overflow.
+void MergeEgressReport(EgressReport& into, const EgressReport& from, size_t max);
 // Keeps the `max` most telling destinations (refused first, then by
 // count), counting the rest in destinations_omitted.
 void BoundEgressReport(EgressReport& r, size_t max);
