@@ -6,6 +6,7 @@ fuzzers start from the shapes the daemon and client really see."""
 import io
 import json
 import os
+import struct
 import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -124,6 +125,22 @@ def sse():
         write("fuzz_sse_decoder", "s%d" % i, bytes([split]) + stream.encode())
 
 
+def frames():
+    def frame(kind, stream, offset, payload):
+        return struct.pack(">BBxxIQ", kind, stream, len(payload), offset) + payload
+
+    stream = (frame(1, 1, 0, b"hello ") + frame(1, 2, 0, b"oops\n") + frame(4, 0, 0, b"")
+              + frame(2, 1, 6, struct.pack(">Q", 4096)) + frame(9, 0, 0, b"a kind to skip")
+              + frame(3, 0, 0, b'{"id":"e1","state":"exited","exit_code":0}'))
+    for i, split in enumerate([0, 5, 16, 23, 90]):
+        write("fuzz_exec_frames", "f%d" % i, bytes([split]) + stream)
+    # Headers a reader must refuse: an output frame over 128 KiB, a frame
+    # over 1 MiB, a gap whose payload is not 8 bytes.
+    write("fuzz_exec_frames", "long_output", b"\x00" + struct.pack(">BBxxIQ", 1, 1, 131073, 0))
+    write("fuzz_exec_frames", "huge", b"\x00" + struct.pack(">BBxxIQ", 3, 0, 0xFFFFFFFF, 0))
+    write("fuzz_exec_frames", "bad_gap", b"\x03" + frame(2, 1, 0, b"1234"))
+
+
 def responses():
     seeds = [
         b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}",
@@ -143,4 +160,5 @@ if __name__ == "__main__":
     paths()
     tars()
     sse()
+    frames()
     responses()
