@@ -21,17 +21,33 @@ OUTPUT, GAP, EXIT, KEEPALIVE = 1, 2, 3, 4
 STREAMS = {1: "stdout", 2: "stderr"}
 
 
-def parse_frames(body):
-    """[(kind, stream, offset, payload)] of a whole body; asserts it ends on a frame."""
+def parse_frames(body, whole=True):
+    """[(kind, stream, offset, payload)] of a body; with whole, asserts it
+    ends on a frame, else stops before a frame the body cuts off."""
     frames, pos = [], 0
     while pos < len(body):
+        if not whole and len(body) - pos < HEAD.size:
+            break
         kind, stream, zero, length, offset = HEAD.unpack_from(body, pos)
         assert zero == 0, zero
         payload = body[pos + HEAD.size:pos + HEAD.size + length]
+        if not whole and len(payload) < length:
+            break
         assert len(payload) == length, (len(payload), length)
         frames.append((kind, stream, offset, payload))
         pos += HEAD.size + length
     return frames
+
+
+def random_file(test, size):
+    """(path, bytes) of a new file of random bytes, removed after the test."""
+    tmp = tempfile.mkdtemp()
+    test.addCleanup(shutil.rmtree, tmp)
+    path = os.path.join(tmp, "d")
+    data = os.urandom(size)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path, data
 
 
 def get_frames(d, exec_id, query="", headers=None):
@@ -127,13 +143,7 @@ class FramesTest(DaemonTestCase):
                     self.assertEqual(exit_obj["exit_code"], 3)
 
     def test_a_stream_cut_mid_frame_resumes_from_the_last_whole_frame(self):
-        tmp = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, tmp)
-        path = os.path.join(tmp, "d")
-        with open(path, "wb") as f:
-            f.write(os.urandom(3 << 20))
-        with open(path, "rb") as f:
-            data = f.read()
+        path, data = random_file(self, 3 << 20)
         start(self.daemon, "fr-4", {"argv": ["cat", path]})
         got, cursor, cuts = bytearray(), 0, 0
         while True:
@@ -153,14 +163,7 @@ class FramesTest(DaemonTestCase):
             s.close()
             head, _, chunked = raw.partition(b"\r\n\r\n")
             self.assertIn(b"Content-Type: " + FRAMES.encode(), head)
-            body = dechunk(chunked)
-            frames, pos, ended = [], 0, False
-            while len(body) - pos >= HEAD.size:
-                kind, stream, _, length, offset = HEAD.unpack_from(body, pos)
-                if len(body) - pos - HEAD.size < length:
-                    break
-                frames.append((kind, stream, offset, body[pos + HEAD.size:pos + HEAD.size + length]))
-                pos += HEAD.size + length
+            frames = parse_frames(dechunk(chunked), whole=False)
             out, _, _, exit_obj = replay(self, frames, (cursor, 0))
             got += out
             cursor += len(out)
@@ -173,13 +176,7 @@ class FramesTest(DaemonTestCase):
 
     def test_a_gap_frame_when_retention_dropped_bytes(self):
         with Daemon("--retention-stream-bytes", str(1 << 20)) as d:
-            tmp = tempfile.mkdtemp()
-            self.addCleanup(shutil.rmtree, tmp)
-            path = os.path.join(tmp, "d")
-            with open(path, "wb") as f:
-                f.write(os.urandom(5 << 20))
-            with open(path, "rb") as f:
-                data = f.read()
+            path, data = random_file(self, 5 << 20)
             obj, _, _ = run(d, "fr-5", {"argv": ["cat", path]})
             kept = obj["stdout_retained_from"]
             self.assertGreater(kept, 0)
