@@ -237,7 +237,7 @@ const std::vector<Flag>& Flags() {
       {"max-execs", "N", "Exec records held at once (503 beyond). Default 4096.",
        Integer<int64_t>("max-execs", &ExecEngineOptions::max_execs, 1, 1'000'000)},
       {"exec-holder", "on|off",
-       "Spawn each exec (not runs, nor execs given their whole stdin at the start) under a "
+       "Spawn each exec (not runs) under a "
        "holder process that keeps it running, its output and its exit status through a "
        "daemon crash; off: a crash ends them as daemon_restart. Default on.",
        [](DaemonConfig& c, std::string_view v) {

@@ -91,8 +91,9 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
   ::setsockopt(held->conn.get(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   if (::connect(held->conn.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     int err = errno;
-    why = err == ENOENT ? "it had no holder (an exec given its whole stdin at the start, a PTY "
-                          "exec of an agentd without PTY holders, or --exec-holder=off)"
+    why = err == ENOENT ? "it had no holder (--exec-holder=off, or an exec given its whole "
+                          "stdin at the start, or a PTY exec, by an agentd from before holders "
+                          "kept those)"
                         : "its holder is gone: " + std::string(std::strerror(err));
     if (err == ECONNREFUSED) ::unlink(path.c_str());  // a holder's leftover from an earlier boot
     return nullptr;

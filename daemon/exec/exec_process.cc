@@ -245,27 +245,31 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.readonly_paths = readonly_paths_;
   }
   // A holder (proc/exec_holder.h) for what a restarted daemon can take
-  // back whole: not stdin given whole at the start (only this daemon has
-  // the rest), not a run. Streamed stdin (a PTY's too) goes to the holder
-  // through a relay pipe, which it passes on; a PTY's output comes from
+  // back whole: not a run. Streamed stdin (a PTY's too) goes to the holder
+  // through a relay pipe, which it passes on; stdin given whole at the
+  // start in a memfd, which it passes on alone; a PTY's output comes from
   // the holder through a pipe, which it fills from the master.
   SpawnSpec::Holder holder;
   UniqueFd holder_conn;
   UniqueFd holder_end;
   std::optional<Pipe> relay;
   std::optional<Pipe> pty_out;
+  UniqueFd whole_in;
   bool relay_stdin = io->write_in && request.stdin_stream;
-  if (!holder_dir_.empty() && !rec->internal && (!io->write_in || relay_stdin || rec->pty)) {
+  if (!holder_dir_.empty() && !rec->internal) {
     int sv[2];
     if (relay_stdin || rec->pty) {
       Result<Pipe> made = MakePipe(false, true);
       if (made.ok()) relay = std::move(*made);
+    } else if (io->write_in && request.stdin_data) {
+      Result<UniqueFd> made = WholeStdinFile(*request.stdin_data);
+      if (made.ok()) whole_in = std::move(*made);
     }
     if (rec->pty) {
       Result<Pipe> made = MakePipe(true, true, kOutputPipeBytes);
       if (made.ok()) pty_out = std::move(*made);
     }
-    if ((relay || !io->write_in) && (pty_out || !rec->pty) &&
+    if ((relay || whole_in || !io->write_in) && (pty_out || !rec->pty) &&
         ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
       holder_conn = UniqueFd(sv[0]);
       holder_end = UniqueFd(sv[1]);
@@ -281,6 +285,10 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
         holder.in = io->write_in.get();
         holder.in_relay = relay->read.get();
         holder.in_keep = relay->write.get();
+      } else if (whole_in) {
+        holder.in = io->write_in.get();
+        holder.in_data = whole_in.get();
+        holder.in_size = request.stdin_data->size();
       }
       holder.socket_dir = holder_dir_;
       spec.holder = &holder;
@@ -294,6 +302,13 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     io->write_in = std::move(relay->write);
     relay.reset();
   }
+  if (spec.holder && whole_in) {
+    // The holder alone gives the command its stdin, from its copy of the
+    // memfd: nothing of it is left here for a crash to lose.
+    io->write_in.reset();
+    request.stdin_data.reset();
+  }
+  whole_in.reset();
   if (spec.holder && pty_out) {
     // This daemon reads the pipe the holder fills; the master it keeps
     // only for resize.

@@ -1,5 +1,6 @@
 #include "exec/exec_stdin.h"
 
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -41,6 +42,18 @@ ssize_t TryWrite(ExecRecord& rec, std::string_view bytes) {
 }
 
 }  // namespace
+
+Result<UniqueFd> WholeStdinFile(std::string_view data) {
+  UniqueFd fd(::memfd_create("agentd-stdin", MFD_CLOEXEC));
+  if (!fd) return PosixError(errno, "cannot create a memfd for the exec's stdin");
+  while (!data.empty()) {
+    ssize_t n = ::write(fd.get(), data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return PosixError(errno, "cannot write the exec's stdin into its memfd");
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return fd;
+}
 
 asio::awaitable<void> WriteWholeStdin(std::shared_ptr<ExecRecord> rec, std::string data) {
   std::string_view left = data;

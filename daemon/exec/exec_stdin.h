@@ -11,9 +11,14 @@
 #include <string_view>
 
 #include "agentd/protocol/status.h"
+#include "agentd/trees/unique_fd.h"
 #include "exec/exec_record.h"
 
 namespace agentd {
+
+// Whole stdin for an exec's holder (proc/exec_holder.h), which passes it
+// on from this memfd (close-on-exec, at offset 0) and so outlives the daemon.
+Result<UniqueFd> WholeStdinFile(std::string_view data);
 
 // Writes `data` to the child's stdin as it reads, then closes it. Stops
 // early when the child can read no more (its stdin closed, or it exited).

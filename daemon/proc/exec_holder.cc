@@ -59,9 +59,10 @@ struct Buffer {
   int end = 0;
 };
 
-// Streamed stdin passed on by the holder (exec_holder.h).
+// Stdin passed on by the holder (exec_holder.h): streamed through the
+// relay, or whole from the memfd (h.in_data).
 struct Relay {
-  bool present = false;   // this exec's stdin goes through the holder
+  bool present = false;   // this exec's streamed stdin goes through the holder
   bool eof = false;       // the daemon sent 'E'
   bool wait_out = false;  // the command's pipe is full: wait until it can take more
   uint64_t spliced = 0;   // bytes passed on to the command
@@ -75,6 +76,7 @@ AGENTD_CHILD_SIDE int Unread(int pipe) {
 
 // Taken from a daemon, not yet passed on.
 AGENTD_CHILD_SIDE uint64_t Waiting(const HolderFds& h, const Relay& r) {
+  if (h.in_data >= 0) return h.in_size - r.spliced;
   return static_cast<uint64_t>(Unread(h.in_relay) + r.pending.end - r.pending.at);
 }
 
@@ -82,6 +84,14 @@ AGENTD_CHILD_SIDE uint64_t Waiting(const HolderFds& h, const Relay& r) {
 // -errno (-EAGAIN: the relay is empty or the command's side full). A pipe
 // is spliced; a terminal goes through the buffer.
 AGENTD_CHILD_SIDE long Step(HolderFds& h, Relay& r) {
+  if (h.in_data >= 0) {
+    // Whole stdin: from the memfd at the holder's own offset; 0 at its end.
+    uint64_t left = h.in_size - r.spliced;
+    if (left == 0) return 0;
+    int64_t at = static_cast<int64_t>(r.spliced);
+    return Sys(SYS_splice, h.in_data, reinterpret_cast<long>(&at), h.in, 0,
+               static_cast<long>(left < (1u << 20) ? left : (1u << 20)), SPLICE_F_NONBLOCK);
+  }
   if (h.pty < 0) return Sys(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
   Buffer& b = r.pending;
   if (b.at == b.end) {
@@ -97,10 +107,11 @@ AGENTD_CHILD_SIDE long Step(HolderFds& h, Relay& r) {
   return n;
 }
 
-// Moves what the relay holds on to the command's stdin without blocking.
-// Closes both at the end of input, or once the command cannot read any
-// more (what the relay still held counts as given, as the daemon answered).
-// A PTY's master stays open (h.in is its duplicate).
+// Moves what the relay (or the whole stdin's memfd) holds on to the
+// command's stdin without blocking. Closes both at the end of input, or
+// once the command cannot read any more (what the relay still held counts
+// as given, as the daemon answered). A PTY's master stays open (h.in is
+// its duplicate).
 AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
   while (h.in >= 0) {
     long n = Step(h, r);
@@ -111,12 +122,13 @@ AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
     if (n == -EINTR) continue;
     r.wait_out = n == -EAGAIN && Waiting(h, r) > 0;
     if (r.wait_out || (n == -EAGAIN && !r.eof)) return;
-    if (n < 0 && n != -EAGAIN) r.spliced += Waiting(h, r);
+    if (n < 0 && n != -EAGAIN && h.in_data < 0) r.spliced += Waiting(h, r);
     r.pending.at = r.pending.end = 0;
     Sys(SYS_close, h.in);
     Sys(SYS_close, h.in_relay);
     Sys(SYS_close, h.in_keep);
-    h.in = h.in_relay = h.in_keep = -1;
+    Sys(SYS_close, h.in_data);
+    h.in = h.in_relay = h.in_keep = h.in_data = -1;
   }
 }
 
@@ -228,9 +240,9 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
-  constexpr int kKept = 10;
-  int keep[kKept] = {h.listen,   h.conn,    h.out,     h.err, h.in,
-                     h.in_relay, h.in_keep, h.scratch, h.pty, h.pty_out};
+  constexpr int kKept = 11;
+  int keep[kKept] = {h.listen,  h.conn,    h.out, h.err,     h.in,     h.in_relay,
+                     h.in_keep, h.scratch, h.pty, h.pty_out, h.in_data};
   for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];
@@ -240,7 +252,8 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
   }
   CloseAllBut(keep, kKept);
   Relay relay;
-  relay.present = h.in >= 0;
+  relay.present = h.in >= 0 && h.in_data < 0;
+  if (h.in_data >= 0) Pass(h, relay);  // whole stdin: as much as the pipe takes now
   // Every signal stays blocked (inherited from the spawn); SIGCHLD is
   // read from a signalfd, at its default disposition so the command is
   // not reaped behind the holder's back.
@@ -286,8 +299,10 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
     struct pollfd p[4];
     int n = 0;
     if (!report.exited && sfd >= 0) p[n++] = {sfd, POLLIN, 0};
-    if (h.in >= 0)
-      p[n++] = relay.wait_out ? pollfd{h.in, POLLOUT, 0} : pollfd{h.in_relay, POLLIN, 0};
+    if (h.in >= 0) {
+      p[n++] = relay.wait_out || h.in_data >= 0 ? pollfd{h.in, POLLOUT, 0}
+                                                : pollfd{h.in_relay, POLLIN, 0};
+    }
     if (h.pty_out >= 0)
       p[n++] = wait_pipe ? pollfd{h.pty_out, POLLOUT, 0} : pollfd{h.pty, POLLIN, 0};
     if (h.conn >= 0) {

@@ -48,6 +48,13 @@
 // the master once the pipe is full, and the command blocks on its
 // terminal as it would on a full pipe.
 //
+// Stdin given whole at the start ("stdin", "stdin_b64") is the holder's
+// too: the daemon puts it in a memfd before the spawn, and the holder
+// splices it on into the command's stdin pipe from its own offset, then
+// closes that pipe. Nothing of it lives only in a daemon, so a kill of the
+// daemon mid-input loses and repeats no byte; its reports carry no stdin
+// count (kStdinNone: the stdin route is for streamed input only).
+//
 // An exec with "disk_bytes" also leaves its scratch tmpfs's descriptor
 // (a directory, so told apart from the pipes) with the holder, attached
 // last: a restarted daemon still sees the tmpfs fill.
@@ -97,6 +104,8 @@ struct HolderFds {
   int in = -1;                 // the command's stdin pipe (write end), streamed stdin only
   int in_relay = -1;           // the relay pipe's read end
   int in_keep = -1;            // the relay pipe's write end, handed to a restarted daemon
+  int in_data = -1;            // whole stdin: a memfd of it, passed on into `in` (no relay)
+  uint64_t in_size = 0;        // and its size
   int scratch = -1;            // the exec's scratch tmpfs ("disk_bytes"), kept
   int pty = -1;                // a PTY exec: the master, output read from it (`in` is its dup)
   int pty_out = -1;            // and the write end of the pipe `out` reads

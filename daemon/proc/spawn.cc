@@ -525,6 +525,8 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     held.fds.in = spec.holder->in;
     held.fds.in_relay = spec.holder->in_relay;
     held.fds.in_keep = spec.holder->in_keep;
+    held.fds.in_data = spec.holder->in_data;
+    held.fds.in_size = spec.holder->in_size;
     held.fds.pty = spec.holder->pty;
     held.fds.pty_out = spec.holder->pty_out;
     held.fds.scratch = spec.scratch_mount_fd;  // the holder's copy of the table has it too

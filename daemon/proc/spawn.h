@@ -41,6 +41,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -97,7 +98,8 @@ struct SpawnSpec {
   // Spawned under a holder (proc/exec_holder.h), which is then the child's
   // parent: `conn` is the holder's end of its connection to the daemon,
   // `out`/`err` the read ends it keeps, `in`/`in_relay`/`in_keep` the
-  // stdin it passes on, `pty`/`pty_out` a PTY's master and the pipe its
+  // stdin it passes on (or `in` and `in_data`/`in_size`: a memfd of the
+  // whole stdin), `pty`/`pty_out` a PTY's master and the pipe its
   // output goes on into (HolderFds), and it binds
   // `socket_dir`/<child pid>.sock (the whole path under 108 bytes).
   struct Holder {
@@ -107,6 +109,8 @@ struct SpawnSpec {
     int in = -1;
     int in_relay = -1;
     int in_keep = -1;
+    int in_data = -1;
+    uint64_t in_size = 0;
     int pty = -1;
     int pty_out = -1;
     std::string socket_dir;
