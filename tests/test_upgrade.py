@@ -9,9 +9,11 @@ operator replaces the installed one.
 """
 
 import base64
+import hashlib
 import http.client
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -86,6 +88,11 @@ class UpgradeCase(unittest.TestCase):
             "POST", "/v1/execs/%s/stdin?offset=%d%s" % (exec_id, offset, "&eof=1" if eof else ""),
             data)
         self.assertEqual(status, 200, obj)
+
+    def fifo(self, name):
+        path = os.path.join(self.bin_dir, name + ".fifo")
+        os.mkfifo(path)
+        return path
 
     def fd_count(self):
         return len(os.listdir("/proc/%d/fd" % self.pid))
@@ -201,6 +208,52 @@ class UpgradeInPlaceTest(UpgradeCase):
         # The terminal echoes the input line ("hi") as it arrives.
         self.assertEqual(out.replace(b"\r", b"").split(b"\n"),
                          [b"24 80", b"hi", b"50 132", b"got hi", b""], out)
+
+    def test_an_exec_fed_its_whole_stdin_is_fed_the_rest_after_the_upgrade(self):
+        data = random.Random(24).randbytes(400_000)  # far more than the pipe holds
+        gate = self.fifo("fed")
+        # Reads one block, then waits for the test: most of the input is
+        # still to be given at the upgrade (which refused this before).
+        self.start("fed", {
+            "command": "{ dd bs=65536 count=1 2>/dev/null; read x < %s; cat; } | sha256sum; "
+                       "exit 6" % gate,
+            "stdin_b64": base64.b64encode(data).decode()})
+        try:
+            code, out = self.upgrade()
+            self.assertEqual(code, 0, out)
+        finally:
+            with open(gate, "w") as f:
+                f.write("x\n")
+        obj = self.wait_exit("fed")
+        self.assertEqual((obj["exit_code"], obj["killed_by"]), (6, None), obj)
+        status, _, body = self.daemon.request("GET", "/v1/execs/fed/stdout")
+        self.assertEqual(body, (hashlib.sha256(data).hexdigest() + "  -\n").encode())
+
+    def test_execs_under_cgroup_limits_keep_them_after_the_upgrade(self):
+        limits = self.health()["limits"]
+        if limits["mechanism"] == "rlimit":
+            self.skipTest("no usable cgroup here")
+        gates = {name: self.fifo(name) for name in ("pids", "mem")}
+        # Each waits for the test, then goes over its limit: forks past 4
+        # processes, memory past 48 MiB. `sleep` keeps the shell running on,
+        # so only the daemon's reading of the group ends the exec.
+        self.start("pids", {"command": "read x < %s; for i in 1 2 3 4 5 6 7 8; do sleep 300 & "
+                                       "done; sleep 300" % gates["pids"],
+                            "pids": 4, "timeout_sec": 600})
+        self.start("mem", {"command": "read x < %s; python3 -c 'x = bytearray(400 << 20)'; "
+                                      "sleep 300" % gates["mem"],
+                           "memory_mb": 48, "timeout_sec": 600})
+        try:
+            code, out = self.upgrade()
+            self.assertEqual(code, 0, out)
+        finally:
+            for gate in gates.values():
+                with open(gate, "w") as f:
+                    f.write("x\n")
+        pids = self.wait_exit("pids")
+        self.assertEqual((pids["killed_by"], pids["limit"]["name"]), ("pids", "pids"), pids)
+        mem = self.wait_exit("mem")
+        self.assertEqual((mem["killed_by"], mem["limit"]["name"]), ("memory", "memory"), mem)
 
     def test_a_large_stream_read_by_cursor_across_the_upgrade_is_byte_exact(self):
         # Half the output, then (once stdin says so) the rest: the upgrade

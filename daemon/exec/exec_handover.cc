@@ -4,8 +4,10 @@
 // The record's meta.json (rewritten here first) carries what recovery
 // always reads; the handover entry adds what only a live process has: the
 // descriptor numbers of its pipes (inherited across the execve), the time
-// left on its timers and its stdin position. Output needs nothing: the
-// spool file holds every byte pumped so far, and the pipe keeps the rest.
+// left on its timers and its stdin position, and where its cgroup is (the
+// directories stay: the PID, and so "agentd-<pid>", does). Output needs
+// nothing: the spool file holds every byte pumped so far, and the pipe
+// keeps the rest.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -26,6 +28,25 @@ int64_t MsLeft(SteadyClock::time_point deadline, SteadyClock::time_point now) {
 int64_t IntOr(const json::Object& o, std::string_view key, int64_t fallback) {
   const json::Value* v = o.Find(key);
   return v && v->is_int() ? v->as_int() : fallback;
+}
+
+std::string StringOr(const json::Object& o, std::string_view key) {
+  const json::Value* v = o.Find(key);
+  return v && v->is_string() ? v->as_string() : std::string();
+}
+
+GroupPaths DecodeGroup(const json::Object& o) {
+  GroupPaths g;
+  g.mechanism = StringOr(o, "mechanism");
+  if (const json::Value* dirs = o.Find("dirs"); dirs && dirs->is_array()) {
+    for (const json::Value& d : dirs->as_array()) {
+      if (d.is_string()) g.dirs.push_back(d.as_string());
+    }
+  }
+  g.memory_dir = StringOr(o, "memory_dir");
+  g.pids_dir = StringOr(o, "pids_dir");
+  g.cpu_usage_file = StringOr(o, "cpu_usage_file");
+  return g;
 }
 
 // The log's bytes are all in its file (a disk error drops bytes and leaves
@@ -53,12 +74,13 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
       return Refuse(*rec,
                     "is a /v1/run in progress or a context's interpreter; retry once it answered "
                     "or the context is deleted");
-    if (rec->group) return Refuse(*rec, "runs in a cgroup, which an upgrade cannot hand over yet");
     if (rec->egress_guard) {
       return Refuse(*rec, "has an egress policy, whose accounting an upgrade cannot hand over yet");
     }
     if (rec->stdin_pipe && !rec->stdin_stream) {
-      return Refuse(*rec, "is still being given its stdin data; retry");
+      // Only without a holder (--exec-holder=off): a holder gives the
+      // command its whole stdin itself, and outlives the execve.
+      return Refuse(*rec, "is still being given its stdin data (--exec-holder=off); retry");
     }
     for (const auto& log : rec->logs) {
       if (!LogIsWhole(*log)) return Refuse(*rec, "lost output to a disk error");
@@ -90,6 +112,20 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
     if (rec->pty_master) {  // under a holder: stdout_fd is the pipe it fills
       fds.push_back(rec->pty_master.get());
       e.Set("pty_fd", rec->pty_master.get());
+    }
+    if (rec->group) {
+      // Its directories stay (same PID, same "agentd-<pid>" parent): the
+      // next binary reads the same counters and ends the exec as this one would.
+      GroupPaths g = rec->group->paths();
+      json::Array dirs;
+      for (const std::string& d : g.dirs) dirs.emplace_back(d);
+      e.Set("cgroup", json::Object()
+                          .Set("mechanism", g.mechanism)
+                          .Set("dirs", std::move(dirs))
+                          .Set("memory_dir", g.memory_dir)
+                          .Set("pids_dir", g.pids_dir)
+                          .Set("cpu_usage_file", g.cpu_usage_file)
+                          .Set("seq", static_cast<int64_t>(rec->seq)));
     }
     e.Set("stdin_next", rec->stdin_next);
     e.Set("stdin_stream", rec->stdin_stream);
@@ -159,10 +195,22 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
     rec->stdin_closed = false;
   }
   if (int fd = take("pty_fd"); fd >= 0) rec->pty_master = UniqueFd(fd);
-  if (int fd = take("scratch_fd"); fd >= 0) {
-    rec->scratch = ScratchDisk::Adopt(UniqueFd(fd));
-    WatchLimits(rec);
+  if (int fd = take("scratch_fd"); fd >= 0) rec->scratch = ScratchDisk::Adopt(UniqueFd(fd));
+  if (const json::Value* g = handed.Find("cgroup"); g && g->is_object()) {
+    const json::Object& o = g->as_object();
+    // A group made after this one must not take its name (e<seq>).
+    next_seq_ = std::max<uint64_t>(next_seq_, static_cast<uint64_t>(IntOr(o, "seq", 0)) + 1);
+    Result<std::unique_ptr<ExecGroup>> group = limiter_.AdoptGroup(DecodeGroup(o));
+    if (group.ok()) {
+      rec->group = std::move(*group);
+    } else {
+      // The kernel still enforces its limits; only the polled ends
+      // (killed_by, cpu_sec) are lost.
+      Log(LogLevel::kWarn, "exec handed over without its cgroup",
+          json::Object().Set("id", rec->id).Set("error", group.status().message()));
+    }
   }
+  WatchLimits(rec);  // its group's counters, its tmpfs (both as the last binary did)
   int holder = take("holder_fd");
   // Under a holder the exit comes from its report (the holder is a child
   // of this pid still, reaped as an orphan once it ended).

@@ -169,6 +169,11 @@ bool ExecGroup::TryRemove() {
   return dirs_.empty();
 }
 
+GroupPaths ExecGroup::paths() const {
+  return GroupPaths{std::string(LimitMechanismName(mechanism_)), dirs_, memory_dir_, pids_dir_,
+                    cpu_usage_file_};
+}
+
 // --- Limiter -------------------------------------------------------------
 
 Limiter::~Limiter() = default;
@@ -214,6 +219,13 @@ Status Limiter::OpenV2() {
     if (c.hierarchy == 0 && c.controllers.empty()) own = c.path;
   }
   if (own.empty()) return Status::Error(ErrorCode::kLimitUnsupported, "no cgroup2 membership");
+  // After an upgrade in place this PID may sit in the leaf it moved itself
+  // into below (same PID, same name): its base is the leaf's parent, as
+  // before, so the exec groups handed over stay where this binary looks.
+  std::string leaf_name = "/" + ParentName() + "-daemon";
+  bool in_own_leaf = own.size() > leaf_name.size() && own.ends_with(leaf_name);
+  if (in_own_leaf) own = own.substr(0, own.size() - leaf_name.size());
+  if (own.empty()) own = "/";
   std::string base = JoinPath(mount, own);
   std::string controllers = " " + ReadSmall(base + "/cgroup.controllers");
   for (const char* need : {"memory", "pids"}) {
@@ -229,6 +241,7 @@ Status Limiter::OpenV2() {
   if (own != "/") {
     // A non-root cgroup with enabled controllers may hold no processes:
     // move the daemon into a leaf of its own first.
+    if (in_own_leaf) moved_from_ = base + "/cgroup.procs";
     Status s = WriteText(base + "/cgroup.subtree_control", enable);
     if (!s.ok()) {
       AGENTD_RETURN_IF_ERROR(MakeDir(parent));
@@ -419,6 +432,38 @@ Result<std::unique_ptr<ExecGroup>> Limiter::CreateGroup(uint64_t seq, const Exec
     if (!fd) return fail(PosixError(errno, "cannot open", procs));
     g->procs_fds_.push_back(std::move(fd));
   }
+  return g;
+}
+
+Result<std::unique_ptr<ExecGroup>> Limiter::AdoptGroup(const GroupPaths& paths) const {
+  auto refuse = [](std::string why) {
+    return Status::Error(ErrorCode::kLimitUnsupported,
+                         "cannot take the exec's cgroup over: " + why);
+  };
+  if (mechanism_ == LimitMechanism::kRlimit || paths.mechanism != mechanism_name()) {
+    return refuse("it is " + paths.mechanism + ", this daemon limits by " +
+                  std::string(mechanism_name()));
+  }
+  if (paths.dirs.empty()) return refuse("it names no directory");
+  auto listed = [&paths](const std::string& dir) {
+    return dir.empty() || Contains(paths.dirs, dir);
+  };
+  if (!listed(paths.memory_dir) || !listed(paths.pids_dir)) {
+    return refuse("its memory or pids directory is not one of its directories");
+  }
+  for (const std::string& dir : paths.dirs) {
+    // A group, not any directory: cgroupfs has cgroup.procs in each.
+    if (!dir.starts_with("/") || dir.find("/../") != std::string::npos ||
+        ::access((dir + "/cgroup.procs").c_str(), F_OK) != 0) {
+      return refuse(dir + " is not a cgroup (any more)");
+    }
+  }
+  auto g = std::make_unique<ExecGroup>();
+  g->mechanism_ = mechanism_;
+  g->dirs_ = paths.dirs;
+  g->memory_dir_ = paths.memory_dir;
+  g->pids_dir_ = paths.pids_dir;
+  g->cpu_usage_file_ = paths.cpu_usage_file;
   return g;
 }
 

@@ -49,6 +49,16 @@ struct GroupCounters {
   std::optional<long long> cpu_usage_ns;  // CPU time of every process, when accounted
 };
 
+// Where one exec's group lives: what an upgrade in place hands to the
+// next binary (exec/exec_handover.cc), which reads the same counters.
+struct GroupPaths {
+  std::string mechanism;  // LimitMechanismName()
+  std::vector<std::string> dirs;
+  std::string memory_dir;
+  std::string pids_dir;
+  std::string cpu_usage_file;
+};
+
 // One exec's group: a directory in each hierarchy the limits need.
 class ExecGroup {
  public:
@@ -69,6 +79,7 @@ class ExecGroup {
   // rmdir of every directory; true when all are gone (false: processes left).
   bool TryRemove();
   const std::vector<std::string>& dirs() const { return dirs_; }
+  GroupPaths paths() const;
 
  private:
   friend class Limiter;
@@ -114,6 +125,10 @@ class Limiter {
   // group, limits/tenant_cgroup.h), else in the daemon's parent.
   Result<std::unique_ptr<ExecGroup>> CreateGroup(uint64_t seq, const ExecLimits& limits,
                                                  const std::string& v2_parent = {}) const;
+  // A group a daemon of this PID made before an upgrade in place, from
+  // what ExecGroup::paths() said: under this mechanism, every directory
+  // still there. Blocking only in a few stat() calls.
+  Result<std::unique_ptr<ExecGroup>> AdoptGroup(const GroupPaths& paths) const;
   // The daemon's cgroup2 parent ("" unless the mechanism is cgroup2).
   std::string cgroup2_parent() const {
     return mechanism_ == LimitMechanism::kCgroup2 ? hierarchies_.front().parent : std::string();
