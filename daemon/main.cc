@@ -175,8 +175,8 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   RegisterFsEditRoutes(router, ctx, **fs);
   RegisterFsTarRoutes(router, ctx, **fs);
   RegisterFsSearchRoutes(router, ctx, **fs);
-  RegisterFsWatchRoutes(router, ctx, **fs);
-  RegisterPortRoutes(router, ctx);
+  RegisterFsWatchRoutes(router, ctx, **fs, io);
+  RegisterPortRoutes(router, ctx, io);
   // PID 1 mode's workload is the operator's, not a tenant's: a reset
   // spares its subtree (created below, before serving).
   std::unique_ptr<InitWorkload> init;
@@ -214,7 +214,12 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     return DispatchCounted(router, req, res);
   });
   RegisterServeMetrics(ctx, exec, server);
-  ctx.close_all_but = [&server](const Connection* keep) { server.CloseAllBut(keep); };
+  // A reset ends every stream, those an upgrade handed over (which belong
+  // to no connection) too.
+  ctx.close_all_but = [&server, &ctx](const Connection* keep) {
+    server.CloseAllBut(keep);
+    ctx.streams.CloseAll();
+  };
   for (size_t i = 0; i < config.listen.size(); ++i) {
     const ListenAddress& address = config.listen[i];
     Status s = resume
@@ -226,6 +231,13 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
       std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
       return 1;
     }
+  }
+
+  // The tunnels and watch streams the previous binary served go on.
+  if (resume && !resume->streams.empty()) {
+    size_t adopted = ctx.streams.Adopt(resume->streams);
+    Log(LogLevel::kInfo, "streams taken over",
+        json::Object().Set("streams", resume->streams.size()).Set("adopted", adopted));
   }
 
   int exit_code = 0;
@@ -245,6 +257,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
               },
           .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
           .listeners = [&server] { return server.ListenerFds(); },
+          .streams = [&ctx](std::vector<int>& fds) { return ctx.streams.HandOver(fds); },
           .secrets = [&bootstrap] { return EncodeSecrets(bootstrap); },
           .generation = [&exec] { return exec.generation(); },
           .uptime_ms =

@@ -16,6 +16,7 @@ import os
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib"))
 from agentd_test import AGENTD_BIN, Daemon  # noqa: E402
+from echo_server import EchoServer  # noqa: E402
 from exec_util import SseEvents  # noqa: E402
+from sse_reader import SseStream  # noqa: E402
 
 # A retry after a connection the upgrade closed; far more than one upgrade needs.
 MAX_RECONNECTS = 50
@@ -368,6 +371,73 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual(exit_obj["exit_code"], 0)
         self.assertEqual(len(got), len(expected))
         self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
+
+    def test_a_tunnel_and_a_watch_stream_in_flight_continue_across_the_upgrade(self):
+        echo = EchoServer()
+        self.addCleanup(echo.server_close)
+        self.addCleanup(echo.shutdown)
+        watched = os.path.join(self.bin_dir, "watched")
+        os.mkdir(watched)
+        watch = SseStream(self.daemon, "/v1/fs/watch?path=" + watched, timeout=60)
+        self.addCleanup(watch.close)
+        self.assertEqual(watch.status, 200)
+        tunnel = socket.create_connection(("127.0.0.1", self.daemon.port), timeout=60)
+        self.addCleanup(tunnel.close)
+        tunnel.sendall(("GET /v1/ports/%d/connect HTTP/1.1\r\nHost: guest\r\nAuthorization: "
+                        "Bearer %s\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n"
+                        % (echo.port, self.daemon.token)).encode())
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            head += tunnel.recv(1)
+        self.assertTrue(head.startswith(b"HTTP/1.1 101 "), head)
+
+        def roundtrip(data):
+            tunnel.sendall(data)
+            got = b""
+            while len(got) < len(data):
+                chunk = tunnel.recv(65536)
+                self.assertTrue(chunk, "the tunnel ended after %d bytes" % len(got))
+                got += chunk
+            self.assertTrue(got == data, "the echoed bytes differ")
+
+        # Before: both streams work.
+        roundtrip(b"before" * 1000)
+        os.mkdir(os.path.join(watched, "a"))
+        self.assertEqual(watch.next(timeout=60), ("created", {"path": watched + "/a",
+                                                              "type": "dir"}, "1"))
+        # During: a megabyte the client sends and does not read yet, so the
+        # relay stalls with bytes in every buffer (the daemon's own
+        # included) when the upgrade comes; and a change nobody read yet.
+        during = bytes(range(256)) * 4096
+        sender = threading.Thread(target=tunnel.sendall, args=(during,))
+        sender.start()
+        os.mkdir(os.path.join(watched, "b"))
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        got = b""
+        while len(got) < len(during):
+            chunk = tunnel.recv(65536)
+            self.assertTrue(chunk, "the tunnel ended after %d bytes" % len(got))
+            got += chunk
+        sender.join()
+        self.assertEqual(len(got), len(during))
+        self.assertTrue(got == during, "the bytes relayed across the upgrade differ")
+        # After: the same connections go on, the watch's ids without a gap.
+        roundtrip(b"after" * 1000)
+        tunnel.shutdown(socket.SHUT_WR)  # a half-close still reaches the guest
+        self.assertEqual(tunnel.recv(16), b"bye")
+        os.mkdir(os.path.join(watched, "c"))
+        self.assertEqual(watch.next(timeout=60), ("created", {"path": watched + "/b",
+                                                              "type": "dir"}, "2"))
+        self.assertEqual(watch.next(timeout=60), ("created", {"path": watched + "/c",
+                                                              "type": "dir"}, "3"))
+        os.rmdir(os.path.join(watched, "a"))
+        os.rmdir(os.path.join(watched, "b"))
+        os.rmdir(os.path.join(watched, "c"))
+        os.rmdir(watched)  # the stream ends whole: the final event, then its last chunk
+        self.assertEqual([watch.next(timeout=60)[0] for _ in range(4)], ["removed"] * 4)
+        self.assertIsNone(watch.next(timeout=60))
+        self.assertEqual(self.health()["upgrades"], 1)
 
 
 class NoDaemonTest(unittest.TestCase):

@@ -14,6 +14,7 @@
 #include "auth/bootstrap_state.h"
 #include "config/daemon_config.h"
 #include "reuse/guest_reset.h"
+#include "server/handed_streams.h"
 
 namespace agentd {
 
@@ -65,6 +66,8 @@ struct ApiContext {
   std::function<bool()> draining = [] { return false; };
   // Whether the state directory takes a write (sys/write_probe.h).
   std::function<Status()> state_dir_writable = [] { return Status::Ok(); };
+  // Tunnels and watch streams, for an upgrade in place to hand over.
+  HandedStreams streams{};
   // Condition waits in progress (api/wait_slot.h).
   int64_t waits_open = 0;
 };

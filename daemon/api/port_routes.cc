@@ -7,18 +7,27 @@
 // protocols and relay bytes both ways until both directions have ended
 // (a half-close is passed on, so request/response protocols work). There
 // is no idle deadline: a tunnel to a dev server may sit quiet for hours;
-// the number open at once is bounded (--max-tunnels).
+// the number open at once is bounded (--max-tunnels). An upgrade in place
+// hands a tunnel over whole: both sockets and the bytes read and not yet
+// written (server/handed_streams.h), so the relayed connection goes on.
+#include <fcntl.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <asio/experimental/awaitable_operators.hpp>
 #include <charconv>
 
+#include "agentd/protocol/base64.h"
+#include "agentd/trees/posix_error.h"
 #include "api/query_reader.h"
 #include "api/recheck_waits.h"
 #include "api/routes.h"
 #include "api/wait_slot.h"
 #include "proc/listening_ports.h"
 #include "server/connection.h"
+#include "server/exact_io.h"
+#include "server/handed_streams.h"
 #include "sys/awaitable.h"
 
 namespace agentd {
@@ -113,35 +122,80 @@ asio::awaitable<Result<tcp::socket>> ConnectLocal(uint16_t port) {
       .With("reason", last_error);
 }
 
+// One direction of a tunnel: the bytes read from its source and not yet
+// written to its destination, and whether the source ended (its half-close
+// is passed on once those bytes are out). This is what an upgrade in place
+// hands over (server/exact_io.h keeps it exact).
+struct Direction {
+  std::string pending;
+  bool ended = false;
+};
+
+struct TunnelState {
+  Direction to_guest;   // client -> guest port
+  Direction to_client;  // guest port -> client
+};
+
+void CloseBoth(Socket& a, Socket& b) {
+  asio::error_code ignored;
+  a.close(ignored);
+  b.close(ignored);
+}
+
 // Copies bytes from `from` to `to` until `from` ends, then half-closes
 // `to`. On an error both sockets close, which ends the other direction.
-template <typename From, typename To>
-asio::awaitable<void> Pump(From& from, To& to) {
-  std::vector<char> buf(kRelayBufferBytes);
+asio::awaitable<void> Pump(Socket& from, Socket& to, Direction& d) {
   for (;;) {
-    auto [rec, n] = co_await from.async_read_some(asio::buffer(buf), kUseNothrow);
-    if (rec) {
-      asio::error_code ignored;
-      if (rec == asio::error::eof) {
-        to.shutdown(asio::socket_base::shutdown_send, ignored);
-      } else {
-        from.close(ignored);
-        to.close(ignored);
-      }
-      co_return;
-    }
-    auto [wec, written] = co_await asio::async_write(to, asio::buffer(buf.data(), n), kUseNothrow);
+    asio::error_code wec = co_await FlushExact(to, d.pending);
     if (wec) {
-      asio::error_code ignored;
-      from.close(ignored);
-      to.close(ignored);
+      CloseBoth(from, to);
       co_return;
     }
+    if (d.ended) {
+      asio::error_code ignored;
+      to.shutdown(asio::socket_base::shutdown_send, ignored);
+      co_return;
+    }
+    auto [rec, n] = co_await ReadExact(from, d.pending, kRelayBufferBytes);
+    if (rec) {
+      CloseBoth(from, to);
+      co_return;
+    }
+    if (n == 0) d.ended = true;
   }
 }
 
-asio::awaitable<void> Connect(const DaemonConfig& config, Counter& tunnels, Request& req,
-                              Response& res) {
+json::Value DescribeDirection(const Direction& d) {
+  return json::Object().Set("pending_b64", Base64Encode(d.pending)).Set("ended", d.ended);
+}
+
+// The tunnel as the next binary takes it (Adopt below); null once either
+// socket closed (the tunnel is ending).
+json::Value DescribeTunnel(Socket& client, Socket& guest, const TunnelState& st,
+                           std::vector<int>& fds) {
+  if (!client.is_open() || !guest.is_open()) return json::Value();
+  int c = client.native_handle();
+  int g = guest.native_handle();
+  fds.push_back(c);
+  fds.push_back(g);
+  json::Array listed;
+  listed.emplace_back(c);
+  listed.emplace_back(g);
+  return json::Object()
+      .Set("kind", "tunnel")
+      .Set("fds", std::move(listed))
+      .Set("client_fd", c)
+      .Set("guest_fd", g)
+      .Set("to_guest", DescribeDirection(st.to_guest))
+      .Set("to_client", DescribeDirection(st.to_client));
+}
+
+asio::awaitable<void> Relay(Socket& client, Socket& guest, TunnelState& st) {
+  co_await (Pump(client, guest, st.to_guest) && Pump(guest, client, st.to_client));
+}
+
+asio::awaitable<void> Connect(const DaemonConfig& config, HandedStreams& streams, Counter& tunnels,
+                              Request& req, Response& res) {
   Status s = QueryReader(req.query()).Finish();
   Result<uint16_t> port = ParsePort(req.Param("port"));
   if (s.ok()) s = port.status();
@@ -168,24 +222,111 @@ asio::awaitable<void> Connect(const DaemonConfig& config, Counter& tunnels, Requ
   Status switched = co_await res.SwitchProtocols("tcp");
   if (!switched.ok()) co_return;
   Connection& conn = req.connection();
-  std::string early = conn.TakeOver();
-  if (!early.empty()) {
-    auto [ec, n] = co_await asio::async_write(*upstream, asio::buffer(early), kUseNothrow);
-    if (ec) co_return;
-  }
+  TunnelState st;
+  st.to_guest.pending = conn.TakeOver();
   Socket& client = conn.socket();
-  co_await (Pump(client, *upstream) && Pump(*upstream, client));
+  // As the generic socket type of the client's side: one relay for both.
+  asio::error_code assigned;
+  Socket guest(upstream->get_executor());
+  int family = upstream->local_endpoint(assigned).protocol().family();
+  if (!assigned) guest.assign(StreamProtocol(family, IPPROTO_TCP), upstream->release(), assigned);
+  if (assigned) co_return;
+  HandedStreams::Entry entry =
+      streams.Add([&client, &guest,
+                   &st](std::vector<int>& fds) { return DescribeTunnel(client, guest, st, fds); },
+                  [&client, &guest] { CloseBoth(client, guest); });
+  co_await Relay(client, guest, st);
+}
+
+Result<Direction> DecodeDirection(const json::Value* v) {
+  const json::Value* pending = v ? v->Find("pending_b64") : nullptr;
+  const json::Value* ended = v ? v->Find("ended") : nullptr;
+  std::optional<std::string> bytes;
+  if (pending && pending->is_string()) bytes = Base64Decode(pending->as_string());
+  if (!bytes || !ended || !ended->is_bool() || bytes->size() > kRelayBufferBytes) {
+    return Status::InvalidRequest("a handed-over tunnel direction is malformed");
+  }
+  return Direction{std::move(*bytes), ended->as_bool()};
+}
+
+// A tunnel the previous binary relayed (an upgrade in place): both sockets
+// and each direction's unwritten bytes, relayed on from where they were.
+struct AdoptedTunnel {
+  AdoptedTunnel(asio::io_context& io, Counter& tunnels) : client(io), guest(io), slot(tunnels) {}
+  Socket client;
+  Socket guest;
+  TunnelState st;
+  TunnelSlot slot;
+  HandedStreams::Entry entry;
+};
+
+// `t` lives in the coroutine's frame until the relay ends.
+asio::awaitable<void> RelayAdopted(std::shared_ptr<AdoptedTunnel> t) {
+  co_await Relay(t->client, t->guest, t->st);
+}
+
+Status Adopt(asio::io_context& io, HandedStreams& streams, Counter& tunnels, const json::Value& e) {
+  const json::Value* c = e.Find("client_fd");
+  const json::Value* g = e.Find("guest_fd");
+  if (!c || !c->is_int() || !g || !g->is_int()) {
+    return Status::InvalidRequest("a handed-over tunnel has no descriptors");
+  }
+  Result<Direction> to_guest = DecodeDirection(e.Find("to_guest"));
+  Result<Direction> to_client = DecodeDirection(e.Find("to_client"));
+  if (!to_guest.ok()) return to_guest.status();
+  if (!to_client.ok()) return to_client.status();
+  int cfd = static_cast<int>(c->as_int());
+  int gfd = static_cast<int>(g->as_int());
+  sockaddr_storage client_addr{};
+  sockaddr_storage guest_addr{};
+  socklen_t clen = sizeof client_addr;
+  socklen_t glen = sizeof guest_addr;
+  int client_protocol = 0;
+  socklen_t plen = sizeof client_protocol;
+  if (::getsockname(cfd, reinterpret_cast<sockaddr*>(&client_addr), &clen) != 0 ||
+      ::getsockname(gfd, reinterpret_cast<sockaddr*>(&guest_addr), &glen) != 0 ||
+      ::getsockopt(cfd, SOL_SOCKET, SO_PROTOCOL, &client_protocol, &plen) != 0) {
+    return PosixError(errno, "a handed-over tunnel's descriptor is not a socket");
+  }
+  if (guest_addr.ss_family != AF_INET && guest_addr.ss_family != AF_INET6) {
+    return Status::InvalidRequest("a handed-over tunnel's guest side is not TCP");
+  }
+  auto t = std::make_shared<AdoptedTunnel>(io, tunnels);
+  asio::error_code ec;
+  t->client.assign(StreamProtocol(client_addr.ss_family, client_protocol), cfd, ec);
+  if (ec) return PosixError(ec.value(), "cannot take over a tunnel's client socket");
+  // From here the tunnel owns the client descriptor: a failure closes it.
+  ::fcntl(cfd, F_SETFD, FD_CLOEXEC);
+  t->guest.assign(StreamProtocol(guest_addr.ss_family, IPPROTO_TCP), gfd, ec);
+  if (ec) {
+    ::close(gfd);
+    return Status::Ok();  // the client's side closes with `t`: the tunnel ended
+  }
+  ::fcntl(gfd, F_SETFD, FD_CLOEXEC);
+  t->st.to_guest = std::move(*to_guest);
+  t->st.to_client = std::move(*to_client);
+  AdoptedTunnel* raw = t.get();
+  t->entry = streams.Add(
+      [raw](std::vector<int>& fds) {
+        return DescribeTunnel(raw->client, raw->guest, raw->st, fds);
+      },
+      [raw] { CloseBoth(raw->client, raw->guest); });
+  asio::co_spawn(io, RelayAdopted(std::move(t)), asio::detached);
+  return Status::Ok();
 }
 
 }  // namespace
 
-void RegisterPortRoutes(Router& router, ApiContext& ctx) {
+void RegisterPortRoutes(Router& router, ApiContext& ctx, asio::io_context& io) {
   auto tunnels = std::make_shared<Counter>();
+  ctx.streams.SetAdopter("tunnel", [&io, &streams = ctx.streams, tunnels](const json::Value& e) {
+    return Adopt(io, streams, *tunnels, e);
+  });
   router.Add("GET", "/v1/ports",
              [&ctx](Request& req, Response& res) { return ListPorts(ctx, req, res); });
   router.Add("GET", "/v1/ports/{port}/connect",
-             [&config = ctx.config, tunnels](Request& req, Response& res) {
-               return Connect(config, *tunnels, req, res);
+             [&config = ctx.config, &streams = ctx.streams, tunnels](Request& req, Response& res) {
+               return Connect(config, streams, *tunnels, req, res);
              });
 }
 

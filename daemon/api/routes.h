@@ -30,8 +30,9 @@ void RegisterFsTarRoutes(Router& router, ApiContext& ctx, FsService& fs);
 // GET /v1/fs/search and GET /v1/fs/glob (docs/PROTOCOL.md, "Search", "Glob").
 void RegisterFsSearchRoutes(Router& router, ApiContext& ctx, FsService& fs);
 // docs/PROTOCOL.md, "Watch" and "Ports".
-void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs);
-void RegisterPortRoutes(Router& router, ApiContext& ctx);
+void RegisterFsWatchRoutes(Router& router, ApiContext& ctx, FsService& fs, asio::io_context& io);
+// `io` runs the tunnels an upgrade in place handed over (ctx.streams).
+void RegisterPortRoutes(Router& router, ApiContext& ctx, asio::io_context& io);
 // POST /v1/reset and the gate that refuses other routes while the guest is
 // being reset or is quarantined (docs/PROTOCOL.md, "Reuse"); also sets
 // ctx.reuse (health).

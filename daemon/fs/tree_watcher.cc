@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "agentd/trees/posix_error.h"
 
@@ -249,6 +251,107 @@ Status TreeWatcher::Drain(std::vector<WatchEvent>& out) {
       }
     }
   }
+}
+
+json::Value TreeWatcher::Save(std::vector<int>& fds) const {
+  fds.push_back(inotify_.get());
+  json::Array dirs;
+  for (const auto& [wd, dir] : dirs_) {
+    json::Array parts;
+    for (const std::string& p : dir.rel.parts) parts.emplace_back(p);
+    dirs.push_back(json::Object()
+                       .Set("wd", wd)
+                       .Set("parts", std::move(parts))
+                       .Set("rel_display", dir.rel.display)
+                       .Set("display", dir.display));
+  }
+  return json::Object()
+      .Set("inotify_fd", inotify_.get())
+      .Set("recursive", recursive_)
+      .Set("max_dirs", static_cast<uint64_t>(max_dirs_))
+      .Set("top_wd", top_wd_)
+      .Set("alive", alive_)
+      .Set("limit_reported", limit_reported_)
+      .Set("dirs", std::move(dirs))
+      .Set("pending_move", json::Object()
+                               .Set("cookie", static_cast<int64_t>(pending_move_.cookie))
+                               .Set("path", pending_move_.path)
+                               .Set("is_dir", pending_move_.is_dir));
+}
+
+Result<TreeWatcher> TreeWatcher::Restore(const ConfinedRoot& root, const json::Value& saved) {
+  auto bad = [](std::string_view field) {
+    return Status::InvalidRequest("a handed-over watch has no valid \"" + std::string(field) + "\"")
+        .With("field", std::string(field));
+  };
+  auto integer = [&saved](std::string_view key) -> std::optional<int64_t> {
+    const json::Value* v = saved.Find(key);
+    return v && v->is_int() ? std::optional<int64_t>(v->as_int()) : std::nullopt;
+  };
+  auto boolean = [&saved](std::string_view key) -> std::optional<bool> {
+    const json::Value* v = saved.Find(key);
+    return v && v->is_bool() ? std::optional<bool>(v->as_bool()) : std::nullopt;
+  };
+  std::optional<int64_t> fd = integer("inotify_fd");
+  std::optional<int64_t> max_dirs = integer("max_dirs");
+  std::optional<int64_t> top_wd = integer("top_wd");
+  std::optional<bool> recursive = boolean("recursive");
+  std::optional<bool> alive = boolean("alive");
+  std::optional<bool> limit_reported = boolean("limit_reported");
+  if (!fd || *fd < 3 || *fd > INT32_MAX) return bad("inotify_fd");
+  if (!max_dirs || *max_dirs < 1) return bad("max_dirs");
+  if (!top_wd || !recursive || !alive || !limit_reported) return bad("top_wd");
+  std::unordered_map<int, Dir> dirs;
+  const json::Value* list = saved.Find("dirs");
+  if (!list || !list->is_array()) return bad("dirs");
+  for (const json::Value& d : list->as_array()) {
+    const json::Value* wd = d.Find("wd");
+    const json::Value* parts = d.Find("parts");
+    const json::Value* rel_display = d.Find("rel_display");
+    const json::Value* display = d.Find("display");
+    if (!wd || !wd->is_int() || !parts || !parts->is_array() || !rel_display ||
+        !rel_display->is_string() || !display || !display->is_string()) {
+      return bad("dirs");
+    }
+    Dir dir;
+    for (const json::Value& p : parts->as_array()) {
+      // Components only: what CheckPath and Child() ever produced.
+      if (!p.is_string() || p.as_string().empty() || p.as_string() == "." ||
+          p.as_string().find('/') != std::string::npos) {
+        return bad("dirs");
+      }
+      dir.rel.parts.push_back(p.as_string());
+    }
+    dir.rel.display = rel_display->as_string();
+    dir.display = display->as_string();
+    dirs[static_cast<int>(wd->as_int())] = std::move(dir);
+  }
+  const json::Value* pending = saved.Find("pending_move");
+  const json::Value* cookie = pending ? pending->Find("cookie") : nullptr;
+  const json::Value* path = pending ? pending->Find("path") : nullptr;
+  const json::Value* is_dir = pending ? pending->Find("is_dir") : nullptr;
+  if (!cookie || !cookie->is_int() || cookie->as_int() < 0 || cookie->as_int() > UINT32_MAX ||
+      !path || !path->is_string() || !is_dir || !is_dir->is_bool()) {
+    return bad("pending_move");
+  }
+  // Only an inotify instance is taken (/proc/self/fd/N names it so).
+  char link[64] = {};
+  std::string proc = "/proc/self/fd/" + std::to_string(*fd);
+  ssize_t n = ::readlink(proc.c_str(), link, sizeof link - 1);
+  if (n <= 0 || std::string_view(link, static_cast<size_t>(n)) != "anon_inode:inotify") {
+    return bad("inotify_fd");
+  }
+  int raw = static_cast<int>(*fd);
+  ::fcntl(raw, F_SETFD, FD_CLOEXEC);
+  ::fcntl(raw, F_SETFL, ::fcntl(raw, F_GETFL) | O_NONBLOCK);
+  TreeWatcher w(root, UniqueFd(raw), *recursive, static_cast<size_t>(*max_dirs));
+  w.top_wd_ = static_cast<int>(*top_wd);
+  w.alive_ = *alive;
+  w.limit_reported_ = *limit_reported;
+  w.dirs_ = std::move(dirs);
+  w.pending_move_ =
+      PendingMove{static_cast<uint32_t>(cookie->as_int()), path->as_string(), is_dir->as_bool()};
+  return w;
 }
 
 }  // namespace agentd

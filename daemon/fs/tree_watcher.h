@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agentd/protocol/json.h"
 #include "agentd/protocol/status.h"
 #include "agentd/trees/unique_fd.h"
 #include "fs/confined_root.h"
@@ -58,6 +59,14 @@ class TreeWatcher {
   bool has_pending() const { return pending_move_.cookie != 0; }
   // False once the watched directory itself is gone.
   bool alive() const { return alive_; }
+
+  // An upgrade in place (server/handed_streams.h): the inotify descriptor
+  // (appended to `fds`; its queue keeps every event the kernel reports in
+  // the meantime) and what the watcher knows of it, and the watcher the
+  // next binary rebuilds from that. Restore takes the descriptor only
+  // when it succeeds.
+  json::Value Save(std::vector<int>& fds) const;
+  static Result<TreeWatcher> Restore(const ConfinedRoot& root, const json::Value& saved);
 
  private:
   struct Dir {

@@ -60,6 +60,8 @@ class Response {
   void CloseAfter() { close_after_ = true; }
   bool close_after() const { return close_after_; }
   bool started() const { return started_; }
+  // A stream begun without a length: its body goes out in chunks (not for HEAD).
+  bool chunked() const { return chunked_; }
   bool finished() const { return finished_; }
   int status() const { return status_; }
   uint64_t body_bytes() const { return body_bytes_; }

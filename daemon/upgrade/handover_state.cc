@@ -27,18 +27,19 @@ Result<int64_t> Int(const json::Value& doc, std::string_view field) {
 std::string EncodeHandover(const HandoverState& s) {
   json::Array listeners;
   for (int fd : s.listeners) listeners.emplace_back(fd);
-  return json::Serialize(json::Object()
-                             .Set("format", s.format)
-                             .Set("from_version", s.from_version)
-                             .Set("upgrades", s.upgrades)
-                             .Set("upgrade_failures", s.upgrade_failures)
-                             .Set("attempt", s.attempt)
-                             .Set("uptime_ms", s.uptime_ms)
-                             .Set("generation", s.generation)
-                             .Set("listeners", std::move(listeners))
-                             .Set("secrets_fd", s.secrets_fd)
-                             .Set("execs", s.execs)) +
-         "\n";
+  json::Object doc;
+  doc.Set("format", s.streams.empty() ? kHandoverFormatWithoutStreams : s.format)
+      .Set("from_version", s.from_version)
+      .Set("upgrades", s.upgrades)
+      .Set("upgrade_failures", s.upgrade_failures)
+      .Set("attempt", s.attempt)
+      .Set("uptime_ms", s.uptime_ms)
+      .Set("generation", s.generation)
+      .Set("listeners", std::move(listeners))
+      .Set("secrets_fd", s.secrets_fd)
+      .Set("execs", s.execs);
+  if (!s.streams.empty()) doc.Set("streams", s.streams);
+  return json::Serialize(doc) + "\n";
 }
 
 Result<HandoverState> DecodeHandover(std::string_view text) {
@@ -47,7 +48,7 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
   HandoverState s;
   Result<int64_t> format = Int(*doc, "format");
   if (!format.ok()) return format.status();
-  if (*format != kHandoverFormat) {
+  if (*format != kHandoverFormat && *format != kHandoverFormatWithoutStreams) {
     return Status::InvalidRequest("the upgrade state is format " + std::to_string(*format) +
                                   "; this binary reads format " + std::to_string(kHandoverFormat))
         .With("format", *format)
@@ -79,6 +80,15 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
     if (!id || !id->is_string()) return Missing("execs[].id");
   }
   s.execs = execs->as_array();
+  if (*format == kHandoverFormat) {
+    const json::Value* streams = doc->Find("streams");
+    if (!streams || !streams->is_array()) return Missing("streams");
+    for (const json::Value& e : streams->as_array()) {
+      const json::Value* kind = e.Find("kind");
+      if (!kind || !kind->is_string()) return Missing("streams[].kind");
+    }
+    s.streams = streams->as_array();
+  }
   return s;
 }
 

@@ -19,7 +19,11 @@
 
 namespace agentd {
 
-inline constexpr int64_t kHandoverFormat = 1;
+// Format 2 adds `streams` (tunnels and watch streams). A daemon with no
+// stream to hand over writes format 1, so a binary that reads only format 1
+// can still take over from it; this one reads both.
+inline constexpr int64_t kHandoverFormat = 2;
+inline constexpr int64_t kHandoverFormatWithoutStreams = 1;
 
 struct HandoverState {
   int64_t format = kHandoverFormat;
@@ -31,7 +35,8 @@ struct HandoverState {
   int64_t generation = 0;      // the exec engine's (docs/PROTOCOL.md, "Reuse")
   std::vector<int> listeners;  // in --listen order
   int secrets_fd = -1;
-  json::Array execs;  // exec/exec_handover.cc's entries
+  json::Array execs;    // exec/exec_handover.cc's entries
+  json::Array streams;  // server/handed_streams.h's entries
 };
 
 std::string EncodeHandover(const HandoverState& state);

@@ -175,6 +175,7 @@ Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {
   Result<json::Array> execs = sources_.execs(fds);
   if (!execs.ok()) return execs.status();
   s.execs = std::move(*execs);
+  s.streams = sources_.streams(fds);
   s.listeners = sources_.listeners();
   fds.insert(fds.end(), s.listeners.begin(), s.listeners.end());
   return s;
@@ -251,7 +252,8 @@ Status Upgrader::Replace(const std::string& binary, int64_t attempt) {
       json::Object()
           .Set("attempt", attempt)
           .Set("binary", binary)
-          .Set("execs", state->execs.size()));
+          .Set("execs", state->execs.size())
+          .Set("streams", state->streams.size()));
   CloexecAll();
   SetCloexec(fds, false);
   ::execve(binary.c_str(), cargs.data(), environ);

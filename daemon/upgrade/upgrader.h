@@ -34,6 +34,9 @@ struct UpgradeSources {
   std::function<Status()> ready;
   std::function<Result<json::Array>(std::vector<int>& fds)> execs;
   std::function<std::vector<int>()> listeners;
+  // Tunnels and watch streams (server/handed_streams.h), their descriptors
+  // appended to `fds`.
+  std::function<json::Array(std::vector<int>& fds)> streams;
   std::function<std::string()> secrets;
   std::function<int64_t()> generation;
   std::function<int64_t()> uptime_ms;
