@@ -143,6 +143,18 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     ctx.started_at -= std::chrono::milliseconds(resume->uptime_ms);
     exec.ExpectHandover(std::move(resume->execs), resume->generation);
   }
+  // PID 1 mode's workload. Its stop goes through the io loop: an adopted
+  // workload that ended during an upgrade is reaped inside exec.Open(),
+  // before the daemon's stop exists.
+  std::unique_ptr<InitWorkload> init;
+  std::function<void(int)> init_stop;
+  if (config.init) {
+    init = std::make_unique<InitWorkload>(
+        io, exec.reaper(), config.command, config.exit_with_cmd, config.init_user,
+        [&io, &init_stop](int code) { asio::post(io, [&init_stop, code] { init_stop(code); }); });
+    // Watched before the reaper's first loop, so its exit stays its own.
+    if (resume && resume->init_pid) init->Adopt(static_cast<pid_t>(*resume->init_pid));
+  }
   if (Status s = exec.Open(); !s.ok()) {
     std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
     return 1;
@@ -178,8 +190,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   RegisterFsWatchRoutes(router, ctx, **fs, io);
   RegisterPortRoutes(router, ctx, io);
   // PID 1 mode's workload is the operator's, not a tenant's: a reset
-  // spares its subtree (created below, before serving).
-  std::unique_ptr<InitWorkload> init;
+  // spares its subtree.
   GuestResetOptions reset_options;
   reset_options.token_file = config.token_file;
   reset_options.reset_paths = config.reset_paths;
@@ -246,8 +257,8 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
       io, exec.reaper(), exec.state_dir(), std::move(argv), config.upgrade_binary,
       UpgradeSources{
           .ready =
-              [&reuse, &stopping] {
-                if (stopping) {
+              [&reuse, &stopping, &init] {
+                if (stopping || (init && init->stop_requested())) {
                   return Status::Error(ErrorCode::kShuttingDown, "the daemon is stopping");
                 }
                 if (reuse.state() == GuestReset::State::kReady) return Status::Ok();
@@ -260,6 +271,10 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
           .streams = [&ctx](std::vector<int>& fds) { return ctx.streams.HandOver(fds); },
           .secrets = [&bootstrap] { return EncodeSecrets(bootstrap); },
           .generation = [&exec] { return exec.generation(); },
+          .init_pid = [&init]() -> std::optional<int64_t> {
+            if (!init) return std::nullopt;
+            return init->pid();
+          },
           .uptime_ms =
               [&ctx] {
                 return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -288,8 +303,9 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
       });
     });
   };
-  // PID 1 mode owns the signals (it forwards them); otherwise they stop us,
-  // and SIGUSR2 upgrades in place.
+  // PID 1 mode owns the signals (it forwards them) and upgrades on a
+  // real-time signal of its own (upgrade/upgrader.h); otherwise they stop
+  // us, and SIGUSR2 upgrades in place.
   asio::signal_set signals(io);
   asio::signal_set upgrade_signal(io);
   std::function<void()> await_upgrade = [&] {
@@ -300,14 +316,14 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     });
   };
   if (config.init) {
-    init = std::make_unique<InitWorkload>(io, exec.reaper(), config.command, config.exit_with_cmd,
-                                          config.init_user, exec.child_nofile(), [&](int code) {
-                                            stop(json::Object().Set("init_exit_code", code), code);
-                                          });
-    if (Status s = init->Start(); !s.ok()) {
+    init_stop = [&](int code) { stop(json::Object().Set("init_exit_code", code), code); };
+    if (Status s = init->Start(exec.child_nofile()); !s.ok()) {
       std::fprintf(stderr, "agentd: %s\n", s.message().c_str());
       return 1;
     }
+    upgrade_signal.add(InitUpgradeSignal());
+    await_upgrade();
+    upgrader.WritePidFile(InitUpgradeSignal());
   } else {
     signals.add(SIGTERM);
     signals.add(SIGINT);
@@ -316,7 +332,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     });
     upgrade_signal.add(SIGUSR2);
     await_upgrade();
-    upgrader.WritePidFile();
+    upgrader.WritePidFile(SIGUSR2);
   }
 
   Log(LogLevel::kInfo, "ready",
@@ -326,7 +342,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
           .Set("upgrades", upgrader.upgrades()));
   if (resume) upgrader.Resumed();
   io.run();
-  if (!config.init) upgrader.RemovePidFile();
+  upgrader.RemovePidFile();
   (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();
   exec.CloseLimits();

@@ -102,6 +102,56 @@ class InitModeTest(unittest.TestCase):
             os.kill(agentd_pid, signal.SIGTERM)
             self.assertEqual(d.proc.wait(20), 0)
 
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare") and shutil.which("nsenter"),
+                         "needs root, unshare and nsenter")
+    def test_an_upgrade_in_place_keeps_pid_1_its_command_its_execs_and_its_reaping(self):
+        from lib.agentd_test import AGENTD_BIN
+        script = ("echo started >> {log}; trap 'echo USR2 >> {got}' USR2; "
+                  "while :; do sleep 0.05; done").format(log=self.path("starts"),
+                                                         got=self.path("got"))
+        with Daemon("--init", "--", "sh", "-c", script, log_level="debug",
+                    wrapper=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]) as d:
+            agentd_pid, = children(d.proc.pid)
+            # unshare ignores SIGTERM: a failure ends PID 1 itself.
+            self.addCleanup(lambda: d.proc.poll() is None and os.kill(agentd_pid, signal.SIGKILL))
+            self.wait_file("starts")
+            status, obj = d.json("PUT", "/v1/execs/across", {
+                "argv": ["sh", "-c", "read x; echo got $x; exit 9"], "stdin_stream": True})
+            self.assertEqual(status, 201, obj)
+            # `agentd --upgrade` from inside the guest (as `docker exec` runs
+            # it): SIGUSR2 belongs to the command, so the pid file names the
+            # daemon's own signal.
+            pid, _, signo = read(os.path.join(d.state_dir, "agentd.pid")).split()
+            self.assertEqual(pid, "1")
+            self.assertGreaterEqual(int(signo), signal.SIGRTMIN)
+            up = subprocess.run(["nsenter", "-t", str(agentd_pid), "-p", "-m", "--",
+                                 os.path.abspath(AGENTD_BIN),
+                                 "--upgrade", "--state-dir", d.state_dir],
+                                capture_output=True, text=True, timeout=120)
+            self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
+            self.assertEqual(children(d.proc.pid), [agentd_pid])  # the same PID 1
+            status, health = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual((status, health["upgrades"]), (200, 1))
+            self.assertEqual(read(self.path("starts")), "started\n")  # not started again
+            self.assertIsNotNone(workload_log(d, "workload taken over"))
+            # The exec started before runs on and reports its true status.
+            status, obj = d.json("POST", "/v1/execs/across/stdin?offset=0&eof=1", b"v\n")
+            self.assertEqual(status, 200, obj)
+            status, obj = d.json("GET", "/v1/execs/across?wait_ms=60000&until=exit", timeout=90)
+            self.assertEqual((status, obj["exit_code"], obj["killed_by"]), (200, 9, None), obj)
+            # PID 1's duties go on: orphans are reaped, SIGUSR2 still reaches the command.
+            reaped = reaped_orphans(d)
+            obj, _, _ = run(d, "storm", {"command": STORM.format(n=20,
+                                                                  marker=self.path("storm"))})
+            self.assertEqual(obj["exit_code"], 0)
+            wait_until(lambda: reaped_orphans(d) >= reaped + 20, 30, what="orphans reaped")
+            wait_until(lambda: not zombies_of(agentd_pid), 10, what="no zombies")
+            os.kill(agentd_pid, signal.SIGUSR2)
+            wait_until(lambda: os.path.exists(self.path("got")), 10, what="SIGUSR2 forwarded")
+            self.assertEqual(d.json("GET", "/v1/health", auth=False)[1]["upgrades"], 1)
+            os.kill(agentd_pid, signal.SIGTERM)
+            self.assertEqual(d.proc.wait(20), 0)
+
     def test_signals_reach_the_whole_process_group_and_term_stops_the_daemon(self):
         got = self.path("got")
         script = (

@@ -56,17 +56,30 @@ int WaitForFailedChild(pid_t pid) {
 }  // namespace
 
 InitWorkload::InitWorkload(asio::io_context& io, Reaper& reaper, std::vector<std::string> command,
-                           bool exit_with_cmd, std::string user,
-                           std::optional<struct rlimit> nofile, StopHandler stop)
+                           bool exit_with_cmd, std::string user, StopHandler stop)
     : signals_(io),
       reaper_(reaper),
       command_(std::move(command)),
       exit_with_cmd_(exit_with_cmd),
       user_(std::move(user)),
-      nofile_(nofile),
       stop_(std::move(stop)) {}
 
-Status InitWorkload::Start() {
+void InitWorkload::Adopt(pid_t pid) {
+  adopted_ = true;
+  pid_ = pid;
+  if (pid_ > 0) WatchExit();
+  Log(LogLevel::kInfo, "workload taken over", json::Object().Set("pid", pid_));
+}
+
+void InitWorkload::WatchExit() {
+  reaper_.Watch(pid_, [this](int status) {
+    ExitOutcome outcome = DecodeWaitStatus(status);
+    OnExit(outcome.exit_code, outcome.signal);
+  });
+}
+
+Status InitWorkload::Start(std::optional<struct rlimit> nofile) {
+  nofile_ = nofile;
   for (int signo : kForwarded) {
     asio::error_code ec;
     signals_.add(signo, ec);
@@ -74,7 +87,7 @@ Status InitWorkload::Start() {
   }
   Arm();
   // From the io loop, so a CMD that fails at once stops a daemon that runs.
-  if (!command_.empty()) asio::post(signals_.get_executor(), [this] { Launch(); });
+  if (!command_.empty() && !adopted_) asio::post(signals_.get_executor(), [this] { Launch(); });
   return Status::Ok();
 }
 
@@ -122,10 +135,7 @@ void InitWorkload::Launch() {
     return OnExit(code, std::nullopt);
   }
   pid_ = spawned->pid;
-  reaper_.Watch(pid_, [this](int status) {
-    ExitOutcome outcome = DecodeWaitStatus(status);
-    OnExit(outcome.exit_code, outcome.signal);
-  });
+  WatchExit();
   Log(LogLevel::kInfo, "workload started", json::Object().Set("pid", pid_));
 }
 

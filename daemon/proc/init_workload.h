@@ -19,6 +19,10 @@
 //   then the daemon's exit status is CMD's (128 + n for a signal; 127 or 126
 //   when it could not be started).
 //
+// - An upgrade in place (docs/OPERATIONS.md, "Upgrade") keeps CMD: the
+//   new binary adopts its pid (Adopt, before the Reaper's first loop, so an
+//   exit during the execve is still CMD's) and never starts it again.
+//
 // What it does not do: CMD gets no controlling terminal (it runs in a new
 // session, as execs do; an interactive shell belongs in a PTY exec), and
 // processes CMD left behind in its group are not killed when it exits.
@@ -45,13 +49,16 @@ class InitWorkload {
   using StopHandler = std::function<void(int exit_code)>;
 
   InitWorkload(asio::io_context& io, Reaper& reaper, std::vector<std::string> command,
-               bool exit_with_cmd, std::string user, std::optional<struct rlimit> nofile,
-               StopHandler stop);
+               bool exit_with_cmd, std::string user, StopHandler stop);
 
-  // Watches the forwarded signals and starts CMD (if any). Call after the
-  // Reaper has started. A Status only when the signals cannot be watched; a
-  // CMD that cannot be started is logged and counts as an exit.
-  Status Start();
+  // The workload the previous binary started (an upgrade in place): `pid`
+  // is CMD's, or -1 when it had already exited. Call before the Reaper
+  // starts; Start() then launches nothing.
+  void Adopt(pid_t pid);
+  // Watches the forwarded signals and starts CMD (if any) with `nofile`.
+  // Call after the Reaper has started. A Status only when the signals cannot
+  // be watched; a CMD that cannot be started is logged and counts as an exit.
+  Status Start(std::optional<struct rlimit> nofile);
   bool running() const { return pid_ > 0; }
   // CMD's pid while it runs (-1 otherwise): a guest reset spares its subtree.
   pid_t pid() const { return pid_; }
@@ -60,6 +67,7 @@ class InitWorkload {
 
  private:
   void Launch();
+  void WatchExit();
   void Arm();
   void OnSignal(int signo);
   void OnExit(int exit_code, const std::optional<std::string>& signal);
@@ -75,6 +83,7 @@ class InitWorkload {
   pid_t pid_ = -1;
   bool stop_requested_ = false;  // SIGTERM or SIGINT arrived
   bool stopped_ = false;         // stop_ was called
+  bool adopted_ = false;         // started by the binary before an upgrade
 };
 
 }  // namespace agentd

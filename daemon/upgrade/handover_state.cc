@@ -28,7 +28,8 @@ std::string EncodeHandover(const HandoverState& s) {
   json::Array listeners;
   for (int fd : s.listeners) listeners.emplace_back(fd);
   json::Object doc;
-  doc.Set("format", s.streams.empty() ? kHandoverFormatWithoutStreams : s.format)
+  bool plain = s.streams.empty() && !s.init_pid;
+  doc.Set("format", plain ? kHandoverFormatWithoutStreams : s.format)
       .Set("from_version", s.from_version)
       .Set("upgrades", s.upgrades)
       .Set("upgrade_failures", s.upgrade_failures)
@@ -38,7 +39,8 @@ std::string EncodeHandover(const HandoverState& s) {
       .Set("listeners", std::move(listeners))
       .Set("secrets_fd", s.secrets_fd)
       .Set("execs", s.execs);
-  if (!s.streams.empty()) doc.Set("streams", s.streams);
+  if (!plain) doc.Set("streams", s.streams);
+  if (s.init_pid) doc.Set("init_pid", *s.init_pid);
   return json::Serialize(doc) + "\n";
 }
 
@@ -88,6 +90,10 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
       if (!kind || !kind->is_string()) return Missing("streams[].kind");
     }
     s.streams = streams->as_array();
+    if (const json::Value* init = doc->Find("init_pid")) {
+      if (!init->is_int() || init->as_int() < -1 || init->as_int() == 0) return Missing("init_pid");
+      s.init_pid = init->as_int();
+    }
   }
   return s;
 }

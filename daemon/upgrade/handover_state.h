@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,10 @@
 
 namespace agentd {
 
-// Format 2 adds `streams` (tunnels and watch streams). A daemon with no
-// stream to hand over writes format 1, so a binary that reads only format 1
-// can still take over from it; this one reads both.
+// Format 2 adds `streams` (tunnels and watch streams) and `init_pid` (PID 1
+// mode's workload). A daemon with neither to hand over writes format 1, so
+// a binary that reads only format 1 can still take over from it (and one
+// that would start the workload again refuses); this one reads both.
 inline constexpr int64_t kHandoverFormat = 2;
 inline constexpr int64_t kHandoverFormatWithoutStreams = 1;
 
@@ -37,6 +39,9 @@ struct HandoverState {
   int secrets_fd = -1;
   json::Array execs;    // exec/exec_handover.cc's entries
   json::Array streams;  // server/handed_streams.h's entries
+  // PID 1 mode (--init): the workload's pid, -1 once it exited; absent
+  // otherwise.
+  std::optional<int64_t> init_pid;
 };
 
 std::string EncodeHandover(const HandoverState& state);

@@ -62,7 +62,11 @@ int RunUpgradeCommand(const std::string& state_dir) {
   }
   long long pid = 0;
   unsigned long long start = 0;
-  if (std::sscanf(pid_text->c_str(), "%lld %llu", &pid, &start) != 2 || pid <= 0) {
+  // A third field names the signal (PID 1 mode: upgrader.h); without it,
+  // SIGUSR2, which every daemon that writes two fields handles.
+  int signal = SIGUSR2;
+  int fields = std::sscanf(pid_text->c_str(), "%lld %llu %d", &pid, &start, &signal);
+  if (fields < 2 || pid <= 0 || signal <= 0 || signal >= NSIG) {
     return Fail("the pid file " + PidFilePath(dir) + " is malformed");
   }
   if (ProcessStartTime(static_cast<pid_t>(pid)) != start) {
@@ -70,7 +74,7 @@ int RunUpgradeCommand(const std::string& state_dir) {
                 ") is no longer running");
   }
   int64_t before = AttemptOf(ReadStatus(dir));
-  if (::kill(static_cast<pid_t>(pid), SIGUSR2) != 0) {
+  if (::kill(static_cast<pid_t>(pid), signal) != 0) {
     return Fail("cannot signal pid " + std::to_string(pid) + ": " + std::strerror(errno));
   }
   auto deadline = std::chrono::steady_clock::now() + kOutcomeLimit;

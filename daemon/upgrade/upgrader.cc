@@ -105,9 +105,13 @@ Upgrader::Upgrader(asio::io_context& io, Reaper& reaper, std::string state_dir,
   }
 }
 
-void Upgrader::WritePidFile() {
-  std::string text = std::to_string(::getpid()) + " " +
-                     std::to_string(ProcessStartTime(::getpid()).value_or(0)) + "\n";
+int InitUpgradeSignal() { return SIGRTMIN + 4; }
+
+void Upgrader::WritePidFile(int signal) {
+  std::string text =
+      std::to_string(::getpid()) + " " + std::to_string(ProcessStartTime(::getpid()).value_or(0));
+  if (signal != SIGUSR2) text += " " + std::to_string(signal);
+  text += "\n";
   Result<UniqueFd> written = ReplaceFile(PidFilePath(state_dir_), text, SyncMode::kByCaller);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot write the pid file (agentd --upgrade cannot find this daemon)",
@@ -172,6 +176,7 @@ Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {
   s.attempt = attempt;
   s.uptime_ms = sources_.uptime_ms();
   s.generation = sources_.generation();
+  s.init_pid = sources_.init_pid();
   Result<json::Array> execs = sources_.execs(fds);
   if (!execs.ok()) return execs.status();
   s.execs = std::move(*execs);

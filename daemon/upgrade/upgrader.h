@@ -39,6 +39,8 @@ struct UpgradeSources {
   std::function<json::Array(std::vector<int>& fds)> streams;
   std::function<std::string()> secrets;
   std::function<int64_t()> generation;
+  // PID 1 mode's workload pid (-1 once it exited); nullopt otherwise.
+  std::function<std::optional<int64_t>()> init_pid;
   std::function<int64_t()> uptime_ms;
 };
 
@@ -50,7 +52,9 @@ class Upgrader {
            std::vector<std::string> argv, std::string binary, UpgradeSources sources);
 
   // The pid file `agentd --upgrade` finds the daemon by; removed on stop.
-  void WritePidFile();
+  // `signal`: the one that asks for an upgrade, written as a third field
+  // unless it is SIGUSR2 (what a pid file of two fields means).
+  void WritePidFile(int signal);
   void RemovePidFile();
   // A daemon started by an upgrade: the counters carried over; Resumed()
   // reports the success once serving.
@@ -79,6 +83,13 @@ class Upgrader {
   int64_t upgrades_ = 0;
   int64_t failures_ = 0;
 };
+
+// The signal that asks a daemon in PID 1 mode for an upgrade: SIGUSR2 is
+// forwarded to the workload there. A real-time signal nothing else in the
+// daemon or a workload's init conventionally uses; as PID 1 the kernel
+// delivers only signals the daemon handles, so a daemon that does not
+// handle it (or an older one) is never killed by it.
+int InitUpgradeSignal();
 
 // The paths of the files in the state directory.
 std::string PidFilePath(const std::string& state_dir);
