@@ -136,6 +136,27 @@ class CrashStageTest(unittest.TestCase):
             self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (7, None, None))
             self.assertEqual(read_stream(d, "whole-1"), (digest(data) + "  -\n").encode())
 
+    def test_a_cgroup_limit_reached_after_the_restart_ends_the_exec_as_before(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            s, health = d.json("GET", "/v1/health", auth=False)
+            if health["limits"]["mechanism"] == "rlimit":
+                self.skipTest("no usable cgroup here")
+            fifo = os.path.join(tmp, "go")
+            os.mkfifo(fifo)
+            # Forks past its 4 processes only once the daemon was replaced;
+            # `sleep` keeps the shell on, so only the new daemon's reading
+            # of the group names the limit.
+            start(d, "pids-1", {"command": "read x < %s; for i in 1 2 3 4 5 6 7 8; do "
+                                          "sleep 300 & done; sleep 300" % fifo, "pids": 4})
+            try:
+                restart_after_kill(d)
+            finally:
+                with open(fifo, "w") as f:
+                    f.write("x\n")
+            obj = wait_exit(d, "pids-1")
+            limit = (obj.get("limit") or {}).get("name")
+            self.assertEqual((obj["killed_by"], limit, obj["error"]), ("pids", "pids", None), obj)
+
 
 def post_stdin(d, exec_id, offset, body, eof=False):
     return d.json("POST", "/v1/execs/%s/stdin?offset=%d%s" % (exec_id, offset,

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "exec/group_state.h"
 #include "limits/egress_names.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
@@ -692,8 +693,11 @@ void ExecEngine::Persist(const ExecRecord& rec) {
                        .Set("cgroup", rec.egress_guard->dir())
                        .Set("own_dir", rec.egress_guard->own_dir());
   }
-  Result<UniqueFd> written =
-      store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at, std::move(egress_state));
+  // Its cgroup while it runs: a successor after a crash reads it on.
+  json::Value cgroup_state;
+  if (rec.group && !rec.finished()) cgroup_state = EncodeGroupState(rec.group->paths(), rec.seq);
+  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at,
+                                               std::move(egress_state), std::move(cgroup_state));
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));

@@ -274,6 +274,9 @@ class ExecEngine {
   void CheckLimitsAtExit(const SharedRecord& rec, const std::optional<std::string>& signal,
                          int exit_code);
   void ReleaseGroup(const SharedRecord& rec);
+  // Takes over the cgroup a predecessor made for `rec` (exec/group_state.h);
+  // logged when it cannot, and the kernel alone enforces the limits then.
+  void AdoptGroup(ExecRecord& rec, const json::Object& state);
   void OpenTenantCgroup();
   // exec_process.cc: the egress programs (limits/egress_guard.h), attached
   // right before the spawn; released with their final counts at the end.

@@ -13,6 +13,7 @@
 
 #include "exec/exec_engine.h"
 #include "exec/exec_stdin.h"
+#include "exec/group_state.h"
 #include "log/log.h"
 
 namespace agentd {
@@ -28,25 +29,6 @@ int64_t MsLeft(SteadyClock::time_point deadline, SteadyClock::time_point now) {
 int64_t IntOr(const json::Object& o, std::string_view key, int64_t fallback) {
   const json::Value* v = o.Find(key);
   return v && v->is_int() ? v->as_int() : fallback;
-}
-
-std::string StringOr(const json::Object& o, std::string_view key) {
-  const json::Value* v = o.Find(key);
-  return v && v->is_string() ? v->as_string() : std::string();
-}
-
-GroupPaths DecodeGroup(const json::Object& o) {
-  GroupPaths g;
-  g.mechanism = StringOr(o, "mechanism");
-  if (const json::Value* dirs = o.Find("dirs"); dirs && dirs->is_array()) {
-    for (const json::Value& d : dirs->as_array()) {
-      if (d.is_string()) g.dirs.push_back(d.as_string());
-    }
-  }
-  g.memory_dir = StringOr(o, "memory_dir");
-  g.pids_dir = StringOr(o, "pids_dir");
-  g.cpu_usage_file = StringOr(o, "cpu_usage_file");
-  return g;
 }
 
 // The log's bytes are all in its file (a disk error drops bytes and leaves
@@ -116,16 +98,7 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
     if (rec->group) {
       // Its directories stay (same PID, same "agentd-<pid>" parent): the
       // next binary reads the same counters and ends the exec as this one would.
-      GroupPaths g = rec->group->paths();
-      json::Array dirs;
-      for (const std::string& d : g.dirs) dirs.emplace_back(d);
-      e.Set("cgroup", json::Object()
-                          .Set("mechanism", g.mechanism)
-                          .Set("dirs", std::move(dirs))
-                          .Set("memory_dir", g.memory_dir)
-                          .Set("pids_dir", g.pids_dir)
-                          .Set("cpu_usage_file", g.cpu_usage_file)
-                          .Set("seq", static_cast<int64_t>(rec->seq)));
+      e.Set("cgroup", EncodeGroupState(rec->group->paths(), rec->seq));
     }
     e.Set("stdin_next", rec->stdin_next);
     e.Set("stdin_stream", rec->stdin_stream);
@@ -199,16 +172,8 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   if (const json::Value* g = handed.Find("cgroup"); g && g->is_object()) {
     const json::Object& o = g->as_object();
     // A group made after this one must not take its name (e<seq>).
-    next_seq_ = std::max<uint64_t>(next_seq_, static_cast<uint64_t>(IntOr(o, "seq", 0)) + 1);
-    Result<std::unique_ptr<ExecGroup>> group = limiter_.AdoptGroup(DecodeGroup(o));
-    if (group.ok()) {
-      rec->group = std::move(*group);
-    } else {
-      // The kernel still enforces its limits; only the polled ends
-      // (killed_by, cpu_sec) are lost.
-      Log(LogLevel::kWarn, "exec handed over without its cgroup",
-          json::Object().Set("id", rec->id).Set("error", group.status().message()));
-    }
+    next_seq_ = std::max<uint64_t>(next_seq_, GroupStateSeq(o) + 1);
+    AdoptGroup(*rec, o);
   }
   WatchLimits(rec);  // its group's counters, its tmpfs (both as the last binary did)
   int holder = take("holder_fd");

@@ -182,8 +182,8 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
   // exec at its exit below, a later one at the next poll.
   if (rec->limits.disk_bytes && held.scratch) {
     rec->scratch = ScratchDisk::Adopt(std::move(held.scratch));
-    WatchLimits(rec);
   }
+  WatchLimits(rec);  // the tmpfs, and the group's counters (Recover() took it over)
   if (held.report.exited) {
     OnLeaderExit(rec, held.report.wait_status, FromUnixMs(held.report.ended_unix_ms));
   } else if (rec->timeout_sec && !rec->timed_out) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "exec/exec_engine.h"
+#include "exec/group_state.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "proc/child_side.h"
@@ -198,6 +199,18 @@ void ExecEngine::ReleaseGroup(const SharedRecord& rec) {
   asio::post(blocking_, [limiter, g = std::move(rec->group)]() mutable {
     if (!g->TryRemove()) limiter->Linger(std::move(g));
   });
+}
+
+void ExecEngine::AdoptGroup(ExecRecord& rec, const json::Object& state) {
+  Result<std::unique_ptr<ExecGroup>> group = limiter_.AdoptGroup(DecodeGroupState(state));
+  if (group.ok()) {
+    rec.group = std::move(*group);
+    return;
+  }
+  // The kernel still enforces its limits; only the ends the daemon reads
+  // from the group (killed_by, cpu_sec under cgroups) are lost.
+  Log(LogLevel::kWarn, "exec taken over without its cgroup",
+      json::Object().Set("id", rec.id).Set("error", group.status().message()));
 }
 
 void ExecEngine::ArmSweep() {

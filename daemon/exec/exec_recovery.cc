@@ -110,7 +110,13 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   }
   table_.emplace(rec->id, rec);
   if (handed) return Adopt(rec, *handed);
-  if (held) return AdoptHeld(rec, *held);
+  if (held) {
+    // Its group (limits) stays in the dead daemon's "agentd-<pid>" parent.
+    if (stored.cgroup_state && stored.cgroup_state->is_object()) {
+      AdoptGroup(*rec, stored.cgroup_state->as_object());
+    }
+    return AdoptHeld(rec, *held);
+  }
   if (stored.acked_at_ms) {
     rec->acked = true;
     rec->acked_at = SystemClock::time_point(std::chrono::milliseconds(*stored.acked_at_ms));

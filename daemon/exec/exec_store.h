@@ -36,6 +36,8 @@ struct StoredExec {
   // The engine's own note on the exec's egress accounting (where its
   // programs hang, or its final counts), kept opaque here.
   std::optional<json::Value> egress_state;
+  // Its cgroup while it runs (exec/group_state.h), likewise opaque.
+  std::optional<json::Value> cgroup_state;
 };
 
 class ExecStore {
@@ -51,7 +53,7 @@ class ExecStore {
   // Replaces meta.json; returns the file for a later fsync.
   Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
                              std::string_view fingerprint, std::optional<int64_t> acked_at_ms,
-                             json::Value egress_state = {});
+                             json::Value egress_state = {}, json::Value cgroup_state = {});
 
   // Every readable record; unreadable directories are removed (logged).
   std::vector<StoredExec> LoadAll();
