@@ -75,6 +75,20 @@ add_library(agentd_seccomp INTERFACE)
 target_include_directories(agentd_seccomp SYSTEM INTERFACE ${AGENTD_SECCOMP_INCLUDE})
 target_link_libraries(agentd_seccomp INTERFACE ${AGENTD_LIBSECCOMP_A})
 
+# libnftnl (libnftnl-dev) static archive: the nftables rung of egress
+# policy (docs/BUILDING.md, "libnftnl"). libmnl-dev has no static archive;
+# the daemon carries the part of libmnl's API libnftnl calls
+# (daemon/limits/mnl_subset.cc) and takes only libmnl's header.
+if(AGENTD_EGRESS_NFTABLES)
+  find_library(AGENTD_LIBNFTNL_A NAMES libnftnl.a REQUIRED)
+  find_path(AGENTD_NFTNL_INCLUDE NAMES libnftnl/rule.h REQUIRED)
+  find_path(AGENTD_MNL_INCLUDE NAMES libmnl/libmnl.h REQUIRED)
+  add_library(agentd_nftnl INTERFACE)
+  target_include_directories(agentd_nftnl SYSTEM INTERFACE ${AGENTD_NFTNL_INCLUDE}
+                             ${AGENTD_MNL_INCLUDE})
+  target_link_libraries(agentd_nftnl INTERFACE ${AGENTD_LIBNFTNL_A})
+endif()
+
 # Host-side tools (client library, conformance suite) are not static: they
 # use the system's shared libarchive.
 find_package(LibArchive 3 REQUIRED)

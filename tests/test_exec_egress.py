@@ -577,6 +577,7 @@ class EgressTest(unittest.TestCase):
         s, body = self.daemon.json("GET", "/v1/health", auth=False)
         self.assertEqual(body["limits"]["egress_modes"], ["public", "allow", "none", "all"])
         self.assertNotIn("egress_why", body["limits"])
+        self.assertEqual(body["limits"]["egress_enforcer"], "bpf")
 
 
 class EgressUnavailableTest(unittest.TestCase):
@@ -585,10 +586,13 @@ class EgressUnavailableTest(unittest.TestCase):
             self.skipTest("needs root to drop capabilities (the CI runs as root)")
         drop = ["setpriv", "--bounding-set", "-sys_admin,-bpf", "--inh-caps",
                 "-sys_admin,-bpf", "--"]
-        with Daemon(wrapper=drop) as d:
+        # The cgroup-BPF rung only: "auto" would fall back to nftables rules
+        # (test_exec_egress_nftables).
+        with Daemon("--egress-enforcer", "bpf", wrapper=drop) as d:
             s, body = d.json("GET", "/v1/health", auth=False)
             self.assertEqual(body["limits"]["egress_modes"], [])
-            self.assertTrue(body["limits"]["egress_why"])
+            self.assertIn("cgroup-BPF", body["limits"]["egress_why"])
+            self.assertNotIn("egress_enforcer", body["limits"])
             s, body = d.json("PUT", "/v1/execs/x", {"argv": ["true"],
                                                     "egress": {"mode": "public"}})
             self.assertEqual((s, error_code(body)), (400, "limit_unsupported"), body)

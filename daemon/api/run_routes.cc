@@ -74,6 +74,9 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
       o.Set("egress_why", engine.egress_unavailable());
     }
     o.Set("egress_modes", std::move(egress_modes));
+    if (*engine.egress_enforcer()) {
+      o.Set("egress_enforcer", std::string(engine.egress_enforcer()));
+    }
     return o;
   };
   auto runner =

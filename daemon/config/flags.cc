@@ -293,6 +293,17 @@ const std::vector<Flag>& Flags() {
          c.engine.default_egress = v;
          return Status::Ok();
        }},
+      {"egress-enforcer", "RUNG",
+       "What enforces egress policies: auto (cgroup-BPF programs where the kernel and "
+       "privileges allow, else nftables rules), bpf or nftables (that rung only; egress "
+       "is refused where it does not work); docs/SECURITY.md, \"Egress\". Default auto.",
+       [](DaemonConfig& c, std::string_view v) {
+         if (v != "auto" && v != "bpf" && v != "nftables") {
+           return BadValue("egress-enforcer", v, "one of auto, bpf, nftables");
+         }
+         c.engine.egress_enforcer = v;
+         return Status::Ok();
+       }},
       {"restricted-user", "USER",
        "The user (a name or number, not root) restricted execs run as unless the request "
        "names one; it must exist in the guest. Default nobody.",

@@ -86,10 +86,13 @@ Status ExecEngine::Open() {
   if (!scratch_unavailable_.empty()) {
     Log(LogLevel::kInfo, "disk_bytes unavailable", json::Object().Set("why", scratch_unavailable_));
   }
-  egress_host_.Open();
+  egress_host_.Open(options_.egress_enforcer);
   if (!egress_host_.available()) {
     Log(LogLevel::kInfo, "egress policy unavailable",
         json::Object().Set("why", egress_host_.why()));
+  } else {
+    Log(LogLevel::kInfo, "egress policy",
+        json::Object().Set("enforcer", std::string(egress_host_.enforcer_name())));
   }
   if (!network_unavailable_.empty()) {
     Log(LogLevel::kInfo, "network none unavailable",

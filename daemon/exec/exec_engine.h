@@ -185,6 +185,8 @@ class ExecEngine {
   const std::string& scratch_unavailable() const { return scratch_unavailable_; }
   // Why no "egress" policy can be enforced here ("" when every mode can).
   const std::string& egress_unavailable() const { return egress_host_.why(); }
+  // "bpf" or "nftables": the rung that enforces them ("" when none).
+  const char* egress_enforcer() const { return egress_host_.enforcer_name(); }
   // An exec of this generation ran unrestricted as root (docs/PROTOCOL.md,
   // "Reuse"): nothing a reset checks proves what it may have changed.
   bool privileged_generation() const { return privileged_generation_; }

@@ -44,6 +44,9 @@ struct ExecEngineOptions {
   // --default-egress: the egress mode of execs and runs that set no
   // "egress" ("" : none, the guest's network as it is).
   std::string default_egress;
+  // --egress-enforcer: which rung enforces egress policies: "auto"
+  // (cgroup-BPF, else nftables), "bpf" or "nftables" (limits/egress_guard.h).
+  std::string egress_enforcer = "auto";
   // --exec-holder: spawn execs under a holder process that keeps them
   // running through a daemon crash (proc/exec_holder.h).
   bool exec_holder = true;

@@ -485,7 +485,8 @@ Status ExecEngine::AttachEgress(const SharedRecord& rec) {
     dir = std::move(*made);
   }
   Result<std::unique_ptr<EgressGuard>> guard = EgressGuard::Attach(
-      rec->egress_table, dir, /*own_dir=*/!in_group, /*police_sockets=*/rec->egress->mode != "all");
+      rec->egress_table, dir, /*own_dir=*/!in_group, /*police_sockets=*/rec->egress->mode != "all",
+      egress_host_.NftLevel(dir));
   if (!guard.ok()) {
     if (!in_group) ::rmdir(dir.c_str());
     return guard.status();

@@ -15,6 +15,9 @@
 
 #include "agentd/trees/posix_error.h"
 #include "limits/egress_guard.h"
+#if AGENTD_EGRESS_NFTABLES
+#include "limits/egress_nftables.h"
+#endif
 
 namespace agentd {
 namespace {
@@ -42,9 +45,24 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Adopt(const std::string& cgrou
   q.query.attach_type = BPF_CGROUP_INET4_CONNECT;
   q.query.prog_ids = Ptr(ids);
   q.query.prog_cnt = 4;
-  if (Bpf(BPF_PROG_QUERY, &q) != 0) {
-    return PosixError(errno, "cannot query the BPF programs of", cgroup_dir);
+  bool queried = Bpf(BPF_PROG_QUERY, &q) == 0;
+  int query_errno = errno;
+#if AGENTD_EGRESS_NFTABLES
+  // No program there: the predecessor enforced with nftables rules.
+  if (!queried || q.query.prog_cnt == 0) {
+    Result<std::unique_ptr<NftEgress>> n = NftEgress::Adopt(cgroup_dir);
+    if (n.ok()) {
+      auto guard = std::make_unique<EgressGuard>();
+      guard->nft_ = std::move(*n);
+      guard->dir_ = cgroup_dir;
+      guard->own_dir_ = own_dir;
+      guard->adopted_ = true;
+      return guard;
+    }
+    if (queried) return n.status();
   }
+#endif
+  if (!queried) return PosixError(query_errno, "cannot query the BPF programs of", cgroup_dir);
   if (q.query.prog_cnt != 1) {
     return Status::Internal("the exec's cgroup holds " + std::to_string(q.query.prog_cnt) +
                             " connect4 programs, not its one");

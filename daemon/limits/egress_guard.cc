@@ -17,6 +17,9 @@
 #include "agentd/trees/posix_error.h"
 #include "limits/bpf_program.h"
 #include "limits/cgroup_info.h"
+#if AGENTD_EGRESS_NFTABLES
+#include "limits/egress_nftables.h"
+#endif
 #include "sys/read_file.h"
 
 namespace agentd {
@@ -274,6 +277,7 @@ std::string WallTime(uint64_t mono_ns) {
 }  // namespace
 
 EgressGuard::~EgressGuard() {
+  nft_.reset();  // removes its rules, unless processes remain
   accounts_.reset();
   overflow_.reset();
   // EBUSY while processes of the exec remain: they stay policed (the
@@ -288,10 +292,26 @@ EgressGuard::~EgressGuard() {
 
 Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<EgressRule>& table,
                                                          const std::string& cgroup_dir,
-                                                         bool own_dir, bool police_sockets) {
+                                                         bool own_dir, bool police_sockets,
+                                                         int nft_level) {
   auto g = std::make_unique<EgressGuard>();
   g->dir_ = cgroup_dir;
   g->own_dir_ = own_dir;
+  if (nft_level >= 0) {
+#if AGENTD_EGRESS_NFTABLES
+    Result<std::unique_ptr<NftEgress>> n = NftEgress::Install(table, cgroup_dir, nft_level);
+    if (!n.ok()) return n.status();
+    g->nft_ = std::move(*n);
+    if (own_dir) {
+      std::string procs = cgroup_dir + "/cgroup.procs";
+      g->procs_ = UniqueFd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!g->procs_) return PosixError(errno, "cannot open", procs);
+    }
+    return g;
+#else
+    return Status::Internal("this agentd was built without the nftables rung");
+#endif
+  }
   if (table.size() > kMaxRules) {
     return Status::InvalidRequest("the egress policy has too many rules")
         .With("field", std::string("egress"))
@@ -340,6 +360,15 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<Egres
 }
 
 void EgressGuard::Collect(EgressReport& r, bool take) const {
+#if AGENTD_EGRESS_NFTABLES
+  if (nft_) {
+    if (Status s = nft_->Collect(r, take); !s.ok()) {
+      r.incomplete = EgressIncomplete{FormatRfc3339(std::chrono::system_clock::now()),
+                                      "the nftables counts cannot be read: " + s.message()};
+    }
+    return;
+  }
+#endif
   r.accounting = true;
   r.max_destinations = kMaxEgressDestinations;
   r.destinations.clear();
@@ -381,7 +410,30 @@ void EgressGuard::Collect(EgressReport& r, bool take) const {
   r.attempts = r.allowed + r.refused + r.overflow;
 }
 
-void EgressHost::Open() {
+const char* EgressHost::enforcer_name() const {
+  switch (enforcer_) {
+    case EgressEnforcer::kBpf:
+      return "bpf";
+    case EgressEnforcer::kNftables:
+      return "nftables";
+    default:
+      return "";
+  }
+}
+
+int EgressHost::NftLevel(const std::string& dir) const {
+  if (enforcer_ != EgressEnforcer::kNftables) return -1;
+  // The depth below the mount: the directories are made below it.
+  int level = 0;
+  bool in_name = false;
+  for (size_t i = mount_.size(); i < dir.size(); ++i) {
+    if (dir[i] != '/' && !in_name) ++level;
+    in_name = dir[i] != '/';
+  }
+  return level;
+}
+
+void EgressHost::Open(const std::string& enforcer) {
   Result<std::string> mountinfo = ReadFileToString("/proc/self/mountinfo", 1 << 20);
   Result<std::string> own = ReadFileToString("/proc/self/cgroup", 1 << 16);
   if (!mountinfo.ok() || !own.ok()) {
@@ -414,16 +466,46 @@ void EgressHost::Open() {
     why_ = probe.status().message();
     return;
   }
-  EgressPolicy none;
-  none.mode = "none";
-  Result<std::vector<EgressRule>> table = BuildEgressTable(none, {});
-  Result<std::unique_ptr<EgressGuard>> g =
-      table.ok() ? EgressGuard::Attach(*table, *probe, /*own_dir=*/true, true)
-                 : Result<std::unique_ptr<EgressGuard>>(table.status());
-  if (!g.ok()) {
+  mount_ = mount;
+  std::string bpf_why;
+  if (enforcer != "nftables") {
+    EgressPolicy none;
+    none.mode = "none";
+    Result<std::vector<EgressRule>> table = BuildEgressTable(none, {});
+    Result<std::unique_ptr<EgressGuard>> g =
+        table.ok() ? EgressGuard::Attach(*table, *probe, /*own_dir=*/false, true)
+                   : Result<std::unique_ptr<EgressGuard>>(table.status());
+    if (g.ok()) {
+      enforcer_ = EgressEnforcer::kBpf;
+      g->reset();
+      ::rmdir(probe->c_str());
+      return;
+    }
+    bpf_why = "cannot attach cgroup-BPF programs: " + g.status().message();
+    // The programs stay attached to the probe directory until it goes.
     ::rmdir(probe->c_str());
-    why_ = "cannot attach cgroup-BPF programs: " + g.status().message();
+    if (enforcer == "bpf") {
+      why_ = bpf_why;
+      return;
+    }
+    probe = MakeNamedDir("probe");
+    if (!probe.ok()) {
+      why_ = bpf_why + "; " + probe.status().message();
+      return;
+    }
   }
+#if AGENTD_EGRESS_NFTABLES
+  enforcer_ = EgressEnforcer::kNftables;
+  std::string nft_why = ProbeNftEgress(*probe, NftLevel(*probe));
+  ::rmdir(probe->c_str());
+  if (nft_why.empty()) return;
+  enforcer_ = EgressEnforcer::kNone;
+  nft_why = "nftables: " + nft_why;
+#else
+  ::rmdir(probe->c_str());
+  std::string nft_why = "nftables: this agentd was built without it (AGENTD_EGRESS_NFTABLES=OFF)";
+#endif
+  why_ = bpf_why.empty() ? nft_why : bpf_why + "; " + nft_why;
 }
 
 void EgressHost::Close() {

@@ -18,6 +18,11 @@
 // the exec's child joins the directory before it executes anything (its
 // descendants, double-forked or not, inherit it).
 //
+// Where cgroup-BPF cannot be attached (no bpf(2), no CAP_BPF or
+// CAP_SYS_ADMIN, a seccomp profile that refuses it), the same table is
+// enforced by nftables rules that match the exec's cgroup
+// (limits/egress_nftables.h); the guard then holds those instead.
+//
 // EgressHost: the daemon's share: where the directories go (a directory
 // "agentd-egress-<pid>" below the daemon's own cgroup2 group) and whether
 // this kernel and these privileges can do all of it, found by attaching a
@@ -39,6 +44,12 @@ namespace agentd {
 // The bound of the accounting map (distinct destinations per exec).
 inline constexpr int64_t kMaxEgressDestinations = 1024;
 
+class NftEgress;
+
+// Which rung enforces the policies (--egress-enforcer; health's
+// limits.egress_enforcer).
+enum class EgressEnforcer { kNone, kBpf, kNftables };
+
 class EgressGuard {
  public:
   EgressGuard() = default;
@@ -48,13 +59,16 @@ class EgressGuard {
 
   // Loads the programs for `table` and attaches them to `cgroup_dir`.
   // `own_dir`: the directory is the guard's, removed (when empty) with it.
+  // `nft_level` >= 0: nftables rules for the cgroup at that depth
+  // (EgressHost::NftLevel) instead of the programs.
   static Result<std::unique_ptr<EgressGuard>> Attach(const std::vector<EgressRule>& table,
                                                      const std::string& cgroup_dir, bool own_dir,
-                                                     bool police_sockets);
+                                                     bool police_sockets, int nft_level = -1);
 
   // A restarted daemon's hold on the programs a predecessor attached to
   // `cgroup_dir` (limits/egress_adopt.cc): their maps, found through the
-  // kernel; the counts go on from where they were.
+  // kernel (or its nftables chains, found by the cgroup's id); the counts
+  // go on from where they were.
   static Result<std::unique_ptr<EgressGuard>> Adopt(const std::string& cgroup_dir, bool own_dir);
 
   // The counts so far, into `r` (destinations, totals, overflow).
@@ -77,25 +91,36 @@ class EgressGuard {
   UniqueFd accounts_;
   UniqueFd overflow_;
   UniqueFd procs_;
+  std::unique_ptr<NftEgress> nft_;  // the nftables rung's rules, or null
 };
 
 class EgressHost {
  public:
   // Finds the cgroup2 mount and the daemon's group there, makes the base
-  // directory and attaches a probe policy; why() says what failed.
-  void Open();
+  // directory and tries each rung `enforcer` allows ("auto": cgroup-BPF,
+  // else nftables; "bpf"; "nftables") on a probe directory; why() says
+  // what failed, for each rung tried.
+  void Open(const std::string& enforcer = "auto");
   // Removes the base directory when every exec directory is gone.
   void Close();
   const std::string& why() const { return why_; }
   bool available() const { return why_.empty(); }
+  EgressEnforcer enforcer() const { return enforcer_; }
+  // "bpf", "nftables" or "" (none works).
+  const char* enforcer_name() const;
+  // What EgressGuard::Attach takes as nft_level for `dir`: its depth below
+  // the cgroup2 root with the nftables rung, -1 with cgroup-BPF.
+  int NftLevel(const std::string& dir) const;
   // A fresh directory for one exec: <parent>/e<seq>, in the tenant
   // generation's group when given (limits/tenant_cgroup.h), else <base>/e<seq>.
   Result<std::string> MakeDir(uint64_t seq, const std::string& parent = {}) const;
 
  private:
   Result<std::string> MakeNamedDir(const std::string& name, const std::string& parent = {}) const;
+  std::string mount_;
   std::string base_;
   std::string why_;
+  EgressEnforcer enforcer_ = EgressEnforcer::kNone;
 };
 
 }  // namespace agentd

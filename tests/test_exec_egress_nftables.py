@@ -1,0 +1,212 @@
+"""The nftables rung of egress policy (docs/SECURITY.md, "Egress"): the same
+policies as the cgroup-BPF programs, enforced by nftables rules in the
+daemon's network namespace that match the exec's cgroup, and counted in
+nftables sets.
+
+The daemon runs with --egress-enforcer nftables (cgroup-BPF works on this
+machine, so "auto" would pick it), in the network namespace of
+test_exec_egress (the addresses the policies are about, with listeners).
+A refused TCP connect answers ECONNREFUSED (a reset), a refused datagram
+EPERM (dropped on the way out); each refusal has its control, the same
+probe under "all". A last case drops the daemon's capabilities for bpf(2)
+and checks that "auto" falls back to this rung."""
+
+import json
+import os
+import socket
+import unittest
+
+import test_exec_egress as base
+from lib.agentd_test import Daemon
+from lib.exec_util import run
+
+PORT = base.PORT
+PRIVATE, METADATA, METADATA6, PUBLIC = base.PRIVATE, base.METADATA, base.METADATA6, base.PUBLIC
+
+
+class NftablesEgressTest(unittest.TestCase):
+    works = False  # the rung works here: the daemon said so
+
+    @classmethod
+    def setUpClass(cls):
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (the CI runs as root)")
+        import tempfile
+        cls.tmp = tempfile.TemporaryDirectory()
+        base.enter_test_network(os.path.join(cls.tmp.name, "hosts"))
+        cls.listeners = []
+        # PORT + 1 on the private address listens too: a refusal there is
+        # the policy's, not a missing listener's (both answer ECONNREFUSED).
+        for family, host, port in ((socket.AF_INET, PRIVATE, PORT),
+                                   (socket.AF_INET, PRIVATE, PORT + 1),
+                                   (socket.AF_INET, METADATA, PORT),
+                                   (socket.AF_INET, PUBLIC, PORT),
+                                   (socket.AF_INET, "127.0.0.1", PORT),
+                                   (socket.AF_INET6, METADATA6, PORT),
+                                   (socket.AF_INET6, "::1", PORT)):
+            s = socket.socket(family)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            s.listen(64)
+            cls.listeners.append(s)
+        cls.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        cls.udp.bind(("0.0.0.0", 5353))
+        cls.daemon = Daemon("--egress-enforcer", "nftables")
+        s, health = cls.daemon.json("GET", "/v1/health", auth=False)
+        if not health["limits"]["egress_modes"]:
+            why = health["limits"].get("egress_why", "")
+            cls.daemon.stop()
+            raise unittest.SkipTest("the nftables rung does not work here: " + why)
+        NftablesEgressTest.works = True
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+        for s in cls.listeners + [cls.udp]:
+            s.close()
+        cls.tmp.cleanup()
+
+    def probe(self, exec_id, targets, egress, mode="child", daemon=None):
+        obj, out, err = run(daemon or self.daemon, exec_id,
+                            {"argv": [base.PYTHON, "-c", base.PROBE, mode] + targets,
+                             "egress": egress})
+        self.assertEqual(obj["exit_code"], 0, err)
+        return json.loads(out)
+
+    def egress(self, exec_id, daemon=None):
+        s, body = (daemon or self.daemon).json("GET", "/v1/execs/%s/egress" % exec_id)
+        self.assertEqual(s, 200, body)
+        return body
+
+    def counts(self, report):
+        return sorted((d["verdict"], d["protocol"], d["address"], d["port"], d["count"])
+                      for d in report["destinations"])
+
+    def test_health_names_the_nftables_enforcer_and_every_mode(self):
+        s, body = self.daemon.json("GET", "/v1/health", auth=False)
+        self.assertEqual(body["limits"]["egress_enforcer"], "nftables")
+        self.assertEqual(body["limits"]["egress_modes"], ["public", "allow", "none", "all"])
+
+    def test_public_refuses_private_and_metadata_in_every_spelling_and_counts_it(self):
+        targets = ["tcp:%s:%d" % (PRIVATE, PORT), "tcp:%s:%d" % (METADATA, PORT),
+                   "tcp:%s:%d" % (METADATA6, PORT), "tcp6:::ffff:%s:%d" % (METADATA, PORT),
+                   "tcp:%s:%d" % (PUBLIC, PORT), "tcp:127.0.0.1:%d" % PORT,
+                   "tcp:::1:%d" % PORT, "udp:%s:5353" % PRIVATE,
+                   "udp:::ffff:%s:5353" % METADATA]
+        control = self.probe("all", targets, {"mode": "all"})
+        self.assertEqual(set(control.values()), {"ok"}, control)
+        got = self.probe("public", targets, {"mode": "public"})
+        refused_tcp, refused_udp = "ECONNREFUSED", "EPERM"
+        self.assertEqual(got, {
+            targets[0]: refused_tcp, targets[1]: refused_tcp, targets[2]: refused_tcp,
+            targets[3]: refused_tcp, targets[4]: "ok", targets[5]: "ok", targets[6]: "ok",
+            targets[7]: refused_udp, targets[8]: refused_udp})
+        report = self.egress("public")
+        self.assertTrue(report["accounting"])
+        # The IPv4-mapped spelling leaves as an IPv4 packet: one entry with
+        # the plain spelling's, counted twice.
+        self.assertEqual(self.counts(report), [
+            ("allowed", "tcp", "127.0.0.1", PORT, 1),
+            ("allowed", "tcp", "203.0.113.7", PORT, 1),
+            ("allowed", "tcp", "::1", PORT, 1),
+            ("refused", "tcp", "10.0.0.1", PORT, 1),
+            ("refused", "tcp", "169.254.169.254", PORT, 2),
+            ("refused", "tcp", "fd00:ec2::254", PORT, 1),
+            ("refused", "udp", "10.0.0.1", 5353, 1),
+            ("refused", "udp", "169.254.169.254", 5353, 1)])
+        self.assertEqual((report["refused"], report["allowed"], report["attempts"],
+                          report["overflow"]), (6, 3, 9, 0))
+        for d in report["destinations"]:
+            self.assertTrue(d["first_at"] <= d["last_at"], d)
+        self.assertEqual(self.counts(self.egress("all")), [
+            ("allowed", "tcp", "10.0.0.1", PORT, 1),
+            ("allowed", "tcp", "127.0.0.1", PORT, 1),
+            ("allowed", "tcp", "169.254.169.254", PORT, 2),
+            ("allowed", "tcp", "203.0.113.7", PORT, 1),
+            ("allowed", "tcp", "::1", PORT, 1),
+            ("allowed", "tcp", "fd00:ec2::254", PORT, 1),
+            ("allowed", "udp", "10.0.0.1", 5353, 1),
+            ("allowed", "udp", "169.254.169.254", 5353, 1)])
+
+    def test_allow_reaches_only_the_listed_cidr_and_port(self):
+        targets = ["tcp:%s:%d" % (PRIVATE, PORT), "tcp:%s:%d" % (PRIVATE, PORT + 1),
+                   "tcp:%s:%d" % (PUBLIC, PORT), "udp:%s:5353" % PRIVATE]
+        control = self.probe("allow-control", targets, {"mode": "all"})
+        self.assertEqual(set(control.values()), {"ok"}, control)
+        got = self.probe("allow", targets, {"mode": "allow", "allow": ["10.0.0.0/24:%d" % PORT]})
+        self.assertEqual(got, {targets[0]: "ok", targets[1]: "ECONNREFUSED",
+                               targets[2]: "ECONNREFUSED", targets[3]: "EPERM"})
+        self.assertEqual(self.counts(self.egress("allow")), [
+            ("allowed", "tcp", PRIVATE, PORT, 1),
+            ("refused", "tcp", PRIVATE, PORT + 1, 1),
+            ("refused", "tcp", PUBLIC, PORT, 1),
+            ("refused", "udp", PRIVATE, 5353, 1)])
+
+    def test_a_double_forked_grandchild_is_policed_and_counted(self):
+        targets = ["tcp:%s:%d" % (METADATA, PORT), "tcp:%s:%d" % (PUBLIC, PORT)]
+        got = self.probe("grandchild", targets, {"mode": "public"}, mode="grandchild")
+        self.assertEqual(got, {targets[0]: "ECONNREFUSED", targets[1]: "ok"})
+        self.assertEqual(self.counts(self.egress("grandchild")), [
+            ("allowed", "tcp", PUBLIC, PORT, 1), ("refused", "tcp", METADATA, PORT, 1)])
+
+    def test_a_context_run_answers_only_its_own_attempts(self):
+        self.addCleanup(self.daemon.json, "DELETE", "/v1/contexts/nft-runs")
+        s, ctx = self.daemon.json("POST", "/v1/contexts", {
+            "id": "nft-runs", "runtime": "python", "scan_changes": False,
+            "egress": {"mode": "public"}})
+        self.assertEqual(s, 201, ctx)
+
+        def run_in_context(code):
+            s, r = self.daemon.json("POST", "/v1/contexts/nft-runs/run", {"code": code})
+            self.assertEqual((s, r.get("exit_code")), (200, 0), r)
+            return r["egress"]
+
+        connect = ("import socket\n"
+                   "def connect(host, n):\n"
+                   "    for _ in range(n):\n"
+                   "        s = socket.socket()\n"
+                   "        try: s.connect((host, %d))\n"
+                   "        except OSError as e: print(host, e.errno)\n"
+                   "        finally: s.close()\n" % PORT)
+        self.assertEqual(run_in_context(connect)["attempts"], 0)
+        first = run_in_context("connect(%r, 2)\nconnect(%r, 1)" % (METADATA, PUBLIC))
+        self.assertEqual(self.counts(first), [("allowed", "tcp", PUBLIC, PORT, 1),
+                                              ("refused", "tcp", METADATA, PORT, 2)])
+        # The same destination again, and a new one: this run's only.
+        second = run_in_context("connect(%r, 1)\nconnect(%r, 1)" % (METADATA, PRIVATE))
+        self.assertEqual(self.counts(second), [("refused", "tcp", PRIVATE, PORT, 1),
+                                               ("refused", "tcp", METADATA, PORT, 1)])
+        self.assertEqual((second["refused"], second["allowed"], second["attempts"]), (2, 0, 2))
+        self.assertEqual(run_in_context("pass")["attempts"], 0)
+
+
+class NftablesFallbackTest(unittest.TestCase):
+    def test_a_daemon_that_cannot_load_bpf_falls_back_to_nftables(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root to drop capabilities (the CI runs as root)")
+        if not NftablesEgressTest.works:  # nor is the test's network namespace entered
+            self.skipTest("the nftables rung does not work here")
+        drop = ["setpriv", "--bounding-set", "-sys_admin,-bpf", "--inh-caps",
+                "-sys_admin,-bpf", "--"]
+        targets = ["tcp:%s:%d" % (METADATA, PORT), "tcp:%s:%d" % (PUBLIC, PORT)]
+        with Daemon(wrapper=drop) as d:
+            s, body = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual(body["limits"]["egress_enforcer"], "nftables", body)
+            self.assertEqual(body["limits"]["egress_modes"], ["public", "allow", "none", "all"])
+            got = self.probe(d, targets)
+            self.assertEqual(got, {targets[0]: "ECONNREFUSED", targets[1]: "ok"})
+        # Control: with every capability, "auto" picks cgroup-BPF (EPERM).
+        with Daemon() as d:
+            s, body = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual(body["limits"]["egress_enforcer"], "bpf", body)
+            self.assertEqual(self.probe(d, targets), {targets[0]: "EPERM", targets[1]: "ok"})
+
+    def probe(self, d, targets):
+        obj, out, err = run(d, "fallback", {"argv": [base.PYTHON, "-c", base.PROBE, "child"] +
+                                            targets, "egress": {"mode": "public"}})
+        self.assertEqual(obj["exit_code"], 0, err)
+        return json.loads(out)
+
+
+if __name__ == "__main__":
+    unittest.main()
