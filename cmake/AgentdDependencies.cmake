@@ -76,9 +76,19 @@ target_include_directories(agentd_seccomp SYSTEM INTERFACE ${AGENTD_SECCOMP_INCL
 target_link_libraries(agentd_seccomp INTERFACE ${AGENTD_LIBSECCOMP_A})
 
 # libnftnl (libnftnl-dev) static archive: the nftables rung of egress
-# policy (docs/BUILDING.md, "libnftnl"). libmnl-dev has no static archive;
-# the daemon carries the part of libmnl's API libnftnl calls
-# (daemon/limits/mnl_subset.cc) and takes only libmnl's header.
+# policy, where cgroup-BPF cannot be attached (docs/BUILDING.md,
+# "libnftnl"). libmnl-dev has no static archive; the daemon carries the
+# part of libmnl's API libnftnl calls (daemon/limits/mnl_subset.cc) and
+# takes only libmnl's header. Off in the release build: it costs 152 KB
+# the 5 MiB target does not have, and libnftnl is GPL-2.0-or-later, which
+# would put the release binary under the GPL (docs/BUILDING.md).
+if(AGENTD_RELEASE)
+  set(agentd_nftables_default OFF)
+else()
+  set(agentd_nftables_default ON)
+endif()
+option(AGENTD_EGRESS_NFTABLES "Build the nftables rung of egress policy (libnftnl)"
+       ${agentd_nftables_default})
 if(AGENTD_EGRESS_NFTABLES)
   find_library(AGENTD_LIBNFTNL_A NAMES libnftnl.a REQUIRED)
   find_path(AGENTD_NFTNL_INCLUDE NAMES libnftnl/rule.h REQUIRED)

@@ -53,7 +53,7 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Adopt(const std::string& cgrou
     Result<std::unique_ptr<NftEgress>> n = NftEgress::Adopt(cgroup_dir);
     if (n.ok()) {
       auto guard = std::make_unique<EgressGuard>();
-      guard->nft_ = std::move(*n);
+      guard->nft_.reset(n->release());
       guard->dir_ = cgroup_dir;
       guard->own_dir_ = own_dir;
       guard->adopted_ = true;

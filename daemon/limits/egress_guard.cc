@@ -301,7 +301,7 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<Egres
 #if AGENTD_EGRESS_NFTABLES
     Result<std::unique_ptr<NftEgress>> n = NftEgress::Install(table, cgroup_dir, nft_level);
     if (!n.ok()) return n.status();
-    g->nft_ = std::move(*n);
+    g->nft_.reset(n->release());
     if (own_dir) {
       std::string procs = cgroup_dir + "/cgroup.procs";
       g->procs_ = UniqueFd(::open(procs.c_str(), O_WRONLY | O_CLOEXEC));
@@ -423,7 +423,12 @@ const char* EgressHost::enforcer_name() const {
 
 int EgressHost::NftLevel(const std::string& dir) const {
   if (enforcer_ != EgressEnforcer::kNftables) return -1;
-  // The depth below the mount: the directories are made below it.
+  // The depth below the mount: the directories are made below it (0, which
+  // NftEgress::Install refuses, for one that is not).
+  if (dir.compare(0, mount_.size(), mount_) != 0 || dir.size() <= mount_.size() ||
+      dir[mount_.size()] != '/') {
+    return 0;
+  }
   int level = 0;
   bool in_name = false;
   for (size_t i = mount_.size(); i < dir.size(); ++i) {
@@ -432,6 +437,10 @@ int EgressHost::NftLevel(const std::string& dir) const {
   }
   return level;
 }
+
+#if !AGENTD_EGRESS_NFTABLES
+void NftEgressDeleter::operator()(NftEgress*) const {}  // nothing makes one
+#endif
 
 void EgressHost::Open(const std::string& enforcer) {
   Result<std::string> mountinfo = ReadFileToString("/proc/self/mountinfo", 1 << 20);

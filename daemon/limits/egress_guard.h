@@ -45,6 +45,11 @@ namespace agentd {
 inline constexpr int64_t kMaxEgressDestinations = 1024;
 
 class NftEgress;
+// Defined with the rung (limits/egress_nftables.cc): a build without it
+// never makes one.
+struct NftEgressDeleter {
+  void operator()(NftEgress* n) const;
+};
 
 // Which rung enforces the policies (--egress-enforcer; health's
 // limits.egress_enforcer).
@@ -91,7 +96,7 @@ class EgressGuard {
   UniqueFd accounts_;
   UniqueFd overflow_;
   UniqueFd procs_;
-  std::unique_ptr<NftEgress> nft_;  // the nftables rung's rules, or null
+  std::unique_ptr<NftEgress, NftEgressDeleter> nft_;  // the nftables rung's rules, or null
 };
 
 class EgressHost {

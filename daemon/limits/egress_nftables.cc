@@ -119,6 +119,7 @@ Status Batch::Send(struct mnl_socket* nl, const std::string& what) {
   std::string failed;
   for (size_t acks = 0; acks < messages_;) {
     ssize_t n = ::recv(mnl_socket_get_fd(nl), answer.data(), answer.size(), MSG_DONTWAIT);
+    if (n <= 0 && first_error != 0) break;  // an aborted batch answers no more
     if (n <= 0) return NftError(n < 0 ? errno : EPROTO, what + " (missing acknowledgements)");
     int left = static_cast<int>(n);
     for (auto* h = reinterpret_cast<struct nlmsghdr*>(answer.data()); mnl_nlmsg_ok(h, left);
@@ -518,8 +519,8 @@ int ReadElem(struct nftnl_set_elem* e, void* data) {
   ::inet_ntop(rd->v6 ? AF_INET6 : AF_INET, key, text, sizeof(text));
   uint16_t port = static_cast<uint16_t>(key[addr_len] << 8 | key[addr_len + 1]);
   uint8_t proto = key[addr_len + 4];
-  std::string id = std::string(rd->allowed ? "a" : "r") + text + "/" + std::to_string(port) +
-                   "/" + std::to_string(proto);
+  std::string id = std::string(rd->allowed ? "a" : "r") + text + "/" + std::to_string(port) + "/" +
+                   std::to_string(proto);
   auto seen = rd->taken->find(id);
   uint64_t before = seen == rd->taken->end() ? 0 : seen->second;
   if (x.packets <= before) return 0;  // nothing since the last take
@@ -579,6 +580,10 @@ bool Populated(const std::string& dir) {
 
 Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRule>& table,
                                                       const std::string& cgroup_dir, int level) {
+  if (level < 1) {  // the root's id would match every socket, or none
+    return Status::Internal("the exec's cgroup " + cgroup_dir +
+                            " is not below the cgroup2 mount the daemon found");
+  }
   Result<uint64_t> cgid = CgroupId(cgroup_dir);
   if (!cgid.ok()) return cgid.status();
   std::unique_ptr<NftEgress> n(new NftEgress());
@@ -644,6 +649,8 @@ Result<std::unique_ptr<NftEgress>> NftEgress::Adopt(const std::string& cgroup_di
   return n;
 }
 
+void NftEgressDeleter::operator()(NftEgress* n) const { delete n; }
+
 NftEgress::~NftEgress() {
   if (id_.empty() || Populated(cgroup_dir_)) return;
   Result<Socket> nl = OpenSocket();
@@ -693,10 +700,9 @@ Status NftEgress::Collect(EgressReport& r, bool take) {
     r.overflow += static_cast<int64_t>(overflow);
   }
   // The answer's own bound: past it, destinations count as overflow.
-  std::stable_sort(r.destinations.begin(), r.destinations.end(),
-                   [](const EgressDestination& a, const EgressDestination& b) {
-                     return a.count > b.count;
-                   });
+  std::stable_sort(
+      r.destinations.begin(), r.destinations.end(),
+      [](const EgressDestination& a, const EgressDestination& b) { return a.count > b.count; });
   while (r.destinations.size() > static_cast<size_t>(kMaxEgressDestinations)) {
     const EgressDestination& d = r.destinations.back();
     (d.verdict == "allowed" ? r.allowed : r.refused) -= d.count;
@@ -733,13 +739,17 @@ std::string ProbeNftEgress(const std::string& probe_dir, int level) {
     to.sin_port = htons(9);
     to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ssize_t sent = ::sendto(s, "x", 1, 0, reinterpret_cast<struct sockaddr*>(&to), sizeof(to));
-    ::_exit(sent < 0 && errno == EPERM ? 0 : 4);
+    ::_exit(sent >= 0 ? 4 : errno == EPERM ? 0 : 10 + std::min(errno, 200));
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) == 3) {
     return "the probe could not join its cgroup " + probe_dir;
+  }
+  if (WEXITSTATUS(status) >= 10) {
+    return std::string("the probe's datagram to 127.0.0.1:9 failed before the rules: ") +
+           std::strerror(WEXITSTATUS(status) - 10);
   }
   if (WEXITSTATUS(status) != 0) {
     return "a datagram the nftables rules refuse was sent (the socket cgroupv2 match did not see "

@@ -28,7 +28,9 @@ export interface Health {
   limits?: { mechanism: "cgroup2" | "cgroup1" | "rlimit"; supported: string[];
              defaults: Limits; runTimeoutSec: number; networkWhy?: string;
              /** The egress modes this guest enforces ([] where none can be) and why not. */
-             egressModes?: EgressMode[]; egressWhy?: string };
+             egressModes?: EgressMode[]; egressWhy?: string;
+             /** What enforces them: cgroup-BPF programs or nftables rules (absent: none). */
+             egressEnforcer?: "bpf" | "nftables" };
   /** The default profile, the restricted user, the calls the filter refuses (seccomp
    *  false: no filter here, why says why) and the paths restricted execs see
    *  read-only (readonlyWhy: why none can be bound here). */

@@ -180,6 +180,7 @@ export function healthFromWire(v: unknown): Health {
     if (l.network_why !== undefined) out.limits.networkWhy = l.network_why;
     if (Array.isArray(l.egress_modes)) out.limits.egressModes = l.egress_modes;
     if (l.egress_why !== undefined) out.limits.egressWhy = l.egress_why;
+    if (l.egress_enforcer !== undefined) out.limits.egressEnforcer = l.egress_enforcer;
   }
   if (w.profiles !== undefined) {
     const p = obj(w.profiles);

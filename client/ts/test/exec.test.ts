@@ -261,6 +261,8 @@ describe("exec", () => {
   test("an egress policy travels with the exec and its accounting names the refusal", async (t) => {
     const health = await c.health();
     if (!health.limits?.egressModes?.length) return t.skip(`no egress mode here: ${health.limits?.egressWhy}`);
+    assert.ok(["bpf", "nftables"].includes(health.limits.egressEnforcer ?? ""),
+      String(health.limits.egressEnforcer));
     // Under "none" a documentation address is refused with EPERM before any route is looked up.
     const code = "import socket\ntry: socket.create_connection(('192.0.2.7', 443), 20)\nexcept OSError: pass\n";
     const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
