@@ -297,6 +297,12 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<Egres
   auto g = std::make_unique<EgressGuard>();
   g->dir_ = cgroup_dir;
   g->own_dir_ = own_dir;
+  // The same bound for both rungs: a policy does not depend on which holds it.
+  if (table.size() > kMaxRules) {
+    return Status::InvalidRequest("the egress policy has too many rules")
+        .With("field", std::string("egress"))
+        .With("max_rules", static_cast<int64_t>(kMaxRules));
+  }
   if (nft_level >= 0) {
 #if AGENTD_EGRESS_NFTABLES
     Result<std::unique_ptr<NftEgress>> n = NftEgress::Install(table, cgroup_dir, nft_level);
@@ -311,11 +317,6 @@ Result<std::unique_ptr<EgressGuard>> EgressGuard::Attach(const std::vector<Egres
 #else
     return Status::Internal("this agentd was built without the nftables rung");
 #endif
-  }
-  if (table.size() > kMaxRules) {
-    return Status::InvalidRequest("the egress policy has too many rules")
-        .With("field", std::string("egress"))
-        .With("max_rules", static_cast<int64_t>(kMaxRules));
   }
   Result<UniqueFd> rules = bpf::CreateMap(BPF_MAP_TYPE_LPM_TRIE, sizeof(RuleKey), sizeof(RuleValue),
                                           kMaxRules, BPF_F_NO_PREALLOC);

@@ -525,7 +525,8 @@ int ReadElem(struct nftnl_set_elem* e, void* data) {
   uint64_t before = seen == rd->taken->end() ? 0 : seen->second;
   if (x.packets <= before) return 0;  // nothing since the last take
   if (rd->take) (*rd->taken)[id] = x.packets;
-  uint64_t expiration = nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION);
+  uint64_t expiration =
+      std::min(nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION), kElementTimeoutMs);
   int64_t made = rd->now_ms - static_cast<int64_t>(kElementTimeoutMs - expiration);
   EgressDestination d;
   d.family = rd->v6 ? "ipv6" : "ipv4";
