@@ -276,11 +276,13 @@ void Upgrader::Report(int64_t attempt, const Status& outcome) {
   o.Set("upgrades", upgrades_);
   o.Set("upgrade_failures", failures_);
   if (!outcome.ok()) o.Set("error", outcome.message());
-  Result<UniqueFd> written =
-      ReplaceFile(UpgradeStatusPath(state_dir_), json::Serialize(o) + "\n", SyncMode::kByCaller);
+  // Synced and closed before the rename: `agentd --upgrade` returns the
+  // moment the file appears, so nothing of it may still be in flight then
+  // (an open descriptor showed up in the daemon's descriptor count).
+  Status written = WriteFileAtomically(UpgradeStatusPath(state_dir_), json::Serialize(o) + "\n");
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot write the upgrade status",
-        json::Object().Set("error", written.status().message()));
+        json::Object().Set("error", written.message()));
   }
 }
 
