@@ -142,6 +142,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   if (resume) {
     ctx.started_at -= std::chrono::milliseconds(resume->uptime_ms);
     exec.ExpectHandover(std::move(resume->execs), resume->generation);
+    ctx.handed_contexts = std::move(resume->contexts);
   }
   // PID 1 mode's workload. Its stop goes through the io loop: an adopted
   // workload that ended during an upgrade is reaped inside exec.Open(),
@@ -266,6 +267,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
                     ErrorCode::kResetting,
                     "the guest is " + std::string(reuse.state_name()) + "; retry once it is ready");
               },
+          .contexts = [&ctx](std::vector<int>& fds) { return ctx.hand_over_contexts(fds); },
           .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
           .listeners = [&server] { return server.ListenerFds(); },
           .streams = [&ctx](std::vector<int>& fds) { return ctx.streams.HandOver(fds); },

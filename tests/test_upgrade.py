@@ -440,6 +440,64 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual(self.health()["upgrades"], 1)
 
 
+class ContextUpgradeTest(UpgradeCase):
+    def context_run(self, cid, body):
+        status, r = self.daemon.json("POST", "/v1/contexts/%s/run" % cid, body, timeout=120)
+        self.assertEqual(status, 200, r)
+        return r
+
+    def context(self, cid):
+        status, info = self.daemon.json("GET", "/v1/contexts/" + cid)
+        self.assertEqual(status, 200, info)
+        return info
+
+    def test_an_idle_context_keeps_its_interpreter_and_state_across_the_upgrade(self):
+        status, made = self.daemon.json("POST", "/v1/contexts", {"id": "py", "runtime": "python"},
+                                        timeout=60)
+        self.assertEqual(status, 201, made)
+        self.context_run("py", {"code": "x = 41\nn = 0"})
+        counted = self.context_run("py", {"code": "n += 1\nprint(n)", "run_id": "once"})
+        self.assertEqual(counted["stdout"], "1\n")
+        before = self.context("py")
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        self.assertEqual(self.health()["upgrades"], 1)
+        after = self.context("py")
+        self.assertEqual(after, before)  # same interpreter (pid), runs, created_at, cwd
+        r = self.context_run("py", {"code": "print(x + 1)"})
+        self.assertEqual((r["exit_code"], r["stdout"], r["stderr"]), (0, "42\n", ""))
+        # A retried run_id replays its answer: the code does not run again.
+        again = self.context_run("py", {"code": "n += 1\nprint(n)", "run_id": "once"})
+        self.assertEqual(again["stdout"], "1\n")
+        self.assertEqual(self.context_run("py", {"code": "print(n)"})["stdout"], "1\n")
+        self.assertEqual(self.context("py")["runs"], 4)
+        # And it ends as any context does.
+        status, gone = self.daemon.json("DELETE", "/v1/contexts/py")
+        self.assertEqual((status, gone["state"]), (200, "ended"), gone)
+
+    def test_a_context_with_a_run_in_progress_refuses_the_upgrade(self):
+        status, made = self.daemon.json("POST", "/v1/contexts", {"id": "busy", "runtime": "python"},
+                                        timeout=60)
+        self.assertEqual(status, 201, made)
+        gate = self.fifo("gate")
+        answer = {}
+        runner = threading.Thread(target=lambda: answer.update(self.context_run(
+            "busy", {"code": "print(open(%r).read().strip())" % gate})))
+        runner.start()
+        while self.context("busy")["state"] != "running":
+            pass  # the run is queued ahead of the state read; a few requests at most
+        code, out = self.upgrade()
+        self.assertEqual(code, 1, out)
+        self.assertIn("busy", out)
+        self.assertIn("has a run in progress", out)
+        with open(gate, "w") as f:
+            f.write("through\n")
+        runner.join()
+        self.assertEqual(answer["stdout"], "through\n")
+        self.assertEqual(self.upgrade()[0], 0)
+        self.assertEqual(self.context_run("busy", {"code": "print('after')"})["stdout"], "after\n")
+
+
 class NoDaemonTest(unittest.TestCase):
     def run_upgrade(self, state_dir):
         return subprocess.run([AGENTD_BIN, "--upgrade", "--state-dir", state_dir],

@@ -48,6 +48,12 @@ struct ApiContext {
   };
   // Health's "contexts" member: every context, as GET /v1/contexts lists it.
   std::function<json::Array()> contexts = [] { return json::Array(); };
+  // Upgrade in place: the idle contexts handed over (run/context_handover.cc),
+  // and, in the next binary, the entries to take back before serving.
+  std::function<Result<json::Array>(std::vector<int>& fds)> hand_over_contexts = [](auto&) {
+    return Result<json::Array>(json::Array());
+  };
+  json::Array handed_contexts = json::Array();
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
   // Health's "profiles" member (docs/SECURITY.md) and whether an exec of

@@ -6,6 +6,7 @@
 #include "api/json_body.h"
 #include "api/query_reader.h"
 #include "api/routes.h"
+#include "log/log.h"
 #include "run/context_table.h"
 
 namespace agentd {
@@ -71,12 +72,12 @@ asio::awaitable<void> RunInContext(ContextTable& table, Request& req, Response& 
     co_return;
   }
   std::shared_ptr<CodeContext> context = *found;
-  Result<RunResponse> answer = co_await context->Run(std::move(*run));
+  Result<json::Value> answer = co_await context->Run(std::move(*run));
   if (!answer.ok()) {
     co_await res.SendError(answer.status());
     co_return;
   }
-  co_await res.SendJson(200, EncodeRunResponse(*answer));
+  co_await res.SendJson(200, std::move(*answer));
 }
 
 // Reset and delete: the same route shape around one table call that ends
@@ -111,6 +112,17 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
                      .shared_driver_dir = ctx.config.run_driver_dir},
       ctx.config.max_contexts);
   ctx.contexts = [table] { return EncodeContextList(table->List()); };
+  ctx.hand_over_contexts = [table](std::vector<int>& fds) { return table->HandOver(fds); };
+  if (!ctx.handed_contexts.empty()) {
+    std::vector<std::string> dropped = table->Adopt(ctx.handed_contexts);
+    json::Array why;
+    for (std::string& d : dropped) why.emplace_back(std::move(d));
+    Log(dropped.empty() ? LogLevel::kInfo : LogLevel::kWarn, "contexts taken over",
+        json::Object()
+            .Set("contexts", static_cast<int64_t>(ctx.handed_contexts.size()))
+            .Set("dropped", std::move(why)));
+    ctx.handed_contexts.clear();
+  }
   router.Add("POST", "/v1/contexts",
              [table](Request& req, Response& res) { return CreateContext(*table, req, res); });
   router.Add("GET", "/v1/contexts",

@@ -682,8 +682,8 @@ ExecTotals ExecEngine::Totals() const {
   return ExecTotals{running_ > 0, static_cast<int64_t>(table_.size())};
 }
 
-void ExecEngine::Persist(const ExecRecord& rec) {
-  if (rec.released || rec.internal) return;
+void ExecEngine::Persist(const ExecRecord& rec, bool handing_over) {
+  if (rec.released || (rec.internal && !handing_over)) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
   // Where the exec's programs hang while it runs, its counts once it ended:

@@ -199,6 +199,10 @@ class ExecEngine {
   // ExpectHandover(), before Open(): the predecessor's list, so recovery
   // brings those execs back as running, with their pipes pumped again.
   Result<json::Array> HandOver(std::vector<int>& fds);
+  // An idle context's interpreter goes with the next HandOver() too.
+  void KeepOnUpgrade(const ExecView& exec) { exec.record()->keep_on_upgrade = true; }
+  // The io thread's executor (a handed-over context's channel runs on it).
+  asio::any_io_executor executor() { return io_.get_executor(); }
   void ExpectHandover(json::Array execs, int64_t generation);
 
  private:
@@ -223,7 +227,8 @@ class ExecEngine {
   const json::Object* HandedOver(const std::string& id) const;
   void Adopt(const SharedRecord& rec, const json::Object& handed);
   void Attach(const SharedRecord& rec, Stream s, int fd);
-  void Persist(const ExecRecord& rec);
+  // `handing_over`: an internal record's too, for the next binary to recover.
+  void Persist(const ExecRecord& rec, bool handing_over = false);
   void SyncLater(UniqueFd fd);
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);

@@ -10,6 +10,7 @@
 // keeps the rest.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "exec/exec_engine.h"
 #include "exec/exec_stdin.h"
@@ -52,10 +53,10 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
   for (const auto& [id, rec] : table_) {
     if (rec->launching) return Refuse(*rec, "is being launched; retry");
     if (rec->finished()) continue;
-    if (rec->internal)
+    if (rec->internal && !rec->keep_on_upgrade)
       return Refuse(*rec,
-                    "is a /v1/run in progress or a context's interpreter; retry once it answered "
-                    "or the context is deleted");
+                    "is a /v1/run in progress or a context's interpreter with a run in progress; "
+                    "retry once it answered");
     if (rec->egress_guard) {
       return Refuse(*rec, "has an egress policy, whose accounting an upgrade cannot hand over yet");
     }
@@ -110,7 +111,8 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
     }
     if (rec->grace_deadline) e.Set("grace_left_ms", MsLeft(*rec->grace_deadline, now));
     if (!rec->running()) e.Set("drain_left_ms", MsLeft(rec->drain_timer.expiry(), now));
-    Persist(*rec);  // meta.json as of now: kill state, exit status, retention
+    if (rec->internal) e.Set("internal", true);  // a context's: never listed as an exec
+    Persist(*rec, true);  // meta.json as of now: kill state, exit status, retention
     out.emplace_back(std::move(e));
   }
   return out;
@@ -154,6 +156,13 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   rec->stdin_stream = flag && flag->is_bool() && flag->as_bool();
   flag = handed.Find("pty");
   rec->pty = flag && flag->is_bool() && flag->as_bool();
+  flag = handed.Find("internal");
+  if (flag && flag->is_bool() && flag->as_bool()) {
+    // Its meta.json was only for this recovery: after a crash a context
+    // is gone, and its interpreter's record with it.
+    rec->internal = true;
+    ::unlink((rec->dir + "/meta.json").c_str());
+  }
   flag = handed.Find("owns_group");
   rec->owns_group = flag && flag->is_bool() && flag->as_bool();
   rec->kill_grace_sec = IntOr(handed, "kill_grace_sec", kDefaultKillGraceSec);

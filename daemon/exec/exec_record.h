@@ -96,6 +96,9 @@ struct ExecRecord {
   // A /v1/run record: never persisted, removed (not tombstoned) once the
   // run's answer was built.
   bool internal = false;
+  // A context's idle interpreter (run/context_handover.cc): an upgrade in
+  // place hands this internal record over (set right before it gathers).
+  bool keep_on_upgrade = false;
   // True until the process was spawned (a group is made first, off the io
   // thread); start answers wait for it.
   bool launching = false;

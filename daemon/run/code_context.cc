@@ -73,7 +73,8 @@ struct CodeContext::Pending {
   ContextRunRequest request;
   std::string digest;  // of the code: a retry must carry the same
   bool done = false;
-  Result<RunResponse> answer = Status::Error(ErrorCode::kInternal, "not answered");
+  // Encoded once, as the route sends it: kept so for retries and upgrades.
+  Result<json::Value> answer = Status::Error(ErrorCode::kInternal, "not answered");
   ChangeSignal signal;
 };
 
@@ -203,7 +204,7 @@ ContextInfo CodeContext::Info() const {
   return c;
 }
 
-asio::awaitable<Result<RunResponse>> CodeContext::Run(ContextRunRequest request) {
+asio::awaitable<Result<json::Value>> CodeContext::Run(ContextRunRequest request) {
   if (request.egress) {
     // The context's programs hold for its life and cannot be swapped per
     // run: a run may restate the policy, never ask for another.
@@ -281,7 +282,7 @@ asio::awaitable<void> CodeContext::Pump() {
       RunResponse answer = co_await Execute(p->request);
       busy_ = false;
       ++runs_;
-      p->answer = std::move(answer);
+      p->answer = EncodeRunResponse(answer);
     }
     p->done = true;
     p->signal.Notify();

@@ -55,10 +55,20 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   // Runs one cell (or replays the answer of an earlier one with this
   // run_id): 410 context_gone once ended, 503 context_busy when
   // kContextQueue runs wait, 409 run_id_conflict for a run_id of other code.
-  asio::awaitable<Result<RunResponse>> Run(ContextRunRequest request);
+  // The answer comes encoded (a RunResponse), as kept for retries.
+  asio::awaitable<Result<json::Value>> Run(ContextRunRequest request);
   // Kills the interpreter and waits for it to exit; queued runs answer
   // context_gone. `reason`: "deleted", "reset".
   asio::awaitable<void> End(std::string reason);
+
+  // Upgrade in place (run/context_handover.cc): an idle context's state,
+  // its channel's descriptor appended to `fds` and its interpreter marked
+  // for the engine's handover; 409 exec_running while a run is in
+  // progress or queued. Adopt() builds it again in the next binary.
+  Result<json::Object> HandOver(std::vector<int>& fds);
+  static Result<std::shared_ptr<CodeContext>> Adopt(ExecEngine& engine, asio::thread_pool& blocking,
+                                                    const CodeRunOptions& options,
+                                                    const json::Object& handed);
 
   ContextInfo Info() const;
   const ContextCreateRequest& request() const { return request_; }

@@ -28,7 +28,9 @@ ContextRunRequest Cell(std::string code, std::optional<int64_t> timeout_sec = st
 asio::awaitable<Status> StartIt(std::shared_ptr<CodeContext> c) { co_return co_await c->Start(); }
 
 asio::awaitable<Result<RunResponse>> RunIt(std::shared_ptr<CodeContext> c, ContextRunRequest r) {
-  co_return co_await c->Run(std::move(r));
+  Result<json::Value> answer = co_await c->Run(std::move(r));
+  if (!answer.ok()) co_return answer.status();
+  co_return DecodeRunResponse(*answer);
 }
 
 asio::awaitable<bool> EndIt(std::shared_ptr<CodeContext> c) {

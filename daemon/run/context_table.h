@@ -41,6 +41,11 @@ class ContextTable {
   asio::awaitable<Result<ContextInfo>> Reset(const std::string& id);
   asio::awaitable<Result<ContextInfo>> Delete(const std::string& id);
   std::vector<ContextInfo> List();
+  // Upgrade in place (run/context_handover.cc): every live context, or the
+  // refusal of the first with a run in progress; and, in the next binary,
+  // those contexts back, returning why any entry was dropped.
+  Result<json::Array> HandOver(std::vector<int>& fds);
+  std::vector<std::string> Adopt(const json::Array& handed);
   int64_t max_contexts() const { return max_contexts_; }
 
  private:

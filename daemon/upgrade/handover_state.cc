@@ -28,8 +28,11 @@ std::string EncodeHandover(const HandoverState& s) {
   json::Array listeners;
   for (int fd : s.listeners) listeners.emplace_back(fd);
   json::Object doc;
-  bool plain = s.streams.empty() && !s.init_pid;
-  doc.Set("format", plain ? kHandoverFormatWithoutStreams : s.format)
+  bool plain = s.streams.empty() && !s.init_pid && s.contexts.empty();
+  int64_t format = plain                ? kHandoverFormatWithoutStreams
+                   : s.contexts.empty() ? kHandoverFormatWithStreams
+                                        : s.format;
+  doc.Set("format", format)
       .Set("from_version", s.from_version)
       .Set("upgrades", s.upgrades)
       .Set("upgrade_failures", s.upgrade_failures)
@@ -41,6 +44,7 @@ std::string EncodeHandover(const HandoverState& s) {
       .Set("execs", s.execs);
   if (!plain) doc.Set("streams", s.streams);
   if (s.init_pid) doc.Set("init_pid", *s.init_pid);
+  if (format == kHandoverFormat) doc.Set("contexts", s.contexts);
   return json::Serialize(doc) + "\n";
 }
 
@@ -50,7 +54,7 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
   HandoverState s;
   Result<int64_t> format = Int(*doc, "format");
   if (!format.ok()) return format.status();
-  if (*format != kHandoverFormat && *format != kHandoverFormatWithoutStreams) {
+  if (*format < kHandoverFormatWithoutStreams || *format > kHandoverFormat) {
     return Status::InvalidRequest("the upgrade state is format " + std::to_string(*format) +
                                   "; this binary reads format " + std::to_string(kHandoverFormat))
         .With("format", *format)
@@ -83,6 +87,11 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
   }
   s.execs = execs->as_array();
   if (*format == kHandoverFormat) {
+    const json::Value* contexts = doc->Find("contexts");
+    if (!contexts || !contexts->is_array()) return Missing("contexts");
+    s.contexts = contexts->as_array();
+  }
+  if (*format >= kHandoverFormatWithStreams) {
     const json::Value* streams = doc->Find("streams");
     if (!streams || !streams->is_array()) return Missing("streams");
     for (const json::Value& e : streams->as_array()) {

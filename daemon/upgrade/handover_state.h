@@ -21,10 +21,12 @@
 namespace agentd {
 
 // Format 2 adds `streams` (tunnels and watch streams) and `init_pid` (PID 1
-// mode's workload). A daemon with neither to hand over writes format 1, so
-// a binary that reads only format 1 can still take over from it (and one
-// that would start the workload again refuses); this one reads both.
-inline constexpr int64_t kHandoverFormat = 2;
+// mode's workload); format 3 adds `contexts`. A daemon writes the lowest
+// format that holds what it hands over, so a binary that reads only an
+// earlier one can still take over from it (and one that would lose a
+// context or start the workload again refuses); this one reads all three.
+inline constexpr int64_t kHandoverFormat = 3;
+inline constexpr int64_t kHandoverFormatWithStreams = 2;
 inline constexpr int64_t kHandoverFormatWithoutStreams = 1;
 
 struct HandoverState {
@@ -37,8 +39,9 @@ struct HandoverState {
   int64_t generation = 0;      // the exec engine's (docs/PROTOCOL.md, "Reuse")
   std::vector<int> listeners;  // in --listen order
   int secrets_fd = -1;
-  json::Array execs;    // exec/exec_handover.cc's entries
-  json::Array streams;  // server/handed_streams.h's entries
+  json::Array execs;     // exec/exec_handover.cc's entries
+  json::Array streams;   // server/handed_streams.h's entries
+  json::Array contexts;  // run/context_handover.cc's entries
   // PID 1 mode (--init): the workload's pid, -1 once it exited; absent
   // otherwise.
   std::optional<int64_t> init_pid;

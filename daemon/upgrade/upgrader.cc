@@ -177,6 +177,9 @@ Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {
   s.uptime_ms = sources_.uptime_ms();
   s.generation = sources_.generation();
   s.init_pid = sources_.init_pid();
+  Result<json::Array> contexts = sources_.contexts(fds);
+  if (!contexts.ok()) return contexts.status();
+  s.contexts = std::move(*contexts);
   Result<json::Array> execs = sources_.execs(fds);
   if (!execs.ok()) return execs.status();
   s.execs = std::move(*execs);

@@ -32,6 +32,9 @@ struct UpgradeSources {
   // Refuses while the daemon cannot hand over (stopping, a reset); asked
   // again after the check, right before the execve.
   std::function<Status()> ready;
+  // Idle contexts (run/context_handover.cc), asked first: they mark their
+  // interpreters for `execs`, or refuse while a run is in progress.
+  std::function<Result<json::Array>(std::vector<int>& fds)> contexts;
   std::function<Result<json::Array>(std::vector<int>& fds)> execs;
   std::function<std::vector<int>()> listeners;
   // Tunnels and watch streams (server/handed_streams.h), their descriptors
