@@ -61,4 +61,16 @@ function(agentd_driver_code target)
   if(AGENTD_DRIVER_OPTIMIZATION)
     target_compile_options(${target} PRIVATE ${AGENTD_DRIVER_OPTIMIZATION})
   endif()
+  agentd_not_fuzzed(${target})
+endfunction()
+
+# Code no libFuzzer target links (driver code, bench) gets no coverage
+# instrumentation in the fuzz tree: AGENTD_FUZZ adds -fsanitize=fuzzer-no-link
+# to everything, and on a driver unit under ASan that costs a third of its
+# compile (agentctl's second unit: 14.4 s of CPU with it, 9.4 s without)
+# and buys nothing. ASan and UBSan stay on.
+function(agentd_not_fuzzed target)
+  if(AGENTD_FUZZ)
+    target_compile_options(${target} PRIVATE -fno-sanitize=fuzzer-no-link)
+  endif()
 endfunction()
