@@ -111,7 +111,7 @@ class CrashStageTest(unittest.TestCase):
             s, _ = d.json("POST", "/v1/execs/kill-1/kill", {"signal": "INT"})
             self.assertEqual(s, 200)
             obj = wait_exit(d, "kill-1")
-            self.assertEqual((obj["signal"], obj["killed_by"]), ("INT", "kill"))
+            self.assertEqual((obj["signal"], obj["killed_by"]), ("INT", "kill"), obj)
 
     def test_a_whole_stdin_exec_killed_mid_input_reads_all_of_it_exactly_once(self):
         data = random.Random(SEED).randbytes(400_000)  # far more than the pipe holds
