@@ -5,6 +5,7 @@ where the daemon has one, and by the subreaper tree where it has none
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -193,6 +194,23 @@ class ResetByCgroupTest(unittest.TestCase):
         self.assertEqual((status, report["clean"]), (200, True), report)
         self.assertFalse(pid_alive(limited))
         self.assertFalse(pid_alive(plain))
+
+    def test_a_daemon_starting_in_another_pid_namespace_leaves_an_idle_daemons_group_alone(self):
+        # Its start-up sweep of dead daemons' groups cannot see this daemon's
+        # pid from its namespace; it used to remove the idle generation group,
+        # and this daemon's next exec failed to join it (126, ENODEV).
+        start(self.d, "before", {"argv": ["true"]})
+        self.assertEqual(wait_exit(self.d, "before")["exit_code"], 0)
+        if not shutil.which("unshare") or os.geteuid() != 0:
+            self.skipTest("needs root and unshare for a PID namespace")
+        other = Daemon(wrapper=["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"])
+        self.addCleanup(other.close)
+        self.addCleanup(other.kill)  # unshare's child goes with it (--kill-child)
+        status, _ = other.json("GET", "/v1/health", auth=False)  # its start-up is over
+        self.assertEqual(status, 200)
+        start(self.d, "after", {"argv": ["true"]})
+        obj = wait_exit(self.d, "after")
+        self.assertEqual((obj["exit_code"], obj["error"]), (0, None), obj)
 
 
 class ResetWithoutCgroupTest(unittest.TestCase):

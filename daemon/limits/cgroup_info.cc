@@ -1,7 +1,11 @@
 #include "limits/cgroup_info.h"
 
-#include <charconv>
+#include <sys/stat.h>
 
+#include <charconv>
+#include <string>
+
+#include "sys/read_file.h"
 #include "sys/text_fields.h"
 
 namespace agentd {
@@ -105,6 +109,16 @@ std::string JoinPath(std::string_view a, std::string_view b) {
   while (!b.empty() && b.front() == '/') b.remove_prefix(1);
   if (b.empty()) return a.empty() ? "/" : std::string(a);
   return std::string(a) + "/" + std::string(b);
+}
+
+bool InInitialPidNamespace() {
+  Result<std::string> comm = ReadFileToString("/proc/2/comm", 64);
+  if (!comm.ok() || *comm != "kthreadd\n") return false;
+  struct stat own, kthreadd;
+  if (::stat("/proc/self/ns/pid", &own) != 0 || ::stat("/proc/2/ns/pid", &kthreadd) != 0) {
+    return false;
+  }
+  return own.st_ino == kthreadd.st_ino && own.st_dev == kthreadd.st_dev;
 }
 
 }  // namespace agentd

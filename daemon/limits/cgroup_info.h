@@ -45,4 +45,14 @@ std::optional<CgroupEvents> ParseCgroupEvents(std::string_view text);
 // "a/b" + "/c" joined with exactly one slash.
 std::string JoinPath(std::string_view a, std::string_view b);
 
+// Whether this process is in the initial PID namespace, where kill(pid, 0)
+// answers for every process of the machine. Only there can a group named
+// after a daemon's pid ("agentd-<pid>") be judged dead by that pid: from a
+// child namespace (PID 1 mode, `unshare --pid`, a rootfs guest) the other
+// daemons' pids are not visible, and their idle groups looked dead. True
+// when /proc/2 is kthreadd (kernel threads live only in the initial
+// namespace) and in this process's namespace; false when that cannot be
+// read, so a start-up sweep is skipped rather than guessed.
+bool InInitialPidNamespace();
+
 }  // namespace agentd

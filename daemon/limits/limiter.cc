@@ -56,7 +56,11 @@ std::string ParentName() { return "agentd-" + std::to_string(::getpid()); }
 
 // Removes empty "agentd-<pid>" groups of daemons that no longer run (and
 // their empty children). Best effort.
+// Skipped outside the initial PID namespace (InInitialPidNamespace): from
+// there a live, idle daemon's empty group looked dead, and its next limited
+// exec could not create its group below it.
 void RemoveStale(const std::string& dir) {
+  if (!InInitialPidNamespace()) return;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   std::vector<std::string> stale;

@@ -88,11 +88,19 @@ bool IsDeadDaemonBase(std::string_view dir) {
   return !(::kill(pid, 0) == 0 || errno == EPERM);  // else that daemon still runs
 }
 
-// Empty "agentd-tenant-<pid>" groups of daemons that no longer run. A
-// populated one is left: it is adopted by the daemon on its state dir.
+// Bare "agentd-tenant-<pid>" groups (no generation group left below them)
+// of daemons that no longer run. Only bare ones: the pid in the name is the
+// owner's in its own PID namespace, so a daemon in another namespace (PID 1
+// mode, a rootfs guest, `unshare --pid`) cannot tell a live owner from a
+// dead one by it. Removing the empty groups below such a base took a live,
+// idle daemon's generation group away, and its next exec failed to join it
+// (ENODEV, exit 126). A crashed daemon's tree is ended and removed by the
+// successor on its state dir instead (adopted at Open, ended by its first
+// reset); one nobody restarts stays, empty, until the machine reboots.
 void RemoveStaleTenantGroups(const std::string& parent) {
+  if (!InInitialPidNamespace()) return;
   for (const std::string& dir : ChildGroups(parent)) {
-    if (IsDeadDaemonBase(dir)) (void)RemoveBelow(dir, 0);
+    if (IsDeadDaemonBase(dir) && ChildGroups(dir).empty()) (void)::rmdir(dir.c_str());
   }
 }
 
