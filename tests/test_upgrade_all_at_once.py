@@ -44,6 +44,19 @@ def seq_digest(first, last):
     return size, h.hexdigest()
 
 
+def seq_length(first, last):
+    """The byte length of what `seq FIRST LAST` prints, by arithmetic: the
+    stream is read while it is made, so nothing slow may come first."""
+    size, width, low = 0, 1, 1
+    while low <= last:
+        high = low * 10 - 1
+        a, b = max(first, low), min(last, high)
+        if a <= b:
+            size += (b - a + 1) * (width + 1)
+        width, low = width + 1, low * 10
+    return size
+
+
 class RawReader(threading.Thread):
     """Reads an exec's stdout to its end over the raw route, resuming by
     byte cursor after every connection the upgrade closes."""
@@ -110,12 +123,13 @@ class EverythingInFlightTest(UpgradeCase):
 
     def test_one_upgrade_with_a_stream_execs_a_pty_a_watch_a_tunnel_and_a_context(self):
         # The stream: half of it, then (once stdin says so) the rest, so the
-        # upgrade comes while the second half pours out and is read.
+        # upgrade comes while the second half pours out and is read; it
+        # exits only on a second line sent after the upgrade, so its
+        # follower's connection is open when the upgrade comes.
         half = STREAM_LINES // 2
-        self.start("stream", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d" % (
+        self.start("stream", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d; read y" % (
             half, half + 1, STREAM_LINES)], "stdin_stream": True})
-        first_size, _ = seq_digest(1, half)
-        reader = RawReader(self.daemon, "stream", first_size)
+        reader = RawReader(self.daemon, "stream", seq_length(1, half))
         reader.start()
         # Execs that each wait for their stdin, so all run across the upgrade.
         for i in range(EXECS):
@@ -142,7 +156,7 @@ class EverythingInFlightTest(UpgradeCase):
         # Everything in flight: the stream's second half released, a change
         # the watch has not delivered, a megabyte stalled in the tunnel.
         self.assertTrue(reader.reached.wait(300), reader.errors)
-        self.stdin("stream", 0, b"go\n")
+        self.stdin("stream", 0, b"go\n", eof=False)
         os.mkdir(os.path.join(watched, "during"))
         stalled = bytes(range(256)) * 4096
         sender = threading.Thread(target=tunnel.sendall, args=(stalled,))
@@ -163,9 +177,11 @@ class EverythingInFlightTest(UpgradeCase):
                                        {"code": "print(x + 1)"}, timeout=120)
         self.assertEqual((status, ran.get("stdout")), (200, "42\n"), ran)
 
+        self.stdin("stream", 3, b"end\n")
         reader.join(600)
         self.assertFalse(reader.is_alive(), "the stream did not end")
         self.assertEqual(reader.errors, [])
+        self.assertGreaterEqual(reader.reconnects, 1)  # it was cut by the upgrade, and resumed
         self.assertEqual((reader.size, reader.sha.hexdigest()), seq_digest(1, STREAM_LINES))
         self.assertEqual(self.wait_exit("stream")["exit_code"], 0)
         for i in range(EXECS):
