@@ -239,19 +239,7 @@ Status FillRules(int map, const std::vector<EgressRule>& table) {
 }
 
 std::string ProtocolName(const AccountKey& k) {
-  if (k.type == SOCK_RAW) return "raw";
-  switch (k.protocol) {
-    case IPPROTO_TCP:
-      return "tcp";
-    case IPPROTO_UDP:
-      return "udp";
-    case IPPROTO_ICMP:
-      return "icmp";
-    case IPPROTO_ICMPV6:
-      return "icmpv6";
-    default:
-      return std::to_string(k.protocol);
-  }
+  return k.type == SOCK_RAW ? "raw" : IpProtocolName(k.protocol);
 }
 
 std::string AddressText(const AccountKey& k) {
@@ -531,6 +519,21 @@ Result<std::string> EgressHost::MakeNamedDir(const std::string& name,
   std::string dir = (parent.empty() ? base_ : parent) + "/" + name;
   if (::mkdir(dir.c_str(), 0755) != 0) return PosixError(errno, "cannot create cgroup", dir);
   return dir;
+}
+
+std::string IpProtocolName(int protocol) {
+  switch (protocol) {
+    case IPPROTO_TCP:
+      return "tcp";
+    case IPPROTO_UDP:
+      return "udp";
+    case IPPROTO_ICMP:
+      return "icmp";
+    case IPPROTO_ICMPV6:
+      return "icmpv6";
+    default:
+      return std::to_string(protocol);
+  }
 }
 
 }  // namespace agentd

@@ -128,4 +128,8 @@ class EgressHost {
   EgressEnforcer enforcer_ = EgressEnforcer::kNone;
 };
 
+// An attempt's protocol as the egress record names it: "tcp", "udp",
+// "icmp", "icmpv6", else the IP protocol number. Both rungs use it.
+std::string IpProtocolName(int protocol);
+
 }  // namespace agentd

@@ -474,21 +474,6 @@ std::string WallText(int64_t ms) {
   return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
 }
 
-std::string NftProtocolName(uint8_t p) {
-  switch (p) {
-    case IPPROTO_TCP:
-      return "tcp";
-    case IPPROTO_UDP:
-      return "udp";
-    case IPPROTO_ICMP:
-      return "icmp";
-    case IPPROTO_ICMPV6:
-      return "icmpv6";
-    default:
-      return std::to_string(p);
-  }
-}
-
 struct ElemExprs {
   uint64_t packets = 0;
   uint64_t last_ago_ms = 0;
@@ -530,7 +515,7 @@ int ReadElem(struct nftnl_set_elem* e, void* data) {
   int64_t made = rd->now_ms - static_cast<int64_t>(kElementTimeoutMs - expiration);
   EgressDestination d;
   d.family = rd->v6 ? "ipv6" : "ipv4";
-  d.protocol = NftProtocolName(proto);
+  d.protocol = IpProtocolName(proto);
   d.address = text;
   d.port = port;
   d.verdict = rd->allowed ? "allowed" : "refused";
