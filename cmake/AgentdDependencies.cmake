@@ -75,29 +75,17 @@ add_library(agentd_seccomp INTERFACE)
 target_include_directories(agentd_seccomp SYSTEM INTERFACE ${AGENTD_SECCOMP_INCLUDE})
 target_link_libraries(agentd_seccomp INTERFACE ${AGENTD_LIBSECCOMP_A})
 
-# libnftnl (libnftnl-dev) static archive: the nftables rung of egress
-# policy, where cgroup-BPF cannot be attached (docs/BUILDING.md,
-# "libnftnl"). libmnl-dev has no static archive; the daemon carries the
-# part of libmnl's API libnftnl calls (daemon/limits/mnl_subset.cc) and
-# takes only libmnl's header. Off in the release build: it costs 152 KB
-# the 5 MiB target does not have, and libnftnl is GPL-2.0-or-later, which
-# would put the release binary under the GPL (docs/BUILDING.md).
+# The nftables rung of egress policy, where cgroup-BPF cannot be attached
+# (daemon/limits/egress_nftables.h): an in-tree nf_tables netlink encoder,
+# no library (docs/BUILDING.md, "The nftables egress rung"). Off in the
+# release build until the 5 MiB target has room for it.
 if(AGENTD_RELEASE)
   set(agentd_nftables_default OFF)
 else()
   set(agentd_nftables_default ON)
 endif()
-option(AGENTD_EGRESS_NFTABLES "Build the nftables rung of egress policy (libnftnl)"
+option(AGENTD_EGRESS_NFTABLES "Build the nftables rung of egress policy"
        ${agentd_nftables_default})
-if(AGENTD_EGRESS_NFTABLES)
-  find_library(AGENTD_LIBNFTNL_A NAMES libnftnl.a REQUIRED)
-  find_path(AGENTD_NFTNL_INCLUDE NAMES libnftnl/rule.h REQUIRED)
-  find_path(AGENTD_MNL_INCLUDE NAMES libmnl/libmnl.h REQUIRED)
-  add_library(agentd_nftnl INTERFACE)
-  target_include_directories(agentd_nftnl SYSTEM INTERFACE ${AGENTD_NFTNL_INCLUDE}
-                             ${AGENTD_MNL_INCLUDE})
-  target_link_libraries(agentd_nftnl INTERFACE ${AGENTD_LIBNFTNL_A})
-endif()
 
 # Host-side tools (client library, conformance suite) are not static: they
 # use the system's shared libarchive.

@@ -2,16 +2,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <libmnl/libmnl.h>
-#include <libnftnl/chain.h>
-#include <libnftnl/common.h>
-#include <libnftnl/expr.h>
-#include <libnftnl/rule.h>
-#include <libnftnl/set.h>
-#include <libnftnl/table.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
-#include <linux/netfilter/nfnetlink.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,6 +19,9 @@
 #include "agentd/protocol/time_format.h"
 #include "agentd/trees/posix_error.h"
 #include "limits/egress_guard.h"
+#include "limits/nft_answers.h"
+#include "limits/nft_messages.h"
+#include "limits/nft_socket.h"
 #include "sys/read_file.h"
 
 namespace agentd {
@@ -38,8 +33,6 @@ constexpr const char* kTable = "agentd";
 constexpr uint64_t kElementTimeoutMs = 3650ULL * 24 * 3600 * 1000;
 // Per set; the answer holds at most kMaxEgressDestinations in all.
 constexpr uint32_t kSetSize = 1024;
-constexpr size_t kMessageRoom = 4096;  // every message built here is smaller
-constexpr size_t kDumpBuffer = 64 * 1024;
 
 // nft's type ids, so `nft list ruleset` shows the sets' keys by name:
 // ipv4_addr (7) or ipv6_addr (8) . inet_service (13) . inet_proto (12).
@@ -55,343 +48,75 @@ struct Family {
 constexpr Family kV4{"4", 4, 16, NFT_REG32_01, KeyType(7)};
 constexpr Family kV6{"6", 16, 24, NFT_REG32_04, KeyType(8)};
 
-Status NftError(int err, const std::string& what) {
-  return Status::Error(ErrorCode::kLimitUnsupported,
-                       "nftables refused " + what + ": " + std::strerror(err))
-      .With("field", std::string("egress"));
+void AddSet(NftBatch& b, const std::string& name, const Family& f, uint32_t id) {
+  NftBatch::SetSpec s;
+  s.name = name;
+  s.id = id;
+  s.key_type = f.key_type;
+  s.key_len = f.addr_len + 8;  // port and protocol: a register each
+  s.timeout_ms = kElementTimeoutMs;
+  s.size = kSetSize;
+  b.NewSet(s);
 }
 
-// One nf_tables transaction: messages laid out after a batch begin, sent
-// at once, each acknowledged.
-class Batch {
- public:
-  Batch() : buf_(kMessageRoom * 4) { Finish(nftnl_batch_begin(Room(), seq_++)); }
-  // `name`: the object, named in an error.
-  struct nlmsghdr* Begin(uint16_t type, uint16_t flags, const std::string& name) {
-    ++messages_;
-    names_.push_back(name);
-    return nftnl_nlmsg_build_hdr(Room(), type, NFPROTO_INET, flags | NLM_F_ACK, seq_++);
-  }
-  void Finish(struct nlmsghdr* nlh) { len_ += NLMSG_ALIGN(nlh->nlmsg_len); }
-  Status Send(struct mnl_socket* nl, const std::string& what);
-
- private:
-  char* Room() {
-    if (buf_.size() - len_ < kMessageRoom) buf_.resize(buf_.size() * 2);
-    return buf_.data() + len_;
-  }
-  std::vector<char> buf_;
-  size_t len_ = 0;
-  uint32_t seq_ = 1;
-  size_t messages_ = 0;
-  std::vector<std::string> names_;  // of message seq 2, 3, ...
-};
-
-struct SocketCloser {
-  void operator()(struct mnl_socket* s) const { mnl_socket_close(s); }
-};
-using Socket = std::unique_ptr<struct mnl_socket, SocketCloser>;
-
-Result<Socket> OpenSocket() {
-  Socket nl(mnl_socket_open(NETLINK_NETFILTER));
-  if (!nl) return NftError(errno, "a netlink socket");
-  if (mnl_socket_bind(nl.get(), 0, MNL_SOCKET_AUTOPID) < 0) {
-    return NftError(errno, "a netlink bind");
-  }
-  int fd = mnl_socket_get_fd(nl.get());
-  int on = 1;
-  // Errors answer with the failed message's header only; a large batch
-  // goes in one transaction (SO_SNDBUFFORCE: CAP_NET_ADMIN, which nf_tables
-  // needs anyway).
-  ::setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &on, sizeof(on));
-  int size = 4 << 20;
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size));
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size));
-  return nl;
-}
-
-Status Batch::Send(struct mnl_socket* nl, const std::string& what) {
-  Finish(nftnl_batch_end(Room(), seq_++));
-  if (mnl_socket_sendto(nl, buf_.data(), len_) < 0) return NftError(errno, what);
-  // nfnetlink handles the batch inside sendto: every answer is queued now.
-  std::vector<char> answer(kDumpBuffer);
-  int first_error = 0;
-  std::string failed;
-  for (size_t acks = 0; acks < messages_;) {
-    ssize_t n = ::recv(mnl_socket_get_fd(nl), answer.data(), answer.size(), MSG_DONTWAIT);
-    if (n <= 0 && first_error != 0) break;  // an aborted batch answers no more
-    if (n <= 0) return NftError(n < 0 ? errno : EPROTO, what + " (missing acknowledgements)");
-    int left = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<struct nlmsghdr*>(answer.data()); mnl_nlmsg_ok(h, left);
-         h = mnl_nlmsg_next(h, &left)) {
-      if (h->nlmsg_type != NLMSG_ERROR) continue;
-      ++acks;
-      auto* err = static_cast<struct nlmsgerr*>(mnl_nlmsg_get_payload(h));
-      if (err->error != 0 && first_error == 0) {
-        first_error = -err->error;
-        size_t i = err->msg.nlmsg_seq - 2;  // seq 1 is the batch's begin
-        if (i < names_.size()) failed = names_[i];
-      }
-    }
-  }
-  if (first_error != 0) return NftError(first_error, what + " (at " + failed + ")");
-  return Status::Ok();
-}
-
-// Dumps (GETSETELEM, GETRULE): every answer message to `parse` until DONE.
-template <typename Build>
-Status Dump(struct mnl_socket* nl, uint16_t type, Build&& build, const std::string& what,
-            int (*parse)(const struct nlmsghdr*, void*), void* data) {
-  std::vector<char> buf(kDumpBuffer);
-  uint32_t seq = static_cast<uint32_t>(::time(nullptr));
-  struct nlmsghdr* nlh =
-      nftnl_nlmsg_build_hdr(buf.data(), type, NFPROTO_INET, NLM_F_DUMP | NLM_F_ACK, seq);
-  build(nlh);
-  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) return NftError(errno, what);
-  uint32_t portid = mnl_socket_get_portid(nl);
-  for (;;) {
-    ssize_t n = mnl_socket_recvfrom(nl, buf.data(), buf.size());
-    if (n < 0) return NftError(errno, what);
-    int ret = mnl_cb_run(buf.data(), static_cast<size_t>(n), seq, portid, parse, data);
-    if (ret < 0) return NftError(errno, what);
-    if (ret == MNL_CB_STOP) return Status::Ok();
-  }
-}
-
-// Expressions of one rule.
-class Rule {
- public:
-  Rule(const std::string& chain) : r_(nftnl_rule_alloc()) {
-    nftnl_rule_set_str(r_, NFTNL_RULE_TABLE, kTable);
-    nftnl_rule_set_str(r_, NFTNL_RULE_CHAIN, chain.c_str());
-    nftnl_rule_set_u32(r_, NFTNL_RULE_FAMILY, NFPROTO_INET);
-  }
-  ~Rule() { nftnl_rule_free(r_); }
-  Rule(const Rule&) = delete;
-  Rule& operator=(const Rule&) = delete;
-
-  Rule& Meta(uint32_t key, uint32_t dreg = NFT_REG_1) {
-    nftnl_expr* e = Add("meta");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, dreg);
-    return *this;
-  }
-  Rule& Cmp(uint32_t op, const void* data, uint32_t len) {
-    nftnl_expr* e = Add("cmp");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, NFT_REG_1);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
-    nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, len);
-    return *this;
-  }
-  Rule& Proto(uint32_t op, uint8_t proto) { return Meta(NFT_META_L4PROTO).Cmp(op, &proto, 1); }
-  Rule& Payload(uint32_t base, uint32_t offset, uint32_t len, uint32_t dreg = NFT_REG_1) {
-    nftnl_expr* e = Add("payload");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, offset);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, dreg);
-    return *this;
-  }
-  Rule& Mask(const uint8_t* mask, uint32_t len) {
-    static constexpr uint8_t kZero[16] = {};
-    nftnl_expr* e = Add("bitwise");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
-    nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, len);
-    nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, kZero, len);
-    return *this;
-  }
-  Rule& Socket(uint32_t level) {
-    nftnl_expr* e = Add("socket");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_KEY, NFT_SOCKET_CGROUPV2);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_LEVEL, level);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_SOCKET_DREG, NFT_REG_1);
-    return *this;
-  }
-  // A 32-bit register's zero: the port of a packet that has none.
-  Rule& Zero(uint32_t dreg) {
-    uint32_t zero = 0;
-    nftnl_expr* e = Add("immediate");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, dreg);
-    nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &zero, sizeof(zero));
-    return *this;
-  }
-  // Adds (destination . port . protocol), loaded by the caller from
-  // NFT_REG_1 on, to `set` with a counter and a last-use time; an element
-  // that exists counts one more. A full set breaks the rule.
-  Rule& Count(const std::string& set) {
-    nftnl_expr* e = Add("dynset");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, NFT_REG_1);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_ADD);
-    nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, set.c_str());
-    nftnl_expr_add_expr(e, NFTNL_EXPR_DYNSET_EXPRESSIONS, nftnl_expr_alloc("counter"));
-    nftnl_expr_add_expr(e, NFTNL_EXPR_DYNSET_EXPRESSIONS, nftnl_expr_alloc("last"));
-    nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_FLAGS, NFT_DYNSET_F_EXPR);  // more than one
-    return *this;
-  }
-  Rule& Counter() {
-    Add("counter");
-    return *this;
-  }
-  Rule& Reset() {
-    nftnl_expr* e = Add("reject");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE, NFT_REJECT_TCP_RST);
-    nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, 0);
-    return *this;
-  }
-  Rule& Verdict(int verdict, const std::string& chain = {}) {
-    nftnl_expr* e = Add("immediate");
-    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-    nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, static_cast<uint32_t>(verdict));
-    if (!chain.empty()) nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain.c_str());
-    return *this;
-  }
-  void AddTo(Batch& b) {
-    struct nlmsghdr* nlh =
-        b.Begin(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND,
-                std::string("a rule of ") + nftnl_rule_get_str(r_, NFTNL_RULE_CHAIN));
-    nftnl_rule_nlmsg_build_payload(nlh, r_);
-    b.Finish(nlh);
-  }
-
- private:
-  nftnl_expr* Add(const char* name) {
-    nftnl_expr* e = nftnl_expr_alloc(name);
-    nftnl_rule_add_expr(r_, e);
-    return e;
-  }
-  nftnl_rule* r_;
-};
-
-void AddTable(Batch& b) {
-  nftnl_table* t = nftnl_table_alloc();
-  nftnl_table_set_str(t, NFTNL_TABLE_NAME, kTable);
-  nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
-  struct nlmsghdr* nlh = b.Begin(NFT_MSG_NEWTABLE, NLM_F_CREATE, "table");  // shared: no NLM_F_EXCL
-  nftnl_table_nlmsg_build_payload(nlh, t);
-  b.Finish(nlh);
-  nftnl_table_free(t);
-}
-
-void AddChain(Batch& b, const std::string& name, bool output_hook) {
-  nftnl_chain* c = nftnl_chain_alloc();
-  nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTable);
-  nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name.c_str());
-  nftnl_chain_set_u32(c, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
-  if (output_hook) {
-    nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter");
-    nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, NF_INET_LOCAL_OUT);
-    nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, 0);
-    nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
-  }
-  struct nlmsghdr* nlh = b.Begin(NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, "chain " + name);
-  nftnl_chain_nlmsg_build_payload(nlh, c);
-  b.Finish(nlh);
-  nftnl_chain_free(c);
-}
-
-void AddSet(Batch& b, const std::string& name, const Family& f, uint32_t id) {
-  nftnl_set* s = nftnl_set_alloc();
-  nftnl_set_set_str(s, NFTNL_SET_TABLE, kTable);
-  nftnl_set_set_str(s, NFTNL_SET_NAME, name.c_str());
-  nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
-  nftnl_set_set_u32(s, NFTNL_SET_ID, id);
-  nftnl_set_set_u32(s, NFTNL_SET_KEY_LEN, f.addr_len + 8);  // port and protocol: a register each
-  nftnl_set_set_u32(s, NFTNL_SET_KEY_TYPE, f.key_type);
-  // NFT_SET_EXPR: its elements carry the expressions (two need the flag).
-  nftnl_set_set_u32(s, NFTNL_SET_FLAGS, NFT_SET_EVAL | NFT_SET_TIMEOUT | NFT_SET_EXPR);
-  nftnl_set_set_u64(s, NFTNL_SET_TIMEOUT, kElementTimeoutMs);
-  nftnl_set_set_u32(s, NFTNL_SET_DESC_SIZE, kSetSize);
-  nftnl_set_add_expr(s, nftnl_expr_alloc("counter"));
-  nftnl_set_add_expr(s, nftnl_expr_alloc("last"));
-  struct nlmsghdr* nlh = b.Begin(NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, "set " + name);
-  nftnl_set_nlmsg_build_payload(nlh, s);
-  b.Finish(nlh);
-  nftnl_set_free(s);
-}
-
-// Deletes one object by name; DELRULE with a chain and no handle flushes it.
-void Delete(Batch& b, uint16_t type, const std::string& name) {
-  struct nlmsghdr* nlh = b.Begin(type, 0, name);
-  if (type == NFT_MSG_DELSET) {
-    nftnl_set* s = nftnl_set_alloc();
-    nftnl_set_set_str(s, NFTNL_SET_TABLE, kTable);
-    nftnl_set_set_str(s, NFTNL_SET_NAME, name.c_str());
-    nftnl_set_nlmsg_build_payload(nlh, s);
-    nftnl_set_free(s);
-  } else if (type == NFT_MSG_DELRULE) {
-    nftnl_rule* r = nftnl_rule_alloc();
-    nftnl_rule_set_str(r, NFTNL_RULE_TABLE, kTable);
-    nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, name.c_str());
-    nftnl_rule_nlmsg_build_payload(nlh, r);
-    nftnl_rule_free(r);
-  } else {
-    nftnl_chain* c = nftnl_chain_alloc();
-    nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, kTable);
-    nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name.c_str());
-    nftnl_chain_nlmsg_build_payload(nlh, c);
-    nftnl_chain_free(c);
-  }
-  b.Finish(nlh);
+NftRule& Proto(NftRule& r, uint32_t op, uint8_t proto) {
+  return r.Meta(NFT_META_L4PROTO, NFT_REG_1).Cmp(op, &proto, 1);
 }
 
 // The counting chains: xNa4 (allowed, accept) or xNr4 (refused).
-void AddVerdictChain(Batch& b, const std::string& id, const Family& f, bool allow) {
+void AddVerdictChain(NftBatch& b, const std::string& id, const Family& f, bool allow) {
   std::string chain = "x" + id + (allow ? "a" : "r") + f.tag;
   std::string set = "s" + id + (allow ? "a" : "r") + f.tag;
-  auto verdict = [&](Rule& r, uint8_t proto) {
+  auto verdict = [&](NftRule& r, uint8_t proto) {
     if (allow) {
       r.Verdict(NF_ACCEPT);
     } else if (proto == IPPROTO_TCP) {
-      r.Reset();
+      r.RejectTcpReset();
     } else {
       r.Verdict(NF_DROP);
     }
+    r.Done();
   };
-  auto key = [&](Rule& r, bool port) {
-    r.Payload(NFT_PAYLOAD_NETWORK_HEADER, f.daddr_offset, f.addr_len);
+  auto key = [&](NftRule& r, bool port) {
+    r.Payload(NFT_PAYLOAD_NETWORK_HEADER, f.daddr_offset, f.addr_len, NFT_REG_1);
     if (port) {
       r.Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, f.port_reg);
     } else {
-      r.Zero(f.port_reg);
+      uint32_t zero = 0;  // a 32-bit register's zero: the port of a packet that has none
+      r.Immediate(f.port_reg, &zero, sizeof(zero));
     }
     r.Meta(NFT_META_L4PROTO, f.port_reg + 1);
   };
   {  // TCP other than a SYN (a flow already let through, or refused): no count
-    Rule r(chain);
+    NftRule r = b.Rule(chain);
     uint8_t syn_ack = 0x12, syn = 0x02;
-    r.Proto(NFT_CMP_EQ, IPPROTO_TCP).Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1);
+    Proto(r, NFT_CMP_EQ, IPPROTO_TCP).Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1, NFT_REG_1);
     r.Mask(&syn_ack, 1).Cmp(NFT_CMP_NEQ, &syn, 1);
     verdict(r, IPPROTO_TCP);
-    r.AddTo(b);
   }
   for (uint8_t proto : {IPPROTO_TCP, IPPROTO_UDP}) {
-    Rule r(chain);
-    r.Proto(NFT_CMP_EQ, proto);
+    NftRule r = b.Rule(chain);
+    Proto(r, NFT_CMP_EQ, proto);
     key(r, true);
-    r.Count(set);
+    r.DynsetAdd(set);  // a full set breaks the rule
     verdict(r, proto);
-    r.AddTo(b);
   }
   {  // ICMP, raw: by address, port 0
-    Rule r(chain);
-    r.Proto(NFT_CMP_NEQ, IPPROTO_TCP).Cmp(NFT_CMP_NEQ, "\x11", 1);
+    NftRule r = b.Rule(chain);
+    Proto(r, NFT_CMP_NEQ, IPPROTO_TCP).Cmp(NFT_CMP_NEQ, "\x11", 1);
     key(r, false);
-    r.Count(set);
+    r.DynsetAdd(set);
     verdict(r, 0);
-    r.AddTo(b);
   }
   // Here only when the set is full: the overflow rule (a chain's only rule
   // that starts with a counter), then the verdict.
-  Rule(chain).Counter().AddTo(b);
+  b.Rule(chain).Counter().Done();
   if (allow) {
-    Rule(chain).Verdict(NF_ACCEPT).AddTo(b);
+    b.Rule(chain).Verdict(NF_ACCEPT).Done();
   } else {
-    Rule tcp(chain);
-    tcp.Proto(NFT_CMP_EQ, IPPROTO_TCP).Reset();
-    tcp.AddTo(b);
-    Rule(chain).Verdict(NF_DROP).AddTo(b);
+    NftRule tcp = b.Rule(chain);
+    Proto(tcp, NFT_CMP_EQ, IPPROTO_TCP).RejectTcpReset().Done();
+    b.Rule(chain).Verdict(NF_DROP).Done();
   }
 }
 
@@ -415,25 +140,24 @@ bool AsV4(const EgressRule& r, uint8_t net[4], int* bits) {
   return true;
 }
 
-void AddPolicyRule(Batch& b, const std::string& id, const Family& f, const uint8_t* net, int bits,
-                   const EgressRule& rule) {
+void AddPolicyRule(NftBatch& b, const std::string& id, const Family& f, const uint8_t* net,
+                   int bits, const EgressRule& rule) {
   std::string target = "x" + id + (rule.allow ? "a" : "r") + f.tag;
   for (uint8_t proto : {IPPROTO_TCP, IPPROTO_UDP}) {
-    Rule r("x" + id + "p" + f.tag);
+    NftRule r = b.Rule("x" + id + "p" + f.tag);
     if (bits > 0) {
       uint8_t mask[16] = {};
       for (int i = 0; i < bits; ++i) mask[i / 8] |= static_cast<uint8_t>(0x80 >> (i % 8));
-      r.Payload(NFT_PAYLOAD_NETWORK_HEADER, f.daddr_offset, f.addr_len);
+      r.Payload(NFT_PAYLOAD_NETWORK_HEADER, f.daddr_offset, f.addr_len, NFT_REG_1);
       if (bits < static_cast<int>(f.addr_len * 8)) r.Mask(mask, f.addr_len);
       r.Cmp(NFT_CMP_EQ, net, f.addr_len);
     }
     if (rule.port != 0) {
       uint16_t port = htons(rule.port);
-      r.Proto(NFT_CMP_EQ, proto).Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+      Proto(r, NFT_CMP_EQ, proto).Payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1);
       r.Cmp(NFT_CMP_EQ, &port, 2);
     }
-    r.Verdict(NFT_GOTO, target);
-    r.AddTo(b);
+    r.Verdict(NFT_GOTO, target).Done();
     if (rule.port == 0) break;  // a rule for any port: any protocol, once
   }
 }
@@ -446,12 +170,12 @@ Result<uint64_t> CgroupId(const std::string& dir) {
 
 const char* kKinds[] = {"a4", "a6", "r4", "r6"};
 
-void DeleteAll(Batch& b, const std::string& id) {
+void DeleteAll(NftBatch& b, const std::string& id) {
   std::vector<std::string> chains = {"x" + id, "x" + id + "p4", "x" + id + "p6"};
   for (const char* k : kKinds) chains.push_back("x" + id + k);
-  for (const std::string& c : chains) Delete(b, NFT_MSG_DELRULE, c);
-  for (const std::string& c : chains) Delete(b, NFT_MSG_DELCHAIN, c);
-  for (const char* k : kKinds) Delete(b, NFT_MSG_DELSET, "s" + id + k);
+  for (const std::string& c : chains) b.FlushChain(c);
+  for (const std::string& c : chains) b.DeleteChain(c);
+  for (const char* k : kKinds) b.DeleteSet("s" + id + k);
 }
 
 struct ElemRead {
@@ -474,32 +198,10 @@ std::string WallText(int64_t ms) {
   return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
 }
 
-struct ElemExprs {
-  uint64_t packets = 0;
-  uint64_t last_ago_ms = 0;
-  bool last_set = false;
-};
-
-int ReadElemExpr(struct nftnl_expr* e, void* data) {
-  auto* x = static_cast<ElemExprs*>(data);
-  const char* name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
-  if (name && std::strcmp(name, "counter") == 0) {
-    x->packets = nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
-  } else if (name && std::strcmp(name, "last") == 0) {
-    x->last_set = nftnl_expr_get_u32(e, NFTNL_EXPR_LAST_SET) != 0;
-    x->last_ago_ms = nftnl_expr_get_u64(e, NFTNL_EXPR_LAST_MSECS);
-  }
-  return 0;
-}
-
-int ReadElem(struct nftnl_set_elem* e, void* data) {
-  auto* rd = static_cast<ElemRead*>(data);
-  uint32_t len = 0;
-  auto* key = static_cast<const uint8_t*>(nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len));
+void ReadElem(const NftElement& e, ElemRead* rd) {
   uint32_t addr_len = rd->v6 ? 16 : 4;
-  if (!key || len < addr_len + 5) return 0;
-  ElemExprs x;
-  nftnl_set_elem_expr_foreach(e, ReadElemExpr, &x);
+  if (e.key.size() < addr_len + 5) return;
+  const uint8_t* key = e.key.data();
   char text[INET6_ADDRSTRLEN] = "";
   ::inet_ntop(rd->v6 ? AF_INET6 : AF_INET, key, text, sizeof(text));
   uint16_t port = static_cast<uint16_t>(key[addr_len] << 8 | key[addr_len + 1]);
@@ -508,10 +210,9 @@ int ReadElem(struct nftnl_set_elem* e, void* data) {
                    std::to_string(proto);
   auto seen = rd->taken->find(id);
   uint64_t before = seen == rd->taken->end() ? 0 : seen->second;
-  if (x.packets <= before) return 0;  // nothing since the last take
-  if (rd->take) (*rd->taken)[id] = x.packets;
-  uint64_t expiration =
-      std::min(nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_EXPIRATION), kElementTimeoutMs);
+  if (e.packets <= before) return;  // nothing since the last take
+  if (rd->take) (*rd->taken)[id] = e.packets;
+  uint64_t expiration = std::min(e.expiration_ms, kElementTimeoutMs);
   int64_t made = rd->now_ms - static_cast<int64_t>(kElementTimeoutMs - expiration);
   EgressDestination d;
   d.family = rd->v6 ? "ipv6" : "ipv4";
@@ -519,42 +220,12 @@ int ReadElem(struct nftnl_set_elem* e, void* data) {
   d.address = text;
   d.port = port;
   d.verdict = rd->allowed ? "allowed" : "refused";
-  d.count = static_cast<int64_t>(x.packets - before);
-  int64_t last = x.last_set ? rd->now_ms - static_cast<int64_t>(x.last_ago_ms) : made;
+  d.count = static_cast<int64_t>(e.packets - before);
+  int64_t last = e.last_set ? rd->now_ms - static_cast<int64_t>(e.last_ago_ms) : made;
   d.first_at = WallText(before > 0 ? std::max(rd->since_ms, made) : made);
   d.last_at = WallText(std::max(last, made));
   (rd->allowed ? rd->r->allowed : rd->r->refused) += d.count;
   rd->r->destinations.push_back(std::move(d));
-  return 0;
-}
-
-int ParseElems(const struct nlmsghdr* nlh, void* data) {
-  nftnl_set* s = static_cast<nftnl_set*>(data);
-  return nftnl_set_elems_nlmsg_parse(nlh, s) < 0 ? MNL_CB_ERROR : MNL_CB_OK;
-}
-
-int FirstCounter(struct nftnl_expr* e, void* data) {
-  auto* out = static_cast<std::pair<bool, uint64_t>*>(data);
-  if (!out->first) return -1;  // only the first expression
-  out->first = false;
-  const char* name = nftnl_expr_get_str(e, NFTNL_EXPR_NAME);
-  if (name && std::strcmp(name, "counter") == 0) {
-    out->second += nftnl_expr_get_u64(e, NFTNL_EXPR_CTR_PACKETS);
-  }
-  return -1;
-}
-
-int ParseOverflow(const struct nlmsghdr* nlh, void* data) {
-  nftnl_rule* r = nftnl_rule_alloc();
-  if (nftnl_rule_nlmsg_parse(nlh, r) < 0) {
-    nftnl_rule_free(r);
-    return MNL_CB_ERROR;
-  }
-  std::pair<bool, uint64_t> first{true, 0};
-  nftnl_expr_foreach(r, FirstCounter, &first);
-  *static_cast<uint64_t*>(data) += first.second;
-  nftnl_rule_free(r);
-  return MNL_CB_OK;
 }
 
 bool Populated(const std::string& dir) {
@@ -576,8 +247,8 @@ Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRu
   n->cgroup_dir_ = cgroup_dir;
   n->id_ = std::to_string(*cgid);
   const std::string& id = n->id_;
-  Result<Socket> nl = OpenSocket();
-  if (!nl.ok()) return nl.status();
+  NftSocket nl;
+  AGENTD_RETURN_IF_ERROR(nl.Open());
 
   // Most specific first: the first rule that matches is the one the BPF
   // rung's lookup picks (limits/egress_rules.h, EgressAllows).
@@ -587,17 +258,17 @@ Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRu
     return (a.port != 0) > (b.port != 0);
   });
 
-  Batch b;
-  AddTable(b);
+  NftBatch b(kTable);
+  b.NewTable();
   uint32_t set_id = 1;
   for (const Family* f : {&kV4, &kV6}) {
     for (bool allow : {true, false}) {
       AddSet(b, "s" + id + (allow ? "a" : "r") + f->tag, *f, set_id++);
-      AddChain(b, "x" + id + (allow ? "a" : "r") + f->tag, false);
+      b.NewChain("x" + id + (allow ? "a" : "r") + f->tag);
       AddVerdictChain(b, id, *f, allow);
     }
     std::string policy = "x" + id + "p" + f->tag;
-    AddChain(b, policy, false);
+    b.NewChain(policy);
     for (const EgressRule& rule : sorted) {
       uint8_t net[16];
       int bits = rule.prefix;
@@ -608,18 +279,17 @@ Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRu
       }
       AddPolicyRule(b, id, *f, net, bits, rule);
     }
-    Rule(policy).Verdict(NFT_GOTO, "x" + id + "r" + f->tag).AddTo(b);  // no rule: refused
+    b.Rule(policy).Verdict(NFT_GOTO, "x" + id + "r" + f->tag).Done();  // no rule: refused
   }
-  AddChain(b, "x" + id, true);
+  b.NewChain("x" + id, NF_INET_LOCAL_OUT);
   for (const Family* f : {&kV4, &kV6}) {
     uint8_t nfproto = f == &kV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
-    Rule r("x" + id);
-    r.Socket(static_cast<uint32_t>(level)).Cmp(NFT_CMP_EQ, &*cgid, sizeof(uint64_t));
-    r.Meta(NFT_META_NFPROTO).Cmp(NFT_CMP_EQ, &nfproto, 1);
-    r.Verdict(NFT_GOTO, "x" + id + "p" + f->tag);
-    r.AddTo(b);
+    NftRule r = b.Rule("x" + id);
+    r.SocketCgroup(static_cast<uint32_t>(level)).Cmp(NFT_CMP_EQ, &*cgid, sizeof(uint64_t));
+    r.Meta(NFT_META_NFPROTO, NFT_REG_1).Cmp(NFT_CMP_EQ, &nfproto, 1);
+    r.Verdict(NFT_GOTO, "x" + id + "p" + f->tag).Done();
   }
-  AGENTD_RETURN_IF_ERROR(b.Send(nl->get(), "the exec's egress chains"));
+  AGENTD_RETURN_IF_ERROR(nl.Send(b, "the exec's egress chains"));
   return n;
 }
 
@@ -639,11 +309,11 @@ void NftEgressDeleter::operator()(NftEgress* n) const { delete n; }
 
 NftEgress::~NftEgress() {
   if (id_.empty() || Populated(cgroup_dir_)) return;
-  Result<Socket> nl = OpenSocket();
-  if (!nl.ok()) return;
-  Batch b;
+  NftSocket nl;
+  if (!nl.Open().ok()) return;
+  NftBatch b(kTable);
   DeleteAll(b, id_);
-  (void)b.Send(nl->get(), "the removal of the exec's egress chains");
+  (void)nl.Send(b, "the removal of the exec's egress chains");
 }
 
 Status NftEgress::Collect(EgressReport& r, bool take) {
@@ -651,38 +321,21 @@ Status NftEgress::Collect(EgressReport& r, bool take) {
   r.max_destinations = kMaxEgressDestinations;
   r.destinations.clear();
   r.attempts = r.allowed = r.refused = r.overflow = 0;
-  Result<Socket> nl = OpenSocket();
-  if (!nl.ok()) return nl.status();
+  NftSocket nl;
+  AGENTD_RETURN_IF_ERROR(nl.Open());
   int64_t now = WallMs();
+  uint32_t seq = 1;
   for (const char* kind : kKinds) {
-    std::string name = "s" + id_ + kind;
-    nftnl_set* s = nftnl_set_alloc();
-    nftnl_set_set_str(s, NFTNL_SET_TABLE, kTable);
-    nftnl_set_set_str(s, NFTNL_SET_NAME, name.c_str());
-    nftnl_set_set_u32(s, NFTNL_SET_FAMILY, NFPROTO_INET);
-    Status st = Dump(
-        nl->get(), NFT_MSG_GETSETELEM,
-        [&](struct nlmsghdr* nlh) { nftnl_set_elems_nlmsg_build_payload(nlh, s); },
-        "a read of set " + name, ParseElems, s);
-    if (st.ok()) {
-      ElemRead rd{&r, &taken_, take, kind[1] == '6', kind[0] == 'a', now, taken_at_ms_};
-      nftnl_set_elem_foreach(s, ReadElem, &rd);
-    }
-    nftnl_set_free(s);
-    if (!st.ok()) return st;
+    std::string set = "s" + id_ + kind;
+    std::vector<NftElement> elems;
+    AGENTD_RETURN_IF_ERROR(nl.Dump(NftDumpSetElements(kTable, set, seq++), "a read of set " + set,
+                                   [&](NetlinkSpan m) { return ParseSetElements(m, &elems); }));
+    ElemRead rd{&r, &taken_, take, kind[1] == '6', kind[0] == 'a', now, taken_at_ms_};
+    for (const NftElement& e : elems) ReadElem(e, &rd);
     uint64_t overflow = 0;
     std::string chain = "x" + id_ + kind;
-    AGENTD_RETURN_IF_ERROR(Dump(
-        nl->get(), NFT_MSG_GETRULE,
-        [&](struct nlmsghdr* nlh) {
-          nftnl_rule* rule = nftnl_rule_alloc();
-          nftnl_rule_set_str(rule, NFTNL_RULE_TABLE, kTable);
-          nftnl_rule_set_str(rule, NFTNL_RULE_CHAIN, chain.c_str());
-          nftnl_rule_set_u32(rule, NFTNL_RULE_FAMILY, NFPROTO_INET);
-          nftnl_rule_nlmsg_build_payload(nlh, rule);
-          nftnl_rule_free(rule);
-        },
-        "a read of chain " + chain, ParseOverflow, &overflow));
+    AGENTD_RETURN_IF_ERROR(nl.Dump(NftDumpRules(kTable, chain, seq++), "a read of chain " + chain,
+                                   [&](NetlinkSpan m) { return AddFirstCounter(m, &overflow); }));
     r.overflow += static_cast<int64_t>(overflow);
   }
   // The answer's own bound: past it, destinations count as overflow.

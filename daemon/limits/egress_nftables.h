@@ -1,7 +1,7 @@
 // The nftables rung of egress policy (docs/SECURITY.md, "Egress"): where
 // cgroup-BPF cannot be attached, the same table of rules
 // (limits/egress_rules.h) as nf_tables chains in the guest's own network
-// namespace, built with libnftnl (docs/BUILDING.md).
+// namespace, sent as nf_tables netlink requests (limits/nft_messages.h).
 //
 // Everything lives in the table "inet agentd", shared by every daemon of
 // the namespace; one exec owns the objects named after its cgroup's id N:

@@ -1,0 +1,30 @@
+// Reading nf_tables dump answers (<linux/netfilter/nf_tables.h>): the
+// elements of a set with their counter and "last" expressions, and the
+// counter a rule starts with. Only what the nftables egress rung
+// (limits/egress_nftables.h) reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "limits/netlink_reader.h"
+
+namespace agentd {
+
+struct NftElement {
+  std::vector<uint8_t> key;
+  uint64_t expiration_ms = 0;  // left until it times out
+  uint64_t packets = 0;        // its counter
+  bool last_set = false;       // its "last" was ever updated
+  uint64_t last_ago_ms = 0;    // and how long ago
+};
+
+// A NEWSETELEM message's payload (nfgenmsg and attributes): appends its
+// elements. False when malformed.
+bool ParseSetElements(NetlinkSpan payload, std::vector<NftElement>* out);
+
+// A NEWRULE message's payload: adds the packets of its first expression
+// when that is a counter. False when malformed.
+bool AddFirstCounter(NetlinkSpan payload, uint64_t* packets);
+
+}  // namespace agentd
