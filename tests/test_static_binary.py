@@ -71,6 +71,20 @@ class StaticBinaryTest(unittest.TestCase):
             size = os.path.getsize(stripped)
         self.assertLessEqual(size, 5 << 20, "stripped agentd is %d bytes" % size)
 
+    def test_binary_links_no_scanf_time_zone_code_or_demangler(self):
+        # docs/BUILDING.md, "Binary size": gmtime_r and timegm linked
+        # glibc's time zone code, whose TZ parser's sscanf linked the scanf
+        # engine and its float parsers (98 KB); libstdc++'s verbose
+        # terminate handler linked the C++ demangler (49 KB). The daemon
+        # needs none of them; a new call to one brings its bytes back.
+        nm = subprocess.run(["nm", AGENTD_BIN], capture_output=True, text=True)
+        if nm.returncode != 0 or not nm.stdout:
+            self.skipTest("no symbol table: %s" % nm.stderr.strip())
+        defined = {line.split()[-1] for line in nm.stdout.splitlines() if len(line.split()) == 3}
+        for symbol in ("__vfscanf_internal", "__tzfile_read", "__tzset_parse_tz",
+                       "__cxa_demangle", "_ZN9__gnu_cxx27__verbose_terminate_handlerEv"):
+            self.assertNotIn(symbol, defined)
+
     @unittest.skipUnless(os.geteuid() == 0 and shutil.which("unshare"), "needs root and unshare")
     def test_health_answers_from_an_empty_root(self):
         root = tempfile.mkdtemp(prefix="agentd-emptyroot-")
