@@ -13,7 +13,9 @@ and checks that "auto" falls back to this rung."""
 
 import json
 import os
+import select
 import socket
+import struct
 import unittest
 
 import test_exec_egress as base
@@ -72,6 +74,33 @@ if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0
     sys.exit("cannot install the seccomp filter: errno %d" % ctypes.get_errno())
 os.execv(sys.argv[1], sys.argv[1:])
 """
+
+
+def nft_tables():
+    """The nf_tables tables of the test's network namespace as (family,
+    name), read over netlink: a GETTABLE dump (the nft program is not
+    used: nft 1.0.6 crashes listing a namespace with the rung's objects)."""
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12) as s:  # NETLINK_NETFILTER
+        s.bind((0, 0))
+        # NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETTABLE, NLM_F_REQUEST | NLM_F_DUMP
+        s.send(struct.pack("=IHHII", 20, 10 << 8 | 1, 0x301, 1, 0) + bytes(4))
+        tables = []
+        while True:
+            data = s.recv(65536)
+            off = 0
+            while off + 16 <= len(data):
+                length, kind = struct.unpack_from("=IH", data, off)
+                if kind == 3:  # NLMSG_DONE
+                    return tables
+                if kind == 2:  # NLMSG_ERROR
+                    raise OSError(-struct.unpack_from("=i", data, off + 16)[0], "GETTABLE")
+                a = off + 20  # after nlmsghdr and nfgenmsg
+                while a + 4 <= off + length:
+                    alen, atype = struct.unpack_from("=HH", data, a)
+                    if atype & 0x3fff == 1:  # NFTA_TABLE_NAME
+                        tables.append((data[off + 16], data[a + 4:a + alen].rstrip(b"\0").decode()))
+                    a += (alen + 3) & ~3
+                off += (length + 3) & ~3
 
 
 class NftablesEgressTest(unittest.TestCase):
@@ -226,6 +255,35 @@ class NftablesEgressTest(unittest.TestCase):
         self.assertEqual((second["refused"], second["allowed"], second["attempts"]), (2, 0, 2))
         self.assertEqual(run_in_context("pass")["attempts"], 0)
 
+
+    def test_an_outlived_execs_rules_and_the_empty_table_go_with_its_last_process(self):
+        # The exec leaves a detached child behind, blocked on a FIFO; its
+        # rules stay while it lives. Once it is gone, the next exec's end
+        # removes them (its directory is empty, then gone) and the table.
+        go = os.path.join(self.tmp.name, "outlive-go")
+        pid_file = os.path.join(self.tmp.name, "outlive-pid")
+        os.mkfifo(go)
+        leave = ("import os, sys\n"
+                 "if os.fork() == 0:\n"
+                 "    os.setsid()\n"
+                 "    fd = os.open('/dev/null', os.O_RDWR)\n"
+                 "    for i in (0, 1, 2): os.dup2(fd, i)\n"
+                 "    open(sys.argv[2], 'w').write(str(os.getpid()))\n"
+                 "    open(sys.argv[1]).read()\n"
+                 "    os._exit(0)\n")
+        obj, _, err = run(self.daemon, "outlive", {"argv": [base.PYTHON, "-c", leave, go, pid_file],
+                                                   "egress": {"mode": "public"}})
+        self.assertEqual(obj["exit_code"], 0, err)
+        with open(pid_file) as f:
+            child = os.pidfd_open(int(f.read()))
+        self.addCleanup(os.close, child)
+        inet_agentd = (1, "agentd")  # NFPROTO_INET
+        self.assertIn(inet_agentd, nft_tables())  # policing the child
+        with open(go, "w") as f:
+            f.write("x")
+        select.select([child], [], [])  # readable: the child has exited
+        self.probe("after-outlive", ["tcp:%s:%d" % (PUBLIC, PORT)], {"mode": "public"})
+        self.assertNotIn(inet_agentd, nft_tables())
 
     def test_the_counts_go_on_through_a_daemon_crash(self):
         d = Daemon("--egress-enforcer", "nftables")

@@ -265,12 +265,22 @@ std::string WallTime(uint64_t mono_ns) {
 }  // namespace
 
 EgressGuard::~EgressGuard() {
+  bool nft = nft_ != nullptr;
   nft_.reset();  // removes its rules, unless processes remain
   accounts_.reset();
   overflow_.reset();
   // EBUSY while processes of the exec remain: they stay policed (the
   // programs live as long as the directory), and the host removes it later.
-  if (!own_dir_ || ::rmdir(dir_.c_str()) != 0 || !adopted_) return;
+  if (!own_dir_) return;
+  if (::rmdir(dir_.c_str()) != 0) {
+#if AGENTD_EGRESS_NFTABLES
+    if (nft && errno == EBUSY) LingerNftEgress(dir_);  // nftables rules outlive the directory
+#else
+    (void)nft;
+#endif
+    return;
+  }
+  if (!adopted_) return;
   // The predecessor's base ("agentd-egress-<pid>"), once its last exec is gone.
   std::string base = dir_.substr(0, dir_.rfind('/'));
   if (base.find("agentd-egress-", base.rfind('/') + 1) == base.rfind('/') + 1) {
@@ -496,7 +506,10 @@ void EgressHost::Open(const std::string& enforcer) {
   enforcer_ = EgressEnforcer::kNftables;
   std::string nft_why = ProbeNftEgress(*probe, NftLevel(*probe));
   ::rmdir(probe->c_str());
-  if (nft_why.empty()) return;
+  if (nft_why.empty()) {
+    SweepNftEgress(mount_);  // a dead daemon's leftovers
+    return;
+  }
   enforcer_ = EgressEnforcer::kNone;
   nft_why = "nftables: " + nft_why;
 #else
@@ -507,6 +520,9 @@ void EgressHost::Open(const std::string& enforcer) {
 }
 
 void EgressHost::Close() {
+#if AGENTD_EGRESS_NFTABLES
+  if (enforcer_ == EgressEnforcer::kNftables) SweepNftEgress();
+#endif
   if (!base_.empty()) ::rmdir(base_.c_str());
 }
 

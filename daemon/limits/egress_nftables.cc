@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 
 #include "agentd/protocol/time_format.h"
 #include "agentd/trees/posix_error.h"
@@ -233,6 +234,40 @@ bool Populated(const std::string& dir) {
   return events.ok() && events->find("populated 1") != std::string::npos;
 }
 
+// True only when the kernel says no cgroup has id `id` any more (ESTALE):
+// its rules can match no socket, whichever daemon made them, and ids are
+// never reused. Any other answer (no CAP_DAC_READ_SEARCH, ...) proves
+// nothing.
+bool CgroupGone(int mount_fd, uint64_t id) {
+  constexpr int kFileidKernfs = 0xfe;  // a kernfs node's 64-bit id (the cgroup's)
+  union {
+    struct file_handle h;
+    unsigned char room[sizeof(struct file_handle) + sizeof(uint64_t)];
+  } fh = {};
+  fh.h.handle_bytes = sizeof(id);
+  fh.h.handle_type = kFileidKernfs;
+  std::memcpy(fh.room + sizeof(struct file_handle), &id, sizeof(id));
+  int fd = ::open_by_handle_at(mount_fd, &fh.h, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  return fd < 0 && errno == ESTALE;
+}
+
+// What the sweep knows: the cgroup2 mount (from EgressHost::Open) and the
+// directories of execs whose processes outlived them, whose rules stay
+// until those processes are gone (then the directory goes, and its id).
+struct Sweep {
+  std::mutex mu;
+  std::string mount;
+  std::vector<std::string> lingering;
+};
+constexpr size_t kMaxLingering = 4096;
+constexpr size_t kMaxSweptChains = 65536;
+
+Sweep& TheSweep() {
+  static Sweep* s = new Sweep();  // never destroyed: a guard may end after main
+  return *s;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRule>& table,
@@ -314,6 +349,50 @@ NftEgress::~NftEgress() {
   NftBatch b(kTable);
   DeleteAll(b, id_);
   (void)nl.Send(b, "the removal of the exec's egress chains");
+  SweepNftEgress();
+}
+
+void LingerNftEgress(const std::string& cgroup_dir) {
+  Sweep& s = TheSweep();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.lingering.size() < kMaxLingering) s.lingering.push_back(cgroup_dir);
+}
+
+void SweepNftEgress(const std::string& cgroup_mount) {
+  Sweep& s = TheSweep();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!cgroup_mount.empty()) s.mount = cgroup_mount;
+  if (s.mount.empty()) return;
+  // An outlived exec's directory, empty now: removed, its rules below.
+  std::erase_if(s.lingering, [](const std::string& dir) {
+    return !Populated(dir) && (::rmdir(dir.c_str()) == 0 || errno == ENOENT);
+  });
+  NftSocket nl;
+  if (!nl.Open().ok()) return;
+  std::vector<uint64_t> ids;
+  Status listed = nl.Dump(NftDumpChains(1), "a read of the chains", [&](NetlinkSpan m) {
+    std::string name;
+    if (!ChainOfTable(m, kTable, &name)) return false;
+    // An exec's base chain: "x" and the cgroup's id in decimal.
+    bool base = name.size() > 1 && name.size() <= 21 && name[0] == 'x' &&
+                name.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (base && ids.size() < kMaxSweptChains) ids.push_back(std::stoull(name.substr(1)));
+    return true;
+  });
+  if (!listed.ok()) return;
+  int mount_fd = ::open(s.mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (mount_fd < 0) return;
+  for (uint64_t id : ids) {
+    if (!CgroupGone(mount_fd, id)) continue;
+    NftBatch b(kTable);
+    DeleteAll(b, std::to_string(id));
+    (void)nl.Send(b, "the removal of a gone cgroup's egress chains");
+  }
+  ::close(mount_fd);
+  // Refused (EBUSY) while any daemon's exec has objects there.
+  NftBatch b(kTable);
+  b.DeleteTableIfEmpty();
+  (void)nl.Send(b, "the removal of the empty table");
 }
 
 Status NftEgress::Collect(EgressReport& r, bool take) {

@@ -73,4 +73,18 @@ class NftEgress {
 // works, else why not.
 std::string ProbeNftEgress(const std::string& probe_dir, int level);
 
+// An exec whose processes outlived it (its rules stayed, policing them):
+// its directory is removed, and its rules with it, by the first sweep
+// after its last process is gone.
+void LingerNftEgress(const std::string& cgroup_dir);
+
+// Removes what provably polices nothing: the lingering directories now
+// empty, every exec's chains and sets in "inet agentd" whose cgroup no
+// longer exists (this daemon's, a dead daemon's, or another's: a gone
+// cgroup's rules match no socket), then the table if nothing is left in
+// it (NLM_F_NONREC: the kernel refuses while any daemon has objects
+// there). At start-up (EgressHost::Open, which names the cgroup2 mount),
+// after each exec's removal and at shutdown.
+void SweepNftEgress(const std::string& cgroup_mount = {});
+
 }  // namespace agentd

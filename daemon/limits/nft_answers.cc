@@ -79,4 +79,11 @@ bool AddFirstCounter(NetlinkSpan payload, uint64_t* packets) {
   return ok;
 }
 
+bool ChainOfTable(NetlinkSpan payload, const std::string& table, std::string* name) {
+  NetlinkAttrs a;
+  if (!Attributes(payload, &a)) return false;
+  *name = a.String(NFTA_CHAIN_TABLE) == table ? a.String(NFTA_CHAIN_NAME) : "";
+  return true;
+}
+
 }  // namespace agentd

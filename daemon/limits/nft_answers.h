@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "limits/netlink_reader.h"
@@ -26,5 +27,9 @@ bool ParseSetElements(NetlinkSpan payload, std::vector<NftElement>* out);
 // A NEWRULE message's payload: adds the packets of its first expression
 // when that is a counter. False when malformed.
 bool AddFirstCounter(NetlinkSpan payload, uint64_t* packets);
+
+// A NEWCHAIN message's payload: its name when it is in `table`, else "".
+// False when malformed.
+bool ChainOfTable(NetlinkSpan payload, const std::string& table, std::string* name);
 
 }  // namespace agentd

@@ -256,6 +256,14 @@ std::vector<uint8_t> DumpRequest(uint16_t type, uint16_t table_attr, uint16_t na
 
 }  // namespace
 
+std::vector<uint8_t> NftDumpChains(uint32_t seq) {
+  NetlinkWriter w;
+  struct nfgenmsg g = Inet();
+  w.EndMessage(
+      w.BeginMessage(NftType(NFT_MSG_GETCHAIN), NLM_F_DUMP | NLM_F_ACK, seq, &g, sizeof(g)));
+  return w.bytes();
+}
+
 std::vector<uint8_t> NftDumpSetElements(const std::string& table, const std::string& set,
                                         uint32_t seq) {
   return DumpRequest(NFT_MSG_GETSETELEM, NFTA_SET_ELEM_LIST_TABLE, NFTA_SET_ELEM_LIST_SET, table,

@@ -96,5 +96,8 @@ class NftRule {
 std::vector<uint8_t> NftDumpSetElements(const std::string& table, const std::string& set,
                                         uint32_t seq);
 std::vector<uint8_t> NftDumpRules(const std::string& table, const std::string& chain, uint32_t seq);
+// Every chain of the inet family (the kernel filters a chain dump by
+// family only).
+std::vector<uint8_t> NftDumpChains(uint32_t seq);
 
 }  // namespace agentd
