@@ -133,3 +133,26 @@ TEST_CASE("nft answers: a rule's leading counter is the overflow, others are not
   REQUIRE(AddFirstCounter(Payload(meta_first), &packets));
   CHECK(packets == 7);  // a counter later in a rule is not the overflow
 }
+
+TEST_CASE("nft answers: a chain dump names only the chains of the rung's table", "[nft]") {
+  auto chain = [](const char* table, const char* name) {
+    NetlinkWriter w;
+    struct nfgenmsg g = {NFPROTO_INET, NFNETLINK_V0, 0};
+    size_t m =
+        w.BeginMessage(NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_NEWCHAIN, NLM_F_MULTI, 7, &g, sizeof(g));
+    w.PutString(NFTA_CHAIN_TABLE, table);
+    w.PutString(NFTA_CHAIN_NAME, name);
+    w.PutBe64(NFTA_CHAIN_HANDLE, 3);
+    w.EndMessage(m);
+    return w;
+  };
+  std::string name = "unset";
+  NetlinkWriter ours = chain("agentd", "x4242");
+  REQUIRE(ChainOfTable(Payload(ours), "agentd", &name));
+  CHECK(name == "x4242");
+  NetlinkWriter theirs = chain("filter", "x4242");
+  REQUIRE(ChainOfTable(Payload(theirs), "agentd", &name));
+  CHECK(name.empty());
+  std::vector<uint8_t> cut(ours.bytes().begin() + NLMSG_HDRLEN, ours.bytes().end() - 4);
+  CHECK_FALSE(ChainOfTable(Span(cut), "agentd", &name));
+}
