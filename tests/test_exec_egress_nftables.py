@@ -285,6 +285,45 @@ class NftablesEgressTest(unittest.TestCase):
         self.probe("after-outlive", ["tcp:%s:%d" % (PUBLIC, PORT)], {"mode": "public"})
         self.assertNotIn(inet_agentd, nft_tables())
 
+    def test_a_dead_daemons_rules_whose_cgroup_is_gone_go_at_the_next_start(self):
+        # A daemon killed while its exec ran; the exec ends, its cgroup goes
+        # (as a tenant sweep would remove it). A daemon that never knew that
+        # exec starts: the rules can police nothing, and go with the table.
+        d = Daemon("--egress-enforcer", "nftables")
+        self.addCleanup(d.close)
+        go, where = (os.path.join(self.tmp.name, n) for n in ("dead-go", "dead-cgroup"))
+        os.mkfifo(go)
+        script = ("import os, sys\n"
+                  "open(sys.argv[2], 'w').write(str(os.getpid()))\n"
+                  "open(sys.argv[1]).read()\n")
+        start(d, "orphan", {"argv": [base.PYTHON, "-c", script, go, where],
+                            "egress": {"mode": "public"}})
+        with open(go, "w") as f:  # opens once the exec is running
+            with open(where) as w:
+                pid = w.read()
+            with open("/proc/%s/cgroup" % pid) as c:  # the exec has its own cgroup namespace
+                path = next(line for line in c if line.startswith("0::")).strip()[3:]
+            d.kill()
+            f.write("x")
+        with open("/proc/self/mounts") as f:
+            mount = next(line.split()[1] for line in f if line.split()[2] == "cgroup2")
+        cgroup = mount + path
+        # Wait for the exec's end: cgroup.events changes (POLLPRI) when
+        # its last process leaves.
+        with open(os.path.join(cgroup, "cgroup.events")) as events:
+            poller = select.poll()
+            poller.register(events, select.POLLPRI)
+            while "populated 1" in events.read():
+                poller.poll()
+                events.seek(0)
+        os.rmdir(cgroup)
+        inet_agentd = (1, "agentd")
+        self.assertIn(inet_agentd, nft_tables())  # the orphan's rules
+        with Daemon("--egress-enforcer", "nftables") as fresh:
+            s, health = fresh.json("GET", "/v1/health", auth=False)
+            self.assertEqual(health["limits"]["egress_enforcer"], "nftables")
+            self.assertNotIn(inet_agentd, nft_tables())
+
     def test_the_counts_go_on_through_a_daemon_crash(self):
         d = Daemon("--egress-enforcer", "nftables")
         self.addCleanup(d.close)
