@@ -35,8 +35,10 @@ constexpr uint64_t kElementTimeoutMs = 3650ULL * 24 * 3600 * 1000;
 // Per set; the answer holds at most kMaxEgressDestinations in all.
 constexpr uint32_t kSetSize = 1024;
 
-// nft's type ids, so `nft list ruleset` shows the sets' keys by name:
-// ipv4_addr (7) or ipv6_addr (8) . inet_service (13) . inet_proto (12).
+// nft's type ids, so nft can name the sets' keys: ipv4_addr (7) or
+// ipv6_addr (8) . inet_service (13) . inet_proto (12). (nft 1.0.6 itself
+// crashes listing these sets, as it did when libnftnl built them; `nft
+// list chains` works.)
 constexpr uint32_t KeyType(uint32_t addr_type) { return ((addr_type << 6 | 13) << 6) | 12; }
 
 struct Family {
