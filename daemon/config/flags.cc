@@ -245,6 +245,19 @@ const std::vector<Flag>& Flags() {
          c.engine.exec_holder = v == "on";
          return Status::Ok();
        }},
+      {"state-sync", "none|batch|always",
+       "When exec records are fsynced: none, batch (together, at most every 50 ms) or always "
+       "(each at once). A daemon crash loses nothing in any mode. Default batch.",
+       [](DaemonConfig& c, std::string_view v) {
+         constexpr std::string_view kModes[] = {"none", "batch", "always"};
+         for (int i = 0; i < 3; ++i) {
+           if (v == kModes[i]) {
+             c.engine.state_sync = static_cast<StateSyncMode>(i);
+             return Status::Ok();
+           }
+         }
+         return BadValue("state-sync", v, "one of none, batch, always");
+       }},
       {"limits", "MODE",
        "How exec limits are enforced: auto (cgroup2, else cgroup1, else rlimits), cgroup2, "
        "cgroup1 or rlimit. Default auto.",

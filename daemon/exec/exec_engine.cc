@@ -75,6 +75,7 @@ Status ExecEngine::Open() {
   state_dir_ = std::move(*dir);
   store_ = std::make_unique<ExecStore>(state_dir_ + "/execs");
   AGENTD_RETURN_IF_ERROR(store_->Open());
+  sync_ = std::make_unique<StateSync>(io_, blocking_, options_.state_sync, store_->root());
   AGENTD_RETURN_IF_ERROR(tombstones_.Load(state_dir_ + "/released", SystemClock::now()));
   std::vector<StoredExec> stored = LoadAndTakeOverEgress();
   child_nofile_ = RaiseNofile();
@@ -706,11 +707,7 @@ void ExecEngine::Persist(const ExecRecord& rec, bool handing_over) {
         json::Object().Set("id", rec.id).Set("error", written.status().message()));
     return;
   }
-  SyncLater(std::move(*written));
-}
-
-void ExecEngine::SyncLater(UniqueFd fd) {
-  asio::post(blocking_, [fd = std::move(fd)]() { ::fsync(fd.get()); });
+  sync_->Written(std::move(*written), rec.dir);
 }
 
 void ExecEngine::ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay) {

@@ -30,6 +30,7 @@
 #include "exec/exec_store.h"
 #include "exec/exec_view.h"
 #include "exec/runtime_self_test.h"
+#include "exec/state_sync.h"
 #include "exec/tombstones.h"
 #include "limits/limiter.h"
 #include "limits/tenant_cgroup.h"
@@ -229,7 +230,6 @@ class ExecEngine {
   void Attach(const SharedRecord& rec, Stream s, int fd);
   // `handing_over`: an internal record's too, for the next binary to recover.
   void Persist(const ExecRecord& rec, bool handing_over = false);
-  void SyncLater(UniqueFd fd);
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
@@ -299,6 +299,7 @@ class ExecEngine {
   const BootstrapState& bootstrap_;
   std::string state_dir_;
   std::unique_ptr<ExecStore> store_;
+  std::unique_ptr<StateSync> sync_;  // after store_: made by Open()
   Tombstones tombstones_;
   RetentionBudget budget_;
   Reaper reaper_;

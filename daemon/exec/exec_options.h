@@ -15,6 +15,9 @@
 
 namespace agentd {
 
+// --state-sync: when exec records reach the disk (exec/state_sync.h).
+enum class StateSyncMode : uint8_t { kNone, kBatch, kAlways };
+
 struct ExecEngineOptions {
   std::string state_dir;  // empty: kDefaultStateDir, else $XDG_RUNTIME_DIR, else a temp dir
   std::string workdir;    // default cwd of /v1/run records; empty: DefaultRunCwd's choice
@@ -50,6 +53,7 @@ struct ExecEngineOptions {
   // --exec-holder: spawn execs under a holder process that keeps them
   // running through a daemon crash (proc/exec_holder.h).
   bool exec_holder = true;
+  StateSyncMode state_sync = StateSyncMode::kBatch;
   // --reset-cgroup auto: every exec joins its tenant generation's cgroup2
   // group (limits/tenant_cgroup.h), which a reset kills whole.
   bool reset_cgroup = true;

@@ -31,6 +31,11 @@ struct DaemonMetrics {
   // {verdict="allowed"|"refused"|"overflow"}: egress attempts of ended
   // policed execs (no addresses in labels; GET /v1/execs/{id}/egress has them).
   Family<Counter>& egress_attempts;
+  // Exec records written to the state directory, and fsync rounds for
+  // them (--state-sync: one per write with always, one per group commit
+  // with batch, none with none).
+  Counter& state_writes;
+  Counter& state_syncs;
 };
 
 // The one instance (created on first use, never destroyed).
