@@ -76,3 +76,12 @@ TEST_CASE("init-user takes USER or USER:GROUP and needs a command", "[flags][ini
   CHECK_FALSE(Parse({"--init", "--init-user=app:", "--", "true"}).ok());
   CHECK_FALSE(Parse({"--init", "--init-user=:staff", "--", "true"}).ok());
 }
+
+TEST_CASE("state-sync takes none, batch or always, batch by default", "[flags]") {
+  CHECK(Parse({})->config.engine.state_sync == StateSyncMode::kBatch);
+  CHECK(Parse({"--state-sync", "none"})->config.engine.state_sync == StateSyncMode::kNone);
+  CHECK(Parse({"--state-sync=always"})->config.engine.state_sync == StateSyncMode::kAlways);
+  Status bad = Parse({"--state-sync", "fast"}).status();
+  CHECK(bad.details().Find("flag")->as_string() == "state-sync");
+  CHECK(bad.message() == "--state-sync: \"fast\" is not one of none, batch, always");
+}
