@@ -8,9 +8,11 @@ alike.
 
 Usage: bench/state_sync_bench.py [--agentd build/daemon/agentd]
            [--on /tmp,/dev/shm] [--modes none,batch,always] [--n 200]
-           [--rounds 5] [--json FILE]
---on takes parent directories; a slow device is one of them mounted
-(bench/slow_disk.py makes one whose flushes wait).
+           [--rounds 5] [--cgroup DIR] [--json FILE]
+--on takes parent directories. A slow device: bench/slow_disk.sh mounts
+an ext4 loop device whose writes the cgroup v1 blkio controller throttles
+to a few per second (no dm-delay in this kernel); --cgroup DIR puts every
+daemon into that blkio cgroup, so the writes its fsyncs issue wait there.
 """
 
 import argparse
@@ -40,6 +42,7 @@ def main():
     ap.add_argument("--modes", default="none,batch,always")
     ap.add_argument("--n", type=int, default=200, help="execs per daemon per round")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--cgroup", help="a blkio cgroup directory for the daemons")
     ap.add_argument("--json")
     args = ap.parse_args()
     exe = build_baseline()
@@ -50,6 +53,9 @@ def main():
         for p, m in keys:
             daemons[p, m] = Daemon(args.agentd, "--ack-ttl-sec", "0", "--state-sync", m,
                                    state_parent=p)
+            if args.cgroup:
+                with open(os.path.join(args.cgroup, "cgroup.procs"), "w") as f:
+                    f.write(str(daemons[p, m].proc.pid))
             c_exec_round(driver, daemons[p, m], 10**6, 20)  # warm up
         times = {k: [] for k in keys}
         base = []

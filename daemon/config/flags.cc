@@ -245,9 +245,9 @@ const std::vector<Flag>& Flags() {
          c.engine.exec_holder = v == "on";
          return Status::Ok();
        }},
-      {"state-sync", "none|batch|always",
+      {"state-sync", "MODE",
        "When exec records are fsynced: none, batch (together, at most every 50 ms) or always "
-       "(each at once). A daemon crash loses nothing in any mode. Default batch.",
+       "(each at once); a daemon crash loses nothing in any mode. Default batch.",
        [](DaemonConfig& c, std::string_view v) {
          constexpr std::string_view kModes[] = {"none", "batch", "always"};
          for (int i = 0; i < 3; ++i) {

@@ -8,10 +8,10 @@
 //
 // The "exec-" prefix keeps ids such as ".." from naming anything but a
 // child directory. Files are replaced atomically (temporary file, rename),
-// so a daemon killed mid-write leaves the old or the new version; the data
-// is fsynced on the blocking pool afterwards (durability across power loss
-// is best effort; across daemon crashes it is exact). Methods that touch the
-// disk synchronously are small metadata operations on the io thread.
+// so a daemon killed mid-write leaves the old or the new version; when the
+// data is fsynced is exec/state_sync.h's (--state-sync; across daemon
+// crashes nothing is lost without it). Methods that touch the disk
+// synchronously are small metadata operations on the io thread.
 #pragma once
 
 #include <optional>
