@@ -53,8 +53,8 @@ class StateSync {
   const StateSyncMode mode_;
   const std::string root_;
   asio::steady_timer timer_;
-  std::vector<Dirty> pending_;  // one per record (its newest file): at most --max-execs
-  bool armed_ = false;                  // batch: a commit is scheduled
+  std::vector<Dirty> pending_;           // one per record (its newest file): at most --max-execs
+  bool armed_ = false;                   // batch: a commit is scheduled
   std::atomic<bool> committing_{false};  // batch: a commit runs on the pool
 };
 

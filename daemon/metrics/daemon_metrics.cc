@@ -47,8 +47,7 @@ DaemonMetrics* Build() {
                     "Connects and datagrams of ended execs with an egress policy, by verdict "
                     "(overflow: past the per-exec accounting bound).",
                     {"verdict"}),
-      r->AddCounter("agentd_state_writes_total", "Exec records written to the state directory.",
-                    {})
+      r->AddCounter("agentd_state_writes_total", "Exec records written to the state directory.", {})
           .With({}),
       r->AddCounter("agentd_state_syncs_total",
                     "fsync rounds for written exec records (--state-sync).", {})
