@@ -14,8 +14,10 @@ and checks that "auto" falls back to this rung."""
 import json
 import os
 import select
+import shutil
 import socket
 import struct
+import subprocess
 import unittest
 
 import test_exec_egress as base
@@ -78,8 +80,8 @@ os.execv(sys.argv[1], sys.argv[1:])
 
 def nft_tables():
     """The nf_tables tables of the test's network namespace as (family,
-    name), read over netlink: a GETTABLE dump (the nft program is not
-    used: nft 1.0.6 crashes listing a namespace with the rung's objects)."""
+    name), read over netlink: a GETTABLE dump (a guest may have no nft
+    program)."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 12) as s:  # NETLINK_NETFILTER
         s.bind((0, 0))
         # NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETTABLE, NLM_F_REQUEST | NLM_F_DUMP
@@ -255,6 +257,26 @@ class NftablesEgressTest(unittest.TestCase):
         self.assertEqual((second["refused"], second["allowed"], second["attempts"]), (2, 0, 2))
         self.assertEqual(run_in_context("pass")["attempts"], 0)
 
+
+    def test_nft_lists_the_ruleset_while_an_execs_sets_exist(self):
+        # An operator's `nft list ruleset` on the guest must not crash
+        # (nft 1.0.6 segfaults on a set expression it does not know).
+        nft = shutil.which("nft")
+        if nft is None:
+            self.skipTest("no nft program")
+        go = os.path.join(self.tmp.name, "list-go")
+        os.mkfifo(go)
+        wait = "import sys; open(sys.argv[1]).read()"
+        start(self.daemon, "listed", {"argv": [base.PYTHON, "-c", wait, go],
+                                      "egress": {"mode": "public"}})
+        try:
+            with open(go, "w") as f:  # opens once the exec runs: its sets exist
+                listed = subprocess.run([nft, "list", "ruleset"], capture_output=True, text=True)
+                f.write("x")
+        finally:
+            wait_exit(self.daemon, "listed")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn("table inet agentd", listed.stdout)
 
     def test_an_outlived_execs_rules_and_the_empty_table_go_with_its_last_process(self):
         # The exec leaves a detached child behind, blocked on a FIFO; its

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
 
 #include "agentd/protocol/time_format.h"
@@ -36,9 +37,7 @@ constexpr uint64_t kElementTimeoutMs = 3650ULL * 24 * 3600 * 1000;
 constexpr uint32_t kSetSize = 1024;
 
 // nft's type ids, so nft can name the sets' keys: ipv4_addr (7) or
-// ipv6_addr (8) . inet_service (13) . inet_proto (12). (nft 1.0.6 itself
-// crashes listing these sets, as it did when libnftnl built them; `nft
-// list chains` works.)
+// ipv6_addr (8) . inet_service (13) . inet_proto (12).
 constexpr uint32_t KeyType(uint32_t addr_type) { return ((addr_type << 6 | 13) << 6) | 12; }
 
 struct Family {
@@ -51,9 +50,10 @@ struct Family {
 constexpr Family kV4{"4", 4, 16, NFT_REG32_01, KeyType(7)};
 constexpr Family kV6{"6", 16, 24, NFT_REG32_04, KeyType(8)};
 
-void AddSet(NftBatch& b, const std::string& name, const Family& f, uint32_t id) {
+void AddSet(NftBatch& b, const std::string& name, const Family& f, uint32_t id, bool counted) {
   NftBatch::SetSpec s;
   s.name = name;
+  s.counted = counted;
   s.id = id;
   s.key_type = f.key_type;
   s.key_len = f.addr_len + 8;  // port and protocol: a register each
@@ -66,10 +66,16 @@ NftRule& Proto(NftRule& r, uint32_t op, uint8_t proto) {
   return r.Meta(NFT_META_L4PROTO, NFT_REG_1).Cmp(op, &proto, 1);
 }
 
-// The counting chains: xNa4 (allowed, accept) or xNr4 (refused).
+// The counting chains: xNa4 (allowed, accept) or xNr4 (refused). Each
+// destination is an element of two sets: sNa4 counts it and its time left
+// answers when it was first seen; lNa4's, restarted at each attempt, when
+// it was last seen. (Not one set with a "last" expression: nft 1.0.6
+// crashes listing a ruleset that holds one.) lNa4 fills no sooner than
+// sNa4: the same keys, in the same order.
 void AddVerdictChain(NftBatch& b, const std::string& id, const Family& f, bool allow) {
   std::string chain = "x" + id + (allow ? "a" : "r") + f.tag;
   std::string set = "s" + id + (allow ? "a" : "r") + f.tag;
+  std::string last = "l" + id + (allow ? "a" : "r") + f.tag;
   auto verdict = [&](NftRule& r, uint8_t proto) {
     if (allow) {
       r.Verdict(NF_ACCEPT);
@@ -101,14 +107,14 @@ void AddVerdictChain(NftBatch& b, const std::string& id, const Family& f, bool a
     NftRule r = b.Rule(chain);
     Proto(r, NFT_CMP_EQ, proto);
     key(r, true);
-    r.DynsetAdd(set);  // a full set breaks the rule
+    r.DynsetAdd(set).DynsetUpdate(last);  // a full set breaks the rule
     verdict(r, proto);
   }
   {  // ICMP, raw: by address, port 0
     NftRule r = b.Rule(chain);
     Proto(r, NFT_CMP_NEQ, IPPROTO_TCP).Cmp(NFT_CMP_NEQ, "\x11", 1);
     key(r, false);
-    r.DynsetAdd(set);
+    r.DynsetAdd(set).DynsetUpdate(last);
     verdict(r, 0);
   }
   // Here only when the set is full: the overflow rule (a chain's only rule
@@ -178,7 +184,10 @@ void DeleteAll(NftBatch& b, const std::string& id) {
   for (const char* k : kKinds) chains.push_back("x" + id + k);
   for (const std::string& c : chains) b.FlushChain(c);
   for (const std::string& c : chains) b.DeleteChain(c);
-  for (const char* k : kKinds) b.DeleteSet("s" + id + k);
+  for (const char* k : kKinds) {
+    b.DeleteSet("s" + id + k);
+    b.DeleteSet("l" + id + k);
+  }
 }
 
 struct ElemRead {
@@ -199,6 +208,19 @@ int64_t WallMs() {
 
 std::string WallText(int64_t ms) {
   return FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+}
+
+// Each counted element's last attempt: the time its key's element in the
+// "l" set has run since its last restart.
+void LastSeen(const std::vector<NftElement>& seen, std::vector<NftElement>* elems) {
+  std::map<std::vector<uint8_t>, uint64_t> left;
+  for (const NftElement& e : seen) left[e.key] = std::min(e.expiration_ms, kElementTimeoutMs);
+  for (NftElement& e : *elems) {
+    auto l = left.find(e.key);
+    if (l == left.end()) continue;
+    e.last_set = true;
+    e.last_ago_ms = kElementTimeoutMs - l->second;
+  }
 }
 
 void ReadElem(const NftElement& e, ElemRead* rd) {
@@ -300,7 +322,8 @@ Result<std::unique_ptr<NftEgress>> NftEgress::Install(const std::vector<EgressRu
   uint32_t set_id = 1;
   for (const Family* f : {&kV4, &kV6}) {
     for (bool allow : {true, false}) {
-      AddSet(b, "s" + id + (allow ? "a" : "r") + f->tag, *f, set_id++);
+      AddSet(b, "s" + id + (allow ? "a" : "r") + f->tag, *f, set_id++, true);
+      AddSet(b, "l" + id + (allow ? "a" : "r") + f->tag, *f, set_id++, false);
       b.NewChain("x" + id + (allow ? "a" : "r") + f->tag);
       AddVerdictChain(b, id, *f, allow);
     }
@@ -407,10 +430,15 @@ Status NftEgress::Collect(EgressReport& r, bool take) {
   int64_t now = WallMs();
   uint32_t seq = 1;
   for (const char* kind : kKinds) {
-    std::string set = "s" + id_ + kind;
-    std::vector<NftElement> elems;
-    AGENTD_RETURN_IF_ERROR(nl.Dump(NftDumpSetElements(kTable, set, seq++), "a read of set " + set,
-                                   [&](NetlinkSpan m) { return ParseSetElements(m, &elems); }));
+    std::vector<NftElement> elems, seen;
+    for (const char* prefix : {"s", "l"}) {
+      std::string set = prefix + id_ + kind;
+      AGENTD_RETURN_IF_ERROR(nl.Dump(NftDumpSetElements(kTable, set, seq++), "a read of set " + set,
+                                     [&](NetlinkSpan m) {
+                                       return ParseSetElements(m, *prefix == 's' ? &elems : &seen);
+                                     }));
+    }
+    LastSeen(seen, &elems);
     ElemRead rd{&r, &taken_, take, kind[1] == '6', kind[0] == 'a', now, taken_at_ms_};
     for (const NftElement& e : elems) ReadElem(e, &rd);
     uint64_t overflow = 0;

@@ -23,11 +23,11 @@ void BareExpr(NetlinkWriter& w, const char* name) {
   w.EndNest(elem);
 }
 
-// The counter and the "last" every element of the rung's sets carries.
-void CounterAndLast(NetlinkWriter& w, uint16_t list_type) {
+// The counter every element of a counted set carries. (Not a "last"
+// expression: nft 1.0.6 knows none and crashes printing one.)
+void CounterList(NetlinkWriter& w, uint16_t list_type) {
   size_t list = w.BeginNest(list_type);
   BareExpr(w, "counter");
-  BareExpr(w, "last");
   w.EndNest(list);
 }
 
@@ -73,8 +73,8 @@ void NftBatch::NewChain(const std::string& name, int hook) {
 void NftBatch::NewSet(const SetSpec& s) {
   size_t m = Begin(NFT_MSG_NEWSET, NLM_F_CREATE | NLM_F_EXCL, "set " + s.name);
   Names(NFTA_SET_TABLE, NFTA_SET_NAME, s.name);
-  // NFT_SET_EXPR: its elements carry expressions (two need the flag).
-  w_.PutBe32(NFTA_SET_FLAGS, NFT_SET_EVAL | NFT_SET_TIMEOUT | NFT_SET_EXPR);
+  // NFT_SET_EXPR: its elements carry expressions (a list needs the flag).
+  w_.PutBe32(NFTA_SET_FLAGS, NFT_SET_EVAL | NFT_SET_TIMEOUT | (s.counted ? NFT_SET_EXPR : 0));
   w_.PutBe32(NFTA_SET_KEY_TYPE, s.key_type);
   w_.PutBe32(NFTA_SET_KEY_LEN, s.key_len);
   w_.PutBe32(NFTA_SET_ID, s.id);
@@ -82,7 +82,7 @@ void NftBatch::NewSet(const SetSpec& s) {
   w_.PutBe32(NFTA_SET_DESC_SIZE, s.size);
   w_.EndNest(desc);
   w_.PutBe64(NFTA_SET_TIMEOUT, s.timeout_ms);
-  CounterAndLast(w_, NFTA_SET_EXPRESSIONS);
+  if (s.counted) CounterList(w_, NFTA_SET_EXPRESSIONS);
   w_.EndMessage(m);
 }
 
@@ -204,8 +204,17 @@ NftRule& NftRule::DynsetAdd(const std::string& set) {
   b_.w_.PutBe32(NFTA_DYNSET_SREG_KEY, NFT_REG_1);
   b_.w_.PutBe32(NFTA_DYNSET_OP, NFT_DYNSET_OP_ADD);
   b_.w_.PutString(NFTA_DYNSET_SET_NAME, set);
-  CounterAndLast(b_.w_, NFTA_DYNSET_EXPRESSIONS);
-  b_.w_.PutBe32(NFTA_DYNSET_FLAGS, NFT_DYNSET_F_EXPR);  // more than one expression
+  CounterList(b_.w_, NFTA_DYNSET_EXPRESSIONS);
+  b_.w_.PutBe32(NFTA_DYNSET_FLAGS, NFT_DYNSET_F_EXPR);  // a list of expressions
+  EndExpr(d);
+  return *this;
+}
+
+NftRule& NftRule::DynsetUpdate(const std::string& set) {
+  size_t d = BeginExpr("dynset");
+  b_.w_.PutBe32(NFTA_DYNSET_SREG_KEY, NFT_REG_1);
+  b_.w_.PutBe32(NFTA_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+  b_.w_.PutString(NFTA_DYNSET_SET_NAME, set);
   EndExpr(d);
   return *this;
 }

@@ -24,8 +24,9 @@ class NftBatch {
   // A base chain on `hook` when `hook` >= 0 (a filter chain, priority 0,
   // policy accept), else a regular chain.
   void NewChain(const std::string& name, int hook = -1);
-  // A dynamic set keyed by `key_len` bytes whose elements carry a counter
-  // and a "last" expression and time out `timeout_ms` after their creation.
+  // A dynamic set keyed by `key_len` bytes whose elements time out
+  // `timeout_ms` after their creation (or their last update), each with a
+  // counter when `counted`.
   struct SetSpec {
     std::string name;
     uint32_t id = 0;  // the set's id in this transaction
@@ -33,6 +34,7 @@ class NftBatch {
     uint32_t key_len = 0;
     uint64_t timeout_ms = 0;
     uint32_t size = 0;
+    bool counted = true;
   };
   void NewSet(const SetSpec& s);
   // Appends a rule to `chain`: the expressions, then NftRule::Done.
@@ -70,9 +72,12 @@ class NftRule {
   NftRule& Mask(const uint8_t* mask, uint32_t len);
   NftRule& SocketCgroup(uint32_t level);  // the socket's cgroupv2 id at `level`, to NFT_REG_1
   NftRule& Immediate(uint32_t dreg, const void* data, uint32_t len);
-  // Adds the key in NFT_REG_1... to `set`, each element with a counter and
-  // a "last": one more count for an element that exists.
+  // Adds the key in NFT_REG_1... to `set`, each element with a counter:
+  // one more count for an element that exists.
   NftRule& DynsetAdd(const std::string& set);
+  // Adds the key to `set` or restarts its element's timeout: the time left
+  // answers when it was last seen.
+  NftRule& DynsetUpdate(const std::string& set);
   NftRule& Counter();
   NftRule& RejectTcpReset();
   // NF_ACCEPT, NF_DROP, or NFT_GOTO/NFT_JUMP to `chain`.
