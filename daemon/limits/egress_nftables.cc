@@ -433,10 +433,9 @@ Status NftEgress::Collect(EgressReport& r, bool take) {
     std::vector<NftElement> elems, seen;
     for (const char* prefix : {"s", "l"}) {
       std::string set = prefix + id_ + kind;
-      AGENTD_RETURN_IF_ERROR(nl.Dump(NftDumpSetElements(kTable, set, seq++), "a read of set " + set,
-                                     [&](NetlinkSpan m) {
-                                       return ParseSetElements(m, *prefix == 's' ? &elems : &seen);
-                                     }));
+      AGENTD_RETURN_IF_ERROR(nl.Dump(
+          NftDumpSetElements(kTable, set, seq++), "a read of set " + set,
+          [&](NetlinkSpan m) { return ParseSetElements(m, *prefix == 's' ? &elems : &seen); }));
     }
     LastSeen(seen, &elems);
     ElemRead rd{&r, &taken_, take, kind[1] == '6', kind[0] == 'a', now, taken_at_ms_};
