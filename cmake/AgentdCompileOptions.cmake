@@ -29,7 +29,14 @@ endif()
 # and build paths mapped away so two checkouts produce the same bytes.
 option(AGENTD_RELEASE "Release hardening and reproducible paths" OFF)
 if(AGENTD_RELEASE)
-  add_compile_options(-fstack-protector-strong -fstack-clash-protection -fcf-protection
+  # Control-flow protection is the architecture's own: CET on x86-64,
+  # BTI and pointer authentication on arm64 (-fcf-protection is x86 only).
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
+    add_compile_options(-mbranch-protection=standard)
+  else()
+    add_compile_options(-fcf-protection)
+  endif()
+  add_compile_options(-fstack-protector-strong -fstack-clash-protection
                       -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3
                       -ffile-prefix-map=${CMAKE_SOURCE_DIR}=agentd
                       -ffile-prefix-map=${CMAKE_BINARY_DIR}=build)
