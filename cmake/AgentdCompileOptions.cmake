@@ -30,13 +30,14 @@ endif()
 option(AGENTD_RELEASE "Release hardening and reproducible paths" OFF)
 if(AGENTD_RELEASE)
   # Control-flow protection is the architecture's own: CET on x86-64,
-  # BTI and pointer authentication on arm64 (-fcf-protection is x86 only).
+  # return-address signing and BTI pads on arm64 (-fcf-protection is x86
+  # only; docs/BUILDING.md, "arm64").
   if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64)$")
-    add_compile_options(-mbranch-protection=standard)
+    set(agentd_control_flow -mbranch-protection=standard)
   else()
-    add_compile_options(-fcf-protection)
+    set(agentd_control_flow -fcf-protection)
   endif()
-  add_compile_options(-fstack-protector-strong -fstack-clash-protection
+  add_compile_options(-fstack-protector-strong -fstack-clash-protection ${agentd_control_flow}
                       -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=3
                       -ffile-prefix-map=${CMAKE_SOURCE_DIR}=agentd
                       -ffile-prefix-map=${CMAKE_BINARY_DIR}=build)
