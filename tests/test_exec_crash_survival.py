@@ -235,6 +235,16 @@ class StdinCrashTest(unittest.TestCase):
             self.assertEqual((obj["exit_code"], obj["killed_by"], obj["error"]), (4, None, None))
             self.assertEqual(read_stream(d, "in-3").strip(), b"1000")
 
+    def test_an_exited_streamed_stdin_exec_still_answers_stdin_closed_after_a_restart(self):
+        with Daemon() as d:
+            start(d, "in-4", {"command": "cat", "stdin_stream": True})
+            self.assertEqual(post_stdin(d, "in-4", 0, b"abc", eof=True), (200, {"next": 3}))
+            wait_exit(d, "in-4")
+            restart_after_kill(d)
+            s, b = post_stdin(d, "in-4", 3, b"late")
+            self.assertEqual((s, b["error"]["code"], b["error"]["next"]),
+                             (409, "stdin_closed", 3))
+
 
 PTY = {"rows": 24, "cols": 80}
 

@@ -35,6 +35,8 @@ MAX_RECONNECTS = 50
 
 
 class UpgradeCase(unittest.TestCase):
+    FLAGS = ()  # the daemon's flags
+
     def setUp(self):
         self.bin_dir = os.path.realpath(
             os.path.join(os.environ.get("TMPDIR", "/tmp"), "agentd-upgrade-%d-%s" % (
@@ -43,7 +45,7 @@ class UpgradeCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.bin_dir, True)
         self.binary = os.path.join(self.bin_dir, "agentd")
         self.install(AGENTD_BIN)
-        self.daemon = Daemon(binary=self.binary)
+        self.daemon = Daemon(*self.FLAGS, binary=self.binary)
         self.addCleanup(self.daemon.close)
         self.pid = self.daemon.proc.pid
 
@@ -231,6 +233,29 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual((obj["exit_code"], obj["killed_by"]), (6, None), obj)
         status, _, body = self.daemon.request("GET", "/v1/execs/fed/stdout")
         self.assertEqual(body, (hashlib.sha256(data).hexdigest() + "  -\n").encode())
+
+    def test_a_closed_streamed_stdin_still_answers_stdin_closed_after_the_upgrade(self):
+        gate = self.fifo("closed")
+        # One exited with its input closed, one still running with it closed.
+        self.start("in-done", {"command": "cat", "stdin_stream": True})
+        self.start("in-open", {"command": "cat; read g < %s" % gate, "stdin_stream": True})
+        for exec_id in ("in-done", "in-open"):
+            self.stdin(exec_id, 0, b"abc", eof=True)
+        self.wait_exit("in-done")
+
+        def late(exec_id):
+            status, obj = self.daemon.json("POST", "/v1/execs/%s/stdin?offset=3" % exec_id, b"x")
+            return status, obj["error"]["code"], obj["error"].get("next")
+        try:
+            before = [late(x) for x in ("in-done", "in-open")]
+            self.assertEqual(before, [(409, "stdin_closed", 3)] * 2)
+            code, out = self.upgrade()
+            self.assertEqual(code, 0, out)
+            self.assertEqual([late(x) for x in ("in-done", "in-open")], before)
+        finally:
+            with open(gate, "w") as f:
+                f.write("g\n")
+        self.assertEqual(self.wait_exit("in-open")["exit_code"], 0)
 
     def test_execs_under_cgroup_limits_keep_them_after_the_upgrade(self):
         limits = self.health()["limits"]
@@ -496,6 +521,119 @@ class ContextUpgradeTest(UpgradeCase):
         self.assertEqual(answer["stdout"], "through\n")
         self.assertEqual(self.upgrade()[0], 0)
         self.assertEqual(self.context_run("busy", {"code": "print('after')"})["stdout"], "after\n")
+
+
+# A connect the "public" egress policy refuses at once (EPERM): no packet leaves.
+PRIVATE = ("10.0.0.1", 8080)
+CONNECT = """
+import errno, socket
+refused = 0
+for _ in range(%d):
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect(%r)
+    except OSError as e:
+        refused += e.errno == errno.EPERM
+    finally:
+        s.close()
+print(refused)
+"""
+
+
+class EgressUpgradeTest(UpgradeCase):
+    """Egress policy across the upgrade: the programs stay attached to the
+    exec's cgroup in the kernel and the next binary takes their maps over,
+    so the policy holds and its counts go on (CI runs as root; elsewhere
+    skipped with the daemon's reason)."""
+    FLAGS = ("--ack-ttl-sec", "0")
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest("needs root (the CI runs as root)")
+        super().setUp()
+        if not self.health()["limits"]["egress_modes"]:
+            self.skipTest("no egress mode works here: " +
+                          self.health()["limits"].get("egress_why", ""))
+
+    def refused(self, private):
+        status, report = self.daemon.json("GET", "/v1/execs/egress-1/egress")
+        self.assertEqual(status, 200, report)
+        dest = [(x["port"], x["verdict"], x["count"]) for x in report["destinations"]
+                if x["address"] == PRIVATE[0]]
+        self.assertEqual((report["refused"], dest), (private, [(PRIVATE[1], "refused", private)]),
+                         report)
+
+    def test_an_exec_under_an_egress_policy_stays_refused_and_counted_after_the_upgrade(self):
+        # An exec released before: the daemon's exec numbers run ahead of its records.
+        self.start("gone", {"argv": ["true"]})
+        self.wait_exit("gone")
+        self.assertEqual(self.daemon.json("POST", "/v1/execs/gone/ack")[0], 200)
+        go, ready = self.fifo("go"), self.fifo("ready")
+        # Two refused connects, then (told by the test) three more.
+        script = ("import errno, socket\n"
+                  "def run(n):\n"
+                  "    refused = 0\n"
+                  "    for _ in range(n):\n"
+                  "        s = socket.socket()\n"
+                  "        try:\n"
+                  "            s.connect(%r)\n"
+                  "        except OSError as e:\n"
+                  "            refused += e.errno == errno.EPERM\n"
+                  "        s.close()\n"
+                  "    print(refused, flush=True)\n"
+                  "run(2)\n"
+                  "open(%r, 'w').close()\n"
+                  "open(%r).read()\n"
+                  "run(3)\n") % (PRIVATE, ready, go)
+        self.start("egress-1", {"argv": [sys.executable, "-c", script],
+                                "egress": {"mode": "public"}})
+        with open(ready):
+            pass  # its first two connects are done
+        self.refused(2)
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        self.refused(2)
+        # A policy for an exec started after it gets a directory of its own.
+        self.start("later", {"argv": ["true"], "egress": {"mode": "public"}})
+        self.assertEqual(self.wait_exit("later")["exit_code"], 0)
+        with open(go, "w") as f:
+            f.write("go\n")
+        obj = self.wait_exit("egress-1")
+        self.assertEqual((obj["exit_code"], obj["killed_by"]), (0, None), obj)
+        _, _, body = self.daemon.request("GET", "/v1/execs/egress-1/stdout")
+        self.assertEqual(body, b"2\n3\n")  # every connect refused, before and after
+        self.refused(5)
+        _, _, data = self.daemon.request("GET", "/v1/metrics")
+        self.assertIn('agentd_egress_attempts_total{verdict="refused"} 5', data.decode())
+
+    def test_a_context_under_an_egress_policy_is_kept_and_its_runs_counted_after_the_upgrade(self):
+        status, made = self.daemon.json(
+            "POST", "/v1/contexts", {"id": "net", "runtime": "python",
+                                     "egress": {"mode": "public"}}, timeout=60)
+        self.assertEqual(status, 201, made)
+
+        def run(n):
+            status, r = self.daemon.json(
+                "POST", "/v1/contexts/net/run",
+                {"code": CONNECT % (n, PRIVATE)}, timeout=120)
+            self.assertEqual(status, 200, r)
+            self.assertEqual(r["stdout"], "%d\n" % n, r)
+            return (r["egress"]["refused"], r["egress"]["attempts"])
+        self.assertEqual(run(2), (2, 2))
+        status, before = self.daemon.json("GET", "/v1/contexts/net")
+        code, out = self.upgrade()
+        self.assertEqual(code, 0, out)
+        status, after = self.daemon.json("GET", "/v1/contexts/net")
+        self.assertEqual(after, before)  # the same interpreter
+        self.assertEqual(run(3), (3, 3))  # still refused, and counted in this run only
+        status, gone = self.daemon.json("DELETE", "/v1/contexts/net")
+        self.assertEqual(status, 200, gone)
+        while self.health()["busy"]:
+            pass  # its interpreter is being ended: a few requests at most
+        # At its end the interpreter's counts (runs before and after) go to metrics.
+        _, _, data = self.daemon.request("GET", "/v1/metrics")
+        self.assertIn('agentd_egress_attempts_total{verdict="refused"} 5', data.decode())
 
 
 class NoDaemonTest(unittest.TestCase):

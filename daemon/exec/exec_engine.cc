@@ -700,8 +700,11 @@ void ExecEngine::Persist(const ExecRecord& rec, bool handing_over) {
   // Its cgroup while it runs: a successor after a crash reads it on.
   json::Value cgroup_state;
   if (rec.group && !rec.finished()) cgroup_state = EncodeGroupState(rec.group->paths(), rec.seq);
-  Result<UniqueFd> written = store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at,
-                                               std::move(egress_state), std::move(cgroup_state));
+  std::optional<uint64_t> stdin_next;
+  if (rec.stdin_stream) stdin_next = rec.stdin_next;
+  Result<UniqueFd> written =
+      store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at, std::move(egress_state),
+                        std::move(cgroup_state), stdin_next);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));

@@ -5,12 +5,18 @@
 // always reads; the handover entry adds what only a live process has: the
 // descriptor numbers of its pipes (inherited across the execve), the time
 // left on its timers and its stdin position, and where its cgroup is (the
-// directories stay: the PID, and so "agentd-<pid>", does). Output needs
+// directories stay: the PID, and so "agentd-<pid>", does). An egress
+// policy needs nothing here either: its programs stay attached to the
+// exec's cgroup directory, and meta.json says which directory, so the next
+// binary takes the counting over from the kernel (exec_recovery.cc, as
+// after a crash), counting on from where it was. Output needs
 // nothing: the spool file holds every byte pumped so far, and the pipe
 // keeps the rest.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "exec/exec_engine.h"
 #include "exec/exec_stdin.h"
@@ -57,9 +63,6 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
       return Refuse(*rec,
                     "is a /v1/run in progress or a context's interpreter with a run in progress; "
                     "retry once it answered");
-    if (rec->egress_guard) {
-      return Refuse(*rec, "has an egress policy, whose accounting an upgrade cannot hand over yet");
-    }
     if (rec->stdin_pipe && !rec->stdin_stream) {
       // Only without a holder (--exec-holder=off): a holder gives the
       // command its whole stdin itself, and outlives the execve.
@@ -112,6 +115,9 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
     if (rec->grace_deadline) e.Set("grace_left_ms", MsLeft(*rec->grace_deadline, now));
     if (!rec->running()) e.Set("drain_left_ms", MsLeft(rec->drain_timer.expiry(), now));
     if (rec->internal) e.Set("internal", true);  // a context's: never listed as an exec
+    // A context's interpreter: what its runs took from the counts so far,
+    // merged into its final counts (and metrics) at its end.
+    if (rec->egress_taken) e.Set("egress_taken", EncodeEgressReport(*rec->egress_taken));
     Persist(*rec, true);  // meta.json as of now: kill state, exit status, retention
     out.emplace_back(std::move(e));
   }
@@ -151,9 +157,11 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   bool running = phase && phase->is_string() && phase->as_string() == "running";
   rec->phase = running ? ExecRecord::Phase::kRunning : ExecRecord::Phase::kDraining;
   rec->started_steady = now - std::chrono::milliseconds(IntOr(handed, "elapsed_ms", 0));
-  rec->stdin_next = static_cast<uint64_t>(IntOr(handed, "stdin_next", 0));
+  // Both as meta.json had them (exec_recovery.cc) unless the entry says.
+  rec->stdin_next =
+      static_cast<uint64_t>(IntOr(handed, "stdin_next", static_cast<int64_t>(rec->stdin_next)));
   const json::Value* flag = handed.Find("stdin_stream");
-  rec->stdin_stream = flag && flag->is_bool() && flag->as_bool();
+  if (flag && flag->is_bool()) rec->stdin_stream = flag->as_bool();
   flag = handed.Find("pty");
   rec->pty = flag && flag->is_bool() && flag->as_bool();
   flag = handed.Find("internal");
@@ -183,6 +191,20 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
     // A group made after this one must not take its name (e<seq>).
     next_seq_ = std::max<uint64_t>(next_seq_, GroupStateSeq(o) + 1);
     AdoptGroup(*rec, o);
+  }
+  if (const json::Value* taken = handed.Find("egress_taken"); taken && rec->egress_guard) {
+    if (Result<EgressReport> r = DecodeEgressReport(*taken); r.ok()) {
+      rec->egress_taken = std::move(*r);
+    }
+  }
+  if (rec->egress_guard && rec->egress_guard->own_dir()) {
+    // Its own directory "e<seq>" below "agentd-egress-<pid>" stays, like
+    // the group's: a later exec must not take that name either.
+    const std::string& dir = rec->egress_guard->dir();
+    std::string_view name = std::string_view(dir).substr(dir.rfind('/') + 1);
+    if (name.size() > 1 && name[0] == 'e') {
+      next_seq_ = std::max<uint64_t>(next_seq_, std::strtoull(name.data() + 1, nullptr, 10) + 1);
+    }
   }
   WatchLimits(rec);  // its group's counters, its tmpfs (both as the last binary did)
   int holder = take("holder_fd");

@@ -71,6 +71,9 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->duration_ms = info.duration_ms;
   if (info.ended_at) rec->ended_at = ParseRfc3339(*info.ended_at);
   rec->stdin_closed = true;
+  // Streamed, and closed unless a handover or a holder gives it back open.
+  rec->stdin_stream = stored.stdin_streamed_next.has_value();
+  rec->stdin_next = stored.stdin_streamed_next.value_or(0);
   const json::Object* handed = HandedOver(info.id);
   std::unique_ptr<Held> held;
   std::string no_holder;

@@ -56,13 +56,19 @@ std::optional<StoredExec> LoadOne(const std::string& dir) {
   if (!info.ok() || !IsValidExecId(info->id) || !fingerprint || !fingerprint->is_string()) {
     return std::nullopt;
   }
-  StoredExec out{
-      dir, fingerprint->as_string(), std::move(*info), std::nullopt, std::nullopt, std::nullopt};
+  StoredExec out;
+  out.dir = dir;
+  out.fingerprint = fingerprint->as_string();
+  out.info = std::move(*info);
   if (const json::Value* a = doc->Find("acked_at_ms"); a && a->is_int()) {
     out.acked_at_ms = a->as_int();
   }
   if (const json::Value* e = doc->Find("egress_state"); e && e->is_object()) out.egress_state = *e;
   if (const json::Value* g = doc->Find("cgroup_state"); g && g->is_object()) out.cgroup_state = *g;
+  if (const json::Value* n = doc->Find("stdin_streamed_next");
+      n && n->is_int() && n->as_int() >= 0) {
+    out.stdin_streamed_next = static_cast<uint64_t>(n->as_int());
+  }
   return out;
 }
 
@@ -103,12 +109,14 @@ Status ExecStore::CreateDir(const std::string& dir) {
 Result<UniqueFd> ExecStore::WriteMeta(const std::string& dir, const ExecInfo& info,
                                       std::string_view fingerprint,
                                       std::optional<int64_t> acked_at_ms, json::Value egress_state,
-                                      json::Value cgroup_state) {
+                                      json::Value cgroup_state,
+                                      std::optional<uint64_t> stdin_streamed_next) {
   json::Object o = EncodeExecInfoObject(info);
   o.Set("fingerprint", fingerprint);
   if (acked_at_ms) o.Set("acked_at_ms", *acked_at_ms);
   if (egress_state.is_object()) o.Set("egress_state", std::move(egress_state));
   if (cgroup_state.is_object()) o.Set("cgroup_state", std::move(cgroup_state));
+  if (stdin_streamed_next) o.Set("stdin_streamed_next", static_cast<int64_t>(*stdin_streamed_next));
   std::string text = json::Serialize(o);
   text += '\n';
   return ReplaceFile(dir + "/meta.json", text, SyncMode::kByCaller);

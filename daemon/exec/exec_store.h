@@ -38,6 +38,11 @@ struct StoredExec {
   std::optional<json::Value> egress_state;
   // Its cgroup while it runs (exec/group_state.h), likewise opaque.
   std::optional<json::Value> cgroup_state;
+  // Streamed stdin ("stdin_stream"), and how many bytes the process was
+  // given: a write after a restart or an upgrade answers as before it
+  // (`stdin_closed` with `next`, not `stdin_not_streamed`). Absent in
+  // records from before it was kept: not streamed.
+  std::optional<uint64_t> stdin_streamed_next;
 };
 
 class ExecStore {
@@ -53,7 +58,8 @@ class ExecStore {
   // Replaces meta.json; returns the file for a later fsync.
   Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
                              std::string_view fingerprint, std::optional<int64_t> acked_at_ms,
-                             json::Value egress_state = {}, json::Value cgroup_state = {});
+                             json::Value egress_state = {}, json::Value cgroup_state = {},
+                             std::optional<uint64_t> stdin_streamed_next = std::nullopt);
 
   // Every readable record; unreadable directories are removed (logged).
   std::vector<StoredExec> LoadAll();

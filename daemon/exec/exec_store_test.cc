@@ -24,6 +24,11 @@ TEST_CASE("exec metadata is replaced whole and read back", "[exec_store]") {
   REQUIRE(all.size() == 1);
   CHECK(all[0].info.id == "meta-1");
   CHECK(all[0].acked_at_ms == 5);
+  CHECK_FALSE(all[0].stdin_streamed_next);  // as in records from before it was kept
+  REQUIRE(store.WriteMeta(dir, info, "fp", std::nullopt, {}, {}, uint64_t{7}).ok());
+  all = store.LoadAll();
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].stdin_streamed_next == uint64_t{7});
 }
 
 // Regression (issue 19): the store's own copy of the atomic write left
