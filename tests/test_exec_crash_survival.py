@@ -246,6 +246,81 @@ class StdinCrashTest(unittest.TestCase):
                              (409, "stdin_closed", 3))
 
 
+class ContextCrashTest(unittest.TestCase):
+    """A context's interpreter does not survive a SIGKILL of the daemon (it
+    has no holder): the next daemon lists it as ended, `daemon_restart`,
+    names the run that was in progress, ends an interpreter the dead daemon
+    left running, and a reset gives the id a fresh interpreter."""
+
+    def test_contexts_a_crash_ended_are_listed_ended_and_a_run_in_progress_is_named(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            os.mkfifo(gate)
+            for cid in ("idle", "busy"):
+                s, made = d.json("POST", "/v1/contexts", {"id": cid, "runtime": "python"},
+                                 timeout=60)
+                self.assertEqual(s, 201, made)
+            s, r = d.json("POST", "/v1/contexts/idle/run", {"code": "x = 1"}, timeout=60)
+            self.assertEqual(s, 200, r)
+            s, before = d.json("GET", "/v1/contexts/idle")
+            cut = []
+
+            def stuck():
+                try:
+                    d.json("POST", "/v1/contexts/busy/run",
+                           {"code": "open(%r).read()" % gate, "run_id": "stuck"}, timeout=60)
+                except OSError as e:  # the daemon died under it
+                    cut.append(e)
+            runner = threading.Thread(target=stuck)
+            runner.start()
+            wait_until(lambda: d.json("GET", "/v1/contexts/busy")[1]["state"] == "running",
+                       what="the run began")
+            busy_pid = d.json("GET", "/v1/contexts/busy")[1]["pid"]
+            restart_after_kill(d)
+            runner.join()
+            self.assertEqual(len(cut), 1)
+            # The interpreter the dead daemon left in its cell is ended.
+            wait_until(lambda: not pid_alive(busy_pid), what="the stale interpreter ended")
+            s, after = d.json("GET", "/v1/contexts/idle")
+            self.assertEqual(s, 200, after)
+            self.assertEqual(after, dict(before, state="ended", ended_reason="daemon_restart"))
+            s, b = d.json("POST", "/v1/contexts/idle/run", {"code": "print(x)"})
+            self.assertEqual((s, b["error"]["code"], b["error"]["ended_reason"]),
+                             (410, "context_gone", "daemon_restart"), b)
+            self.assertNotIn("lost_run", b["error"])
+            # The retried run is answered, truthfully: its outcome is unknown.
+            s, b = d.json("POST", "/v1/contexts/busy/run",
+                          {"code": "open(%r).read()" % gate, "run_id": "stuck"})
+            self.assertEqual((s, b["error"]["code"], b["error"]["lost_run"]),
+                             (410, "context_gone", "stuck"), b)
+            self.assertIn("outcome is unknown", b["error"]["message"])
+            s, listed = d.json("GET", "/v1/contexts")
+            self.assertEqual(sorted((c["id"], c["ended_reason"]) for c in listed["contexts"]),
+                             [("busy", "daemon_restart"), ("idle", "daemon_restart")], listed)
+            # A reset gives the id a fresh interpreter; a second crash then
+            # finds only that one's note.
+            s, fresh = d.json("POST", "/v1/contexts/idle/reset", timeout=60)
+            self.assertEqual((s, fresh["state"]), (200, "ready"), fresh)
+            s, r = d.json("POST", "/v1/contexts/idle/run", {"code": "print(2)"}, timeout=60)
+            self.assertEqual((s, r["stdout"]), (200, "2\n"), r)
+            self.assertEqual(d.json("DELETE", "/v1/contexts/busy")[0], 200)
+            # A second crash: the reset one ended by it, the deleted one
+            # gone; a context that ended before a crash keeps its reason.
+            s, r = d.json("POST", "/v1/contexts", {"id": "quit", "runtime": "python"},
+                          timeout=60)
+            self.assertEqual(s, 201, r)
+            d.json("POST", "/v1/contexts/quit/run", {"code": "import os; os._exit(3)"},
+                   timeout=60)
+            restart_after_kill(d)
+            s, listed = d.json("GET", "/v1/contexts")
+            self.assertEqual(sorted((c["id"], c["runs"], c["ended_reason"])
+                                    for c in listed["contexts"]),
+                             [("idle", 1, "daemon_restart"), ("quit", 1, "exited")], listed)
+            s, b = d.json("POST", "/v1/contexts/quit/run", {"code": "1"})
+            self.assertEqual((s, b["error"]["ended_reason"]), (410, "exited"), b)
+            self.assertNotIn("lost_run", b["error"])
+
+
 PTY = {"rows": 24, "cols": 80}
 
 

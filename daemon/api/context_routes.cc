@@ -109,7 +109,8 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
                      .scan_max_entries = ctx.config.scan_max_entries,
                      .scan_max_ms = ctx.config.scan_max_ms,
                      .changed_files_max = ctx.config.changed_files_max,
-                     .shared_driver_dir = ctx.config.run_driver_dir},
+                     .shared_driver_dir = ctx.config.run_driver_dir,
+                     .context_notes_dir = engine.state_dir() + "/contexts"},
       ctx.config.max_contexts);
   ctx.contexts = [table] { return EncodeContextList(table->List()); };
   ctx.hand_over_contexts = [table](std::vector<int>& fds) { return table->HandOver(fds); };
@@ -123,6 +124,7 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
             .Set("dropped", std::move(why)));
     ctx.handed_contexts.clear();
   }
+  table->TakeBackLost();
   router.Add("POST", "/v1/contexts",
              [table](Request& req, Response& res) { return CreateContext(*table, req, res); });
   router.Add("GET", "/v1/contexts",

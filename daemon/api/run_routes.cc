@@ -86,7 +86,8 @@ void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
                                                .scan_max_entries = ctx.config.scan_max_entries,
                                                .scan_max_ms = ctx.config.scan_max_ms,
                                                .changed_files_max = ctx.config.changed_files_max,
-                                               .shared_driver_dir = ctx.config.run_driver_dir});
+                                               .shared_driver_dir = ctx.config.run_driver_dir,
+                                               .context_notes_dir = {}});
   router.Add("POST", "/v1/run",
              [runner](Request& req, Response& res) { return RunCode(*runner, req, res); });
 }

@@ -13,6 +13,7 @@
 #include "run/code_drivers.h"
 #include "run/run_answer.h"
 #include "sys/awaitable.h"
+#include "sys/process_start_time.h"
 
 namespace agentd {
 namespace {
@@ -160,9 +161,19 @@ Status CodeContext::GoneError() const {
   std::string why = ended_reason_.value_or("exited");
   std::string message = "context \"" + request_.id + "\" has ended (" + why;
   if (limit_) message += ": " + DescribeLimit(*limit_) + " exceeded";
+  if (lost_ && why == "daemon_restart") {
+    message += ": the daemon died and was restarted; contexts do not survive that";
+    if (lost_->run_in_progress) {
+      message += ", and its run " + (lost_->run_id ? "\"" + *lost_->run_id + "\" " : "") +
+                 "in progress then has no answer: its outcome is unknown";
+    }
+  }
   message += "); reset it or create another";
   Status s = Status::Error(ErrorCode::kContextGone, message);
   s.With("id", request_.id).With("ended_reason", why);
+  if (lost_ && lost_->run_in_progress) {
+    s.With("lost_run", lost_->run_id ? json::Value(*lost_->run_id) : json::Value(true));
+  }
   if (killed_by_) s.With("killed_by", *killed_by_);
   if (limit_) s.With("limit", EncodeLimitHit(*limit_));
   return s;
@@ -180,7 +191,48 @@ void CodeContext::NoteEnd(std::string reason) {
   ended_reason_ = std::move(reason);
 }
 
+std::shared_ptr<CodeContext> CodeContext::Lost(ExecEngine& engine, asio::thread_pool& blocking,
+                                               const CodeRunOptions& options, ContextNote note) {
+  auto c = std::make_shared<CodeContext>(engine, blocking, options, note.request);
+  c->cwd_ = note.info.cwd;
+  c->runs_ = note.info.runs;
+  c->created_at_ = ParseRfc3339(note.info.created_at).value_or(c->created_at_);
+  c->ended_reason_ = note.info.ended_reason;
+  c->killed_by_ = note.info.killed_by;
+  c->limit_ = note.info.limit;
+  c->lost_ = std::move(note);
+  return c;
+}
+
+void CodeContext::SaveNote(const ContextRunRequest* running) {
+  if (options_.context_notes_dir.empty() || lost_) return;
+  ContextNote note;
+  note.request = request_;
+  note.info = Info();
+  if (pid_start_ == 0 && exec_ && !exec_->finished()) {
+    pid_start_ = ProcessStartTime(static_cast<pid_t>(note.info.pid)).value_or(0);
+  }
+  note.pid_start = pid_start_;
+  if (running) {
+    note.run_in_progress = true;
+    note.run_id = running->run_id;
+  }
+  WriteContextNote(options_.context_notes_dir, note);
+}
+
+void CodeContext::RemoveNote() const {
+  if (!options_.context_notes_dir.empty()) {
+    RemoveContextNote(options_.context_notes_dir, request_.id);
+  }
+}
+
 ContextInfo CodeContext::Info() const {
+  if (lost_) {
+    ContextInfo c = lost_->info;
+    c.state = "ended";
+    c.ended_reason = ended_reason_;
+    return c;
+  }
   ContextInfo c;
   c.id = request_.id;
   c.runtime = std::string(RuntimeName(request_.spec.runtime));
@@ -279,10 +331,12 @@ asio::awaitable<void> CodeContext::Pump() {
       p->answer = GoneError();
     } else {
       busy_ = true;
+      SaveNote(&p->request);
       RunResponse answer = co_await Execute(p->request);
       busy_ = false;
       ++runs_;
       p->answer = EncodeRunResponse(answer);
+      SaveNote();
     }
     p->done = true;
     p->signal.Notify();

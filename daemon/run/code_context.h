@@ -32,6 +32,7 @@
 #include "exec/change_signal.h"
 #include "exec/exec_engine.h"
 #include "run/code_run.h"
+#include "run/context_notes.h"
 
 namespace agentd {
 
@@ -69,6 +70,14 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   static Result<std::shared_ptr<CodeContext>> Adopt(ExecEngine& engine, asio::thread_pool& blocking,
                                                     const CodeRunOptions& options,
                                                     const json::Object& handed);
+
+  // A context a crash ended (run/context_notes.h): listed as ended with
+  // what its note says, its id answering as any ended context's.
+  static std::shared_ptr<CodeContext> Lost(ExecEngine& engine, asio::thread_pool& blocking,
+                                           const CodeRunOptions& options, ContextNote note);
+  // Writes its note as of now (a run in progress named by `running`).
+  void SaveNote(const ContextRunRequest* running = nullptr);
+  void RemoveNote() const;
 
   ContextInfo Info() const;
   const ContextCreateRequest& request() const { return request_; }
@@ -118,6 +127,8 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   std::optional<LimitHit> limit_;
   std::deque<std::shared_ptr<Pending>> queue_;
   std::vector<std::shared_ptr<Pending>> replay_;  // oldest first
+  uint64_t pid_start_ = 0;                        // the interpreter's, for its note
+  std::optional<ContextNote> lost_;               // ended by a crash: as noted
 };
 
 }  // namespace agentd

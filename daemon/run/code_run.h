@@ -26,6 +26,9 @@ struct CodeRunOptions {
   // Where the TypeScript driver is put for every user to read
   // (run/driver_file.h); "" for the state directory only.
   std::string shared_driver_dir = "/run/agentd-drivers";
+  // Where contexts leave their notes for a daemon after a crash
+  // (run/context_notes.h); "" for none.
+  std::string context_notes_dir;
 };
 
 class CodeRun {

@@ -8,6 +8,7 @@ void ContextTable::ForgetEarlierGenerations() {
   for (auto it = contexts_.begin(); it != contexts_.end();) {
     if (it->second->generation() != engine_.generation()) {
       forgotten_generation_ = engine_.generation();
+      it->second->RemoveNote();
       it = contexts_.erase(it);
     } else {
       ++it;
@@ -30,7 +31,10 @@ void ContextTable::TrimEnded() {
   std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) {
     return a->second->Info().created_at < b->second->Info().created_at;
   });
-  for (size_t i = 0; i + max_contexts_ < ended.size(); ++i) contexts_.erase(ended[i]);
+  for (size_t i = 0; i + max_contexts_ < ended.size(); ++i) {
+    ended[i]->second->RemoveNote();
+    contexts_.erase(ended[i]);
+  }
 }
 
 asio::awaitable<Result<ContextTable::Created>> ContextTable::Create(ContextCreateRequest request) {
@@ -64,6 +68,7 @@ asio::awaitable<Result<ContextTable::Created>> ContextTable::Create(ContextCreat
     co_await context->End("failed");
     co_return started;
   }
+  context->SaveNote();
   TrimEnded();
   co_return Created{context->Info(), true};
 }
@@ -92,6 +97,7 @@ asio::awaitable<Result<ContextInfo>> ContextTable::Reset(const std::string& id) 
   auto fresh = std::make_shared<CodeContext>(engine_, blocking_, options_, std::move(request));
   contexts_[id] = fresh;
   Status started = co_await fresh->Start();
+  fresh->SaveNote();  // ended ("failed") if it did not start
   if (!started.ok()) co_return started;
   co_return fresh->Info();
 }
@@ -102,7 +108,19 @@ asio::awaitable<Result<ContextInfo>> ContextTable::Delete(const std::string& id)
   std::shared_ptr<CodeContext> context = *found;
   contexts_.erase(id);
   co_await context->End("deleted");
+  context->RemoveNote();
   co_return context->Info();
+}
+
+void ContextTable::TakeBackLost() {
+  if (options_.context_notes_dir.empty()) return;
+  for (ContextNote& note : ReadContextNotes(options_.context_notes_dir)) {
+    if (contexts_.count(note.info.id)) continue;  // an upgrade handed it over: it lives on
+    EndContextNote(options_.context_notes_dir, note);
+    std::string id = note.info.id;
+    contexts_[id] = CodeContext::Lost(engine_, blocking_, options_, std::move(note));
+  }
+  TrimEnded();
 }
 
 std::vector<ContextInfo> ContextTable::List() {

@@ -5,7 +5,9 @@
 // ended it, until it is deleted or reset (the oldest ended ones go first
 // beyond `max_contexts` of them). A guest reset (the engine's generation
 // moves on) forgets every context of the earlier generation: their
-// interpreters were killed with every other exec. Used on the io thread.
+// interpreters were killed with every other exec. After a crash the
+// contexts of the dead daemon come back ended (TakeBackLost). Used on the
+// io thread.
 #pragma once
 
 #include <asio.hpp>
@@ -46,6 +48,9 @@ class ContextTable {
   // those contexts back, returning why any entry was dropped.
   Result<json::Array> HandOver(std::vector<int>& fds);
   std::vector<std::string> Adopt(const json::Array& handed);
+  // At start, after Adopt(): the contexts a crash ended, from their notes
+  // (run/context_notes.h), listed as ended.
+  void TakeBackLost();
   int64_t max_contexts() const { return max_contexts_; }
 
  private:

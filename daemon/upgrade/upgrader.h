@@ -23,6 +23,7 @@
 #include "agentd/protocol/json.h"
 #include "agentd/protocol/status.h"
 #include "proc/reaper.h"
+#include "sys/process_start_time.h"
 #include "upgrade/handover_state.h"
 
 namespace agentd {
@@ -98,8 +99,5 @@ int InitUpgradeSignal();
 std::string PidFilePath(const std::string& state_dir);
 std::string UpgradeStatusPath(const std::string& state_dir);
 std::string UpgradeStatePath(const std::string& state_dir);
-// The kernel's start time of `pid` (field 22 of /proc/<pid>/stat): with
-// the pid, names one process even after the pid was reused.
-std::optional<uint64_t> ProcessStartTime(pid_t pid);
 
 }  // namespace agentd

@@ -521,7 +521,8 @@ class ContextInfo:
     created_at: str
     profile: str = "unrestricted"
     network: Optional[str] = None
-    #: Once ended: "limit", "exited", "reset", "deleted"; with the limit that
+    #: Once ended: "limit", "exited", "reset", "deleted", "failed" or
+    #: "daemon_restart"; with the limit that
     #: killed the interpreter ({"name", "value", "unit"}) and killed_by.
     ended_reason: Optional[str] = None
     killed_by: Optional[str] = None

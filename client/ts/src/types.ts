@@ -431,7 +431,7 @@ export interface ContextInfo {
   createdAt: string;
   profile: string;
   network: string | null;
-  /** Once ended: "limit", "exited", "reset", "deleted" or "failed". */
+  /** Once ended: "limit", "exited", "reset", "deleted", "failed" or "daemon_restart". */
   endedReason: string | null;
   killedBy: string | null;
   limit: { name: string; value: number; unit: string } | null;

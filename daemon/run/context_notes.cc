@@ -1,0 +1,109 @@
+#include "run/context_notes.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "log/log.h"
+#include "sys/process_start_time.h"
+#include "sys/read_file.h"
+
+namespace agentd {
+namespace {
+
+constexpr char kSuffix[] = ".json";
+constexpr size_t kMaxNoteBytes = 1 << 20;
+
+std::string PathOf(const std::string& dir, const std::string& id) {
+  return dir + "/" + id + kSuffix;
+}
+
+std::optional<ContextNote> Decode(const json::Value& doc) {
+  const json::Value* request = doc.Find("request");
+  const json::Value* info = doc.Find("info");
+  if (!request || !info) return std::nullopt;
+  Result<ContextCreateRequest> r = DecodeContextCreateRequest(*request);
+  Result<ContextInfo> i = DecodeContextInfo(*info);
+  if (!r.ok() || !i.ok() || r->id != i->id) return std::nullopt;
+  ContextNote note;
+  note.request = std::move(*r);
+  note.info = std::move(*i);
+  if (const json::Value* s = doc.Find("pid_start"); s && s->is_int() && s->as_int() > 0) {
+    note.pid_start = static_cast<uint64_t>(s->as_int());
+  }
+  if (const json::Value* run = doc.Find("run"); run && run->is_object()) {
+    note.run_in_progress = true;
+    const json::Value* id = run->Find("run_id");
+    if (id && id->is_string()) note.run_id = id->as_string();
+  }
+  return note;
+}
+
+}  // namespace
+
+void WriteContextNote(const std::string& dir, const ContextNote& note) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  json::Object o;
+  o.Set("request", EncodeContextCreateRequest(note.request));
+  o.Set("info", EncodeContextInfo(note.info));
+  o.Set("pid_start", static_cast<int64_t>(note.pid_start));
+  if (note.run_in_progress) {
+    json::Object run;
+    if (note.run_id) run.Set("run_id", *note.run_id);
+    o.Set("run", std::move(run));
+  }
+  Result<UniqueFd> written =
+      ReplaceFile(PathOf(dir, note.info.id), json::Serialize(o), SyncMode::kByCaller);
+  if (!written.ok()) {
+    Log(LogLevel::kWarn, "cannot write a context's note",
+        json::Object().Set("id", note.info.id).Set("error", written.status().message()));
+  }
+}
+
+void RemoveContextNote(const std::string& dir, const std::string& id) {
+  ::unlink(PathOf(dir, id).c_str());
+}
+
+std::vector<ContextNote> ReadContextNotes(const std::string& dir) {
+  std::vector<ContextNote> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > sizeof(kSuffix) - 1 && name.ends_with(kSuffix)) names.push_back(name);
+  }
+  ::closedir(d);
+  for (const std::string& name : names) {
+    std::string path = dir + "/" + name;
+    Result<std::string> text = ReadFileToString(path, kMaxNoteBytes);
+    Result<json::Value> doc = text.ok() ? json::Parse(*text) : Result<json::Value>(text.status());
+    std::optional<ContextNote> note = doc.ok() ? Decode(*doc) : std::nullopt;
+    if (!note || PathOf(dir, note->info.id) != path) {
+      ::unlink(path.c_str());  // a write cut short, or not ours
+      continue;
+    }
+    out.push_back(std::move(*note));
+  }
+  return out;
+}
+
+void EndContextNote(const std::string& dir, ContextNote& note) {
+  pid_t pid = static_cast<pid_t>(note.info.pid);
+  // Its interpreter leads its own process group (an exec's); a cell still
+  // running when the daemon died runs on with no one to answer.
+  if (pid > 0 && note.pid_start != 0 && ProcessStartTime(pid) == note.pid_start) {
+    ::kill(-pid, SIGKILL);
+    Log(LogLevel::kInfo, "ended a context's interpreter the dead daemon left",
+        json::Object().Set("id", note.info.id).Set("pid", note.info.pid));
+  }
+  note.pid_start = 0;  // never again: the note now describes an ended context
+  note.info.state = "ended";
+  if (!note.info.ended_reason) note.info.ended_reason = "daemon_restart";
+  WriteContextNote(dir, note);
+}
+
+}  // namespace agentd
