@@ -12,17 +12,12 @@ bool Attributes(NetlinkSpan payload, NetlinkAttrs* a) {
   return a->Parse({payload.data + skip, payload.len - skip});
 }
 
-// One expression (name and data): its counter's packets or its "last".
+// One expression (name and data): its counter's packets; others are skipped.
 bool ReadExpr(NetlinkSpan expr, NftElement* e) {
   NetlinkAttrs x, data;
   if (!x.Parse(expr) || !data.Parse(x.Get(NFTA_EXPR_DATA))) return false;
   std::string name = x.String(NFTA_EXPR_NAME);
-  if (name == "counter") {
-    e->packets = data.Be64(NFTA_COUNTER_PACKETS);
-  } else if (name == "last") {
-    e->last_set = data.Be32(NFTA_LAST_SET) != 0;
-    e->last_ago_ms = data.Be64(NFTA_LAST_MSECS);
-  }
+  if (name == "counter") e->packets = data.Be64(NFTA_COUNTER_PACKETS);
   return true;
 }
 

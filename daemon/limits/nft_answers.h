@@ -1,6 +1,6 @@
 // Reading nf_tables dump answers (<linux/netfilter/nf_tables.h>): the
-// elements of a set with their counter and "last" expressions, and the
-// counter a rule starts with. Only what the nftables egress rung
+// elements of a set with their counters, and the counter a rule starts
+// with. Only what the nftables egress rung
 // (limits/egress_nftables.h) reads.
 #pragma once
 
@@ -16,8 +16,11 @@ struct NftElement {
   std::vector<uint8_t> key;
   uint64_t expiration_ms = 0;  // left until it times out
   uint64_t packets = 0;        // its counter
-  bool last_set = false;       // its "last" was ever updated
-  uint64_t last_ago_ms = 0;    // and how long ago
+  // Its last use: not in the answer; the rung fills it in from the same
+  // key's element in a plain set refreshed on every use (no "last"
+  // expression: Debian 12's nft 1.0.6 crashes listing one).
+  bool last_set = false;
+  uint64_t last_ago_ms = 0;
 };
 
 // A NEWSETELEM message's payload (nfgenmsg and attributes): appends its
