@@ -86,8 +86,7 @@ TEST_CASE("nft answers: an error names the errno and the request's sequence numb
   CHECK_FALSE(ParseAck(Span(ack), &a));
 }
 
-TEST_CASE("nft answers: a set's element with its counter; other expressions are skipped",
-          "[nft]") {
+TEST_CASE("nft answers: a set's element with its counter; other expressions are skipped", "[nft]") {
   NetlinkWriter w = SetDump(3);
   std::vector<NftElement> elems;
   REQUIRE(ParseSetElements(Payload(w), &elems));
