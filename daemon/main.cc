@@ -174,6 +174,9 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   }
 
   Router router;
+  // New runs, launches and resets wait here while an upgrade is pending.
+  RequestHold hold(io);
+  router.SetHold(&hold);
   router.SetAuthorizer([&bootstrap](const Request& req) {
     return bootstrap.Authorize(req.Header("authorization"));
   });
@@ -256,6 +259,7 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   bool stopping = false;
   Upgrader upgrader(
       io, exec.reaper(), exec.state_dir(), std::move(argv), config.upgrade_binary,
+      config.upgrade_wait,
       UpgradeSources{
           .ready =
               [&reuse, &stopping, &init] {
@@ -267,6 +271,26 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
                     ErrorCode::kResetting,
                     "the guest is " + std::string(reuse.state_name()) + "; retry once it is ready");
               },
+          // What cannot end by itself first (it refuses at once), then the
+          // work an upgrade waits for.
+          .busy = [&]() -> std::optional<BusyReason> {
+            if (stopping || (init && init->stop_requested())) {
+              return BusyReason{"the daemon is stopping", {}, false};
+            }
+            if (reuse.state() == GuestReset::State::kQuarantined) {
+              return BusyReason{"the guest is quarantined", {}, false};
+            }
+            std::optional<BusyReason> exec_busy = exec.UpgradeBlocker();
+            if (exec_busy && !exec_busy->transient) return exec_busy;
+            if (std::optional<BusyReason> c = ctx.context_blocker()) return c;
+            if (std::optional<BusyReason> r = hold.Oldest()) return r;
+            if (reuse.state() != GuestReset::State::kReady) {
+              return BusyReason{"a guest reset", {}, true};
+            }
+            return exec_busy;
+          },
+          .hold = [&hold](bool on) { hold.SetPending(on); },
+          .held = [&hold] { return hold.held(); },
           .contexts = [&ctx](std::vector<int>& fds) { return ctx.hand_over_contexts(fds); },
           .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
           .listeners = [&server] { return server.ListenerFds(); },
@@ -287,12 +311,17 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
   ctx.draining = [&stopping, &init] { return stopping || (init && init->stop_requested()); };
   if (resume) upgrader.Carry(*resume);
   ctx.upgrades = [&upgrader] { return UpgradeCounts{upgrader.upgrades(), upgrader.failures()}; };
+  ctx.upgrade_state = [&upgrader] { return upgrader.State(); };
+  // A pending upgrade looks again whenever what it may wait for ended.
+  exec.SetOnSettled([&upgrader] { upgrader.Wake(); });
+  hold.OnLeave([&upgrader] { upgrader.Wake(); });
 
   auto stop = [&](json::Object why, int code) {
     if (stopping) return;
     stopping = true;
     exit_code = code;
     Log(LogLevel::kInfo, "shutting down", std::move(why));
+    upgrader.Wake();  // a pending upgrade is refused now
     exec.Shutdown();
     // Connections drain while the killed execs end, so their exits are
     // recorded before the daemon stops; the listeners stay open until then
@@ -344,6 +373,8 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
           .Set("upgrades", upgrader.upgrades()));
   if (resume) upgrader.Resumed();
   io.run();
+  exec.SetOnSettled(nullptr);  // the upgrader goes before the engine and the hold
+  hold.OnLeave(nullptr);
   upgrader.RemovePidFile();
   (*fs)->Shutdown();  // jobs blocked on a connection's channel return now
   blocking.join();

@@ -33,6 +33,10 @@ from sse_reader import SseStream  # noqa: E402
 # A retry after a connection the upgrade closed; far more than one upgrade needs.
 MAX_RECONNECTS = 50
 
+# A shell run that says it began (opening a FIFO the test reads) and then
+# answers with the line the test writes into another.
+GATED_RUN = 'echo began > %s; read line < %s; echo "$line"'
+
 
 class UpgradeCase(unittest.TestCase):
     FLAGS = ()  # the daemon's flags
@@ -101,6 +105,30 @@ class UpgradeCase(unittest.TestCase):
 
     def fd_count(self):
         return len(os.listdir("/proc/%d/fd" % self.pid))
+
+    def gated_run(self):
+        """Starts a /v1/run that blocks until released; returns a function that
+        releases it and checks its answer came whole."""
+        began, gate = self.fifo("began"), self.fifo("gate")
+        answer = {}
+
+        def run():
+            answer["status"], answer["body"] = self.daemon.json(
+                "POST", "/v1/run", {"runtime": "shell", "code": GATED_RUN % (began, gate)},
+                timeout=120)
+        runner = threading.Thread(target=run)
+        runner.start()
+        with open(began) as f:
+            self.assertEqual(f.read(), "began\n")
+
+        def release():
+            with open(gate, "w") as f:
+                f.write("through\n")
+            runner.join()
+            self.assertEqual(answer["status"], 200, answer["body"])
+            self.assertEqual((answer["body"]["exit_code"], answer["body"]["stdout"]),
+                             (0, "through\n"))
+        return release
 
 
 class UpgradeInPlaceTest(UpgradeCase):
@@ -500,10 +528,11 @@ class ContextUpgradeTest(UpgradeCase):
         status, gone = self.daemon.json("DELETE", "/v1/contexts/py")
         self.assertEqual((status, gone["state"]), (200, "ended"), gone)
 
-    def test_a_context_with_a_run_in_progress_refuses_the_upgrade(self):
+    def test_a_context_run_in_progress_is_waited_for_and_answers_whole(self):
         status, made = self.daemon.json("POST", "/v1/contexts", {"id": "busy", "runtime": "python"},
                                         timeout=60)
         self.assertEqual(status, 201, made)
+        self.context_run("busy", {"code": "kept = 'state'"})
         gate = self.fifo("gate")
         answer = {}
         runner = threading.Thread(target=lambda: answer.update(self.context_run(
@@ -511,16 +540,100 @@ class ContextUpgradeTest(UpgradeCase):
         runner.start()
         while self.context("busy")["state"] != "running":
             pass  # the run is queued ahead of the state read; a few requests at most
-        code, out = self.upgrade()
-        self.assertEqual(code, 1, out)
-        self.assertIn("busy", out)
-        self.assertIn("has a run in progress", out)
+        upgrade = PendingUpgrade(self)
+        self.assertIn('context "busy" has a run in progress', upgrade.waiting_for)
+        self.assertEqual(self.health()["upgrades"], 0)
         with open(gate, "w") as f:
             f.write("through\n")
         runner.join()
         self.assertEqual(answer["stdout"], "through\n")
-        self.assertEqual(self.upgrade()[0], 0)
-        self.assertEqual(self.context_run("busy", {"code": "print('after')"})["stdout"], "after\n")
+        self.assertEqual(upgrade.finish(), 0)
+        self.assertEqual(self.health()["upgrades"], 1)
+        r = self.context_run("busy", {"code": "print(kept)"})
+        self.assertEqual(r["stdout"], "state\n")
+
+
+class PendingUpgrade:
+    """`agentd --upgrade` left running while the daemon waits for work in
+    progress: returns once the command said what the upgrade waits for."""
+
+    def __init__(self, case):
+        self.proc = subprocess.Popen(
+            [AGENTD_BIN, "--upgrade", "--state-dir", case.daemon.state_dir],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        case.addCleanup(self.proc.communicate)  # after the kill below: reaps, closes pipes
+        case.addCleanup(self.proc.kill)
+        line = self.proc.stderr.readline()
+        prefix = "agentd --upgrade: pending, waiting for "
+        if not line.startswith(prefix):  # the outcome came at once: say which
+            case.fail(line + self.proc.stderr.read() + self.proc.stdout.read())
+        self.waiting_for = line[len(prefix):]
+
+    def finish(self):
+        """The command's exit status once the upgrade has its outcome."""
+        self.proc.communicate(timeout=120)
+        return self.proc.returncode
+
+
+class WaitingUpgradeTest(UpgradeCase):
+    """An upgrade requested while work it cannot hand over midway is in
+    progress waits for it (--upgrade-wait-ms), holding new such work."""
+
+    def test_an_upgrade_during_a_run_takes_effect_after_its_answer_and_holds_new_runs(self):
+        release = self.gated_run()
+        upgrade = PendingUpgrade(self)
+        self.assertIn("the request POST /v1/run", upgrade.waiting_for)
+        state = self.health()["upgrade"]
+        self.assertTrue(state["pending"], state)
+        self.assertIn("POST /v1/run", state["waiting_for"])
+        with open(os.path.join(self.daemon.state_dir, "upgrade-status.json")) as f:
+            self.assertTrue(json.load(f)["pending"])
+        # A run asked for meanwhile waits behind the upgrade (else a stream
+        # of short runs would keep it from ever finding its moment): it has
+        # not started when the upgrade takes effect, and its connection ends.
+        marker = os.path.join(self.bin_dir, "late-ran")
+        late = {}
+
+        def late_run():
+            try:
+                late["answer"] = self.daemon.json(
+                    "POST", "/v1/run", {"runtime": "shell", "code": "touch %s" % marker},
+                    timeout=120)
+            except (ConnectionError, http.client.HTTPException) as e:
+                late["cut"] = e
+        waiter = threading.Thread(target=late_run)
+        waiter.start()
+        while self.health()["upgrade"]["held_requests"] != 1:
+            pass  # the request reaches the hold after a few health reads at most
+        release()
+        self.assertEqual(upgrade.finish(), 0)
+        waiter.join()
+        self.assertIn("cut", late, late)
+        self.assertFalse(os.path.exists(marker))
+        health = self.health()
+        self.assertEqual((health["upgrades"], health["upgrade_failures"]), (1, 0))
+        self.assertEqual(health["upgrade"]["pending"], False)
+        self.assertEqual(self.daemon.proc.pid, self.pid)
+        # Asked again, it runs on the new binary.
+        status, r = self.daemon.json("POST", "/v1/run",
+                                     {"runtime": "shell", "code": "touch %s" % marker})
+        self.assertEqual((status, r["exit_code"]), (200, 0), r)
+        self.assertTrue(os.path.exists(marker))
+
+
+class BoundedWaitUpgradeTest(UpgradeCase):
+    FLAGS = ("--upgrade-wait-ms", "300")
+
+    def test_a_run_outlasting_the_wait_refuses_the_upgrade_naming_it(self):
+        release = self.gated_run()
+        code, out = self.upgrade()
+        self.assertEqual(code, 1, out)
+        self.assertIn("POST /v1/run", out)
+        self.assertIn("--upgrade-wait-ms 300", out)
+        health = self.health()
+        self.assertEqual((health["upgrades"], health["upgrade_failures"]), (0, 1))
+        self.assertEqual(health["upgrade"]["pending"], False)
+        release()  # the run answers whole on the old daemon
 
 
 # A connect the "public" egress policy refuses at once (EPERM): no packet leaves.

@@ -6,6 +6,7 @@
 #include <asio.hpp>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "config/daemon_config.h"
 #include "reuse/guest_reset.h"
 #include "server/handed_streams.h"
+#include "sys/busy_reason.h"
 
 namespace agentd {
 
@@ -54,6 +56,12 @@ struct ApiContext {
     return Result<json::Array>(json::Array());
   };
   json::Array handed_contexts = json::Array();
+  // An upgrade that waits (upgrade/upgrader.h): a context with a run in
+  // progress or queued; and the upgrade's state for health's "upgrade".
+  std::function<std::optional<BusyReason>()> context_blocker = [] {
+    return std::optional<BusyReason>();
+  };
+  std::function<json::Object()> upgrade_state = [] { return json::Object(); };
   // Health's "limits" member: the mechanism in force and what it enforces.
   std::function<json::Object()> limits = [] { return json::Object(); };
   // Health's "profiles" member (docs/SECURITY.md) and whether an exec of

@@ -114,6 +114,7 @@ void RegisterContextRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) 
       ctx.config.max_contexts);
   ctx.contexts = [table] { return EncodeContextList(table->List()); };
   ctx.hand_over_contexts = [table](std::vector<int>& fds) { return table->HandOver(fds); };
+  ctx.context_blocker = [table] { return table->UpgradeBlocker(); };
   if (!ctx.handed_contexts.empty()) {
     std::vector<std::string> dropped = table->Adopt(ctx.handed_contexts);
     json::Array why;

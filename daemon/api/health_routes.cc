@@ -42,6 +42,9 @@ asio::awaitable<void> Health(ApiContext& ctx, Request& req, Response& res) {
   UpgradeCounts upgrades = ctx.upgrades();
   h.extra.Set("upgrades", upgrades.upgrades);
   h.extra.Set("upgrade_failures", upgrades.failures);
+  if (json::Object upgrade = ctx.upgrade_state(); !upgrade.empty()) {
+    h.extra.Set("upgrade", std::move(upgrade));
+  }
   // Not able to serve: probes see 503 with the first reason that holds
   // (docs/PROTOCOL.md, "Health").
   int code = 200;

@@ -73,6 +73,9 @@ struct DaemonConfig {
   // Upgrade in place (docs/OPERATIONS.md, "Upgrading"): the binary an
   // upgrade executes; empty: the path the daemon was started from.
   std::string upgrade_binary;
+  // How long an upgrade waits for runs, launches, context creates and
+  // resets and guest resets in progress to end (0: refused at once).
+  std::chrono::milliseconds upgrade_wait{std::chrono::seconds(60)};
 };
 
 struct ParsedFlags {

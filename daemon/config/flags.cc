@@ -428,6 +428,12 @@ const std::vector<Flag>& Flags() {
        "The binary an upgrade in place executes. Default: the path the daemon was started "
        "from, as it is on disk at the time of the upgrade.",
        Text(&DaemonConfig::upgrade_binary)},
+      {"upgrade-wait-ms", "MS",
+       "How long an upgrade in place waits for work it cannot hand over midway (a /v1/run, a "
+       "context's run, create or reset, an exec's launch, a guest reset) to end; new such work "
+       "waits behind it. Past this the upgrade is refused, naming what was in progress. 0: "
+       "refused at once. Default 60000.",
+       Millis("upgrade-wait-ms", &DaemonConfig::upgrade_wait, 600'000)},
       {"upgrade", nullptr,
        "Do not serve: ask the daemon of --state-dir (default as the daemon's) to upgrade in "
        "place to the binary on disk, keeping its PID and running execs; print the outcome; "

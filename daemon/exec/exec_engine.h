@@ -40,6 +40,7 @@
 #include "proc/runtime_probe.h"
 #include "proc/user_db.h"
 #include "spool/output_log.h"
+#include "sys/busy_reason.h"
 
 namespace agentd {
 
@@ -205,6 +206,19 @@ class ExecEngine {
   // The io thread's executor (a handed-over context's channel runs on it).
   asio::any_io_executor executor() { return io_.get_executor(); }
   void ExpectHandover(json::Array execs, int64_t generation);
+  // What keeps HandOver() from describing the execs now, for an upgrade
+  // that waits (upgrade/upgrader.h): the first reason that will not end by
+  // itself (output lost to a disk error), else the first that will (a
+  // launch in progress, stdin still given without a holder); internal
+  // records are their runs' and contexts' to report.
+  std::optional<BusyReason> UpgradeBlocker() const;
+  // Called whenever such a reason may have ended (a launch done, an exec
+  // finished, its whole stdin given), and by the contexts when a run
+  // answered: the waiting upgrade looks again.
+  void SetOnSettled(std::function<void()> f) { on_settled_ = std::move(f); }
+  void NoteSettled() const {
+    if (on_settled_) on_settled_();
+  }
 
  private:
   using SharedRecord = std::shared_ptr<ExecRecord>;
@@ -328,6 +342,7 @@ class ExecEngine {
   std::string scratch_unavailable_;
   EgressHost egress_host_;
   bool privileged_generation_ = false;
+  std::function<void()> on_settled_;
   json::Array handed_over_;  // ExpectHandover()'s list, until Open()
   std::string holder_dir_;   // <state-dir>/h; empty: execs run without holders
 };

@@ -124,6 +124,26 @@ Result<json::Array> ExecEngine::HandOver(std::vector<int>& fds) {
   return out;
 }
 
+std::optional<BusyReason> ExecEngine::UpgradeBlocker() const {
+  std::optional<BusyReason> transient;
+  for (const auto& [id, rec] : table_) {
+    std::string exec = "exec \"" + id + "\" ";
+    if (rec->launching) {
+      if (!transient) transient = BusyReason{exec + "is being launched", rec->started_steady};
+      continue;
+    }
+    if (rec->finished() || rec->internal) continue;
+    for (const auto& log : rec->logs) {
+      if (!LogIsWhole(*log)) return BusyReason{exec + "lost output to a disk error", {}, false};
+    }
+    if (rec->stdin_pipe && !rec->stdin_stream && !transient) {
+      transient = BusyReason{exec + "is still being given its stdin data (--exec-holder=off)",
+                             rec->started_steady};
+    }
+  }
+  return transient;
+}
+
 void ExecEngine::ExpectHandover(json::Array execs, int64_t generation) {
   handed_over_ = std::move(execs);
   generation_ = generation;

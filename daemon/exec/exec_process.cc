@@ -174,6 +174,7 @@ asio::awaitable<void> ExecEngine::LaunchInGroup(SharedRecord rec,
   }
   Persist(*rec);
   rec->changed.Notify();
+  NoteSettled();
 }
 
 void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
@@ -377,7 +378,8 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   if (io->write_in) {
     rec->stdin_pipe = std::make_unique<asio::posix::stream_descriptor>(io_, io->write_in.release());
     if (request.stdin_data) {
-      asio::co_spawn(io_, WriteWholeStdin(rec, std::move(*request.stdin_data)), asio::detached);
+      asio::co_spawn(io_, WriteWholeStdin(rec, std::move(*request.stdin_data)),
+                     [this](std::exception_ptr) { NoteSettled(); });
     }
   } else {
     rec->stdin_closed = true;
@@ -527,6 +529,7 @@ void ExecEngine::Finalize(const SharedRecord& rec) {
   EndHolder(*rec);
   rec->changed.Notify();
   rec->stdin_idle.Notify();
+  NoteSettled();
 }
 
 void ExecEngine::OnTimeout(const SharedRecord& rec) {

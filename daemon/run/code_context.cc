@@ -312,6 +312,7 @@ asio::awaitable<Result<json::Value>> CodeContext::Run(ContextRunRequest request)
   queue_.push_back(pending);
   if (!pumping_) {
     pumping_ = true;
+    pumping_since_ = SteadyClock::now();
     asio::co_spawn(co_await asio::this_coro::executor, PumpOf(shared_from_this()), asio::detached);
   }
   while (!pending->done) co_await pending->signal.Wait(SteadyClock::time_point::max());
@@ -342,6 +343,12 @@ asio::awaitable<void> CodeContext::Pump() {
     p->signal.Notify();
   }
   pumping_ = false;
+  engine_.NoteSettled();  // an upgrade waiting for this context looks again
+}
+
+std::optional<std::chrono::steady_clock::time_point> CodeContext::BusySince() const {
+  if (!busy_ && !pumping_ && queue_.empty()) return std::nullopt;
+  return pumping_since_;
 }
 
 asio::awaitable<bool> CodeContext::AwaitReply(const std::shared_ptr<Reply>& reply,

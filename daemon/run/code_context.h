@@ -79,6 +79,10 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   void SaveNote(const ContextRunRequest* running = nullptr);
   void RemoveNote() const;
 
+  // Since when a run is in progress or queued (for an upgrade that waits:
+  // upgrade/upgrader.h); nullopt while idle.
+  std::optional<std::chrono::steady_clock::time_point> BusySince() const;
+
   ContextInfo Info() const;
   const ContextCreateRequest& request() const { return request_; }
   const std::string& fingerprint() const { return fingerprint_; }
@@ -119,6 +123,7 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   int64_t runs_ = 0;
   bool busy_ = false;
   bool pumping_ = false;
+  std::chrono::steady_clock::time_point pumping_since_;
   // Where the next cell's output begins in each stream.
   uint64_t out_at_ = 0;
   uint64_t err_at_ = 0;

@@ -124,6 +124,16 @@ Result<json::Array> ContextTable::HandOver(std::vector<int>& fds) {
   return out;
 }
 
+std::optional<BusyReason> ContextTable::UpgradeBlocker() const {
+  for (const auto& [id, c] : contexts_) {
+    if (c->ended() || c->generation() != engine_.generation()) continue;
+    if (auto since = c->BusySince()) {
+      return BusyReason{"context \"" + id + "\" has a run in progress", *since};
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> ContextTable::Adopt(const json::Array& handed) {
   std::vector<std::string> dropped;
   for (const json::Value& e : handed) {

@@ -20,6 +20,7 @@
 #include "exec/exec_engine.h"
 #include "run/code_context.h"
 #include "run/code_run.h"
+#include "sys/busy_reason.h"
 
 namespace agentd {
 
@@ -48,6 +49,9 @@ class ContextTable {
   // those contexts back, returning why any entry was dropped.
   Result<json::Array> HandOver(std::vector<int>& fds);
   std::vector<std::string> Adopt(const json::Array& handed);
+  // The first context with a run in progress or queued, for an upgrade
+  // that waits for it (upgrade/upgrader.h).
+  std::optional<BusyReason> UpgradeBlocker() const;
   // At start, after Adopt(): the contexts a crash ended, from their notes
   // (run/context_notes.h), listed as ended.
   void TakeBackLost();

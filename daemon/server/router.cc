@@ -99,6 +99,10 @@ asio::awaitable<void> Router::Dispatch(Request& req, Response& res) const {
   }
   req.set_route_pattern(found->pattern);
   req.set_params(std::move(params));
+  std::shared_ptr<void> in_flight;
+  if (hold_ && RequestHold::Concerns(found->method, found->pattern)) {
+    in_flight = co_await hold_->Enter(found->method, found->pattern, req.path());
+  }
   co_await found->handler(req, res);
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/connection.h"
+#include "server/request_hold.h"
 
 namespace agentd {
 
@@ -31,6 +32,9 @@ class Router {
            bool requires_auth = true);
   void SetAuthorizer(Authorizer authorizer) { authorizer_ = std::move(authorizer); }
   void AddGate(Gate gate) { gates_.push_back(std::move(gate)); }
+  // Asked once a request is authorized and matched, right before its
+  // handler: may hold it while an upgrade in place is pending.
+  void SetHold(RequestHold* hold) { hold_ = hold; }
 
   // The RequestHandler the server calls for every request.
   asio::awaitable<void> Dispatch(Request& req, Response& res) const;
@@ -52,6 +56,7 @@ class Router {
   std::vector<Route> routes_;
   Authorizer authorizer_;
   std::vector<Gate> gates_;
+  RequestHold* hold_ = nullptr;
 };
 
 }  // namespace agentd

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +19,8 @@
 namespace agentd {
 namespace {
 
-// The daemon checks the new binary (at most 30 s) and restarts on it.
+// The daemon checks the new binary (at most 30 s) and restarts on it; a
+// pending upgrade first waits up to its --upgrade-wait-ms, which it names.
 constexpr std::chrono::seconds kOutcomeLimit{60};
 
 int Fail(const std::string& message) {
@@ -98,9 +100,26 @@ int RunUpgradeCommand(const std::string& state_dir) {
   if (::kill(static_cast<pid_t>(pid), signal) != 0) {
     return Fail("cannot signal pid " + std::to_string(pid) + ": " + std::strerror(errno));
   }
-  auto deadline = std::chrono::steady_clock::now() + kOutcomeLimit;
+  auto asked = std::chrono::steady_clock::now();
+  auto deadline = asked + kOutcomeLimit;
+  std::string waiting_for;
   while (std::chrono::steady_clock::now() < deadline) {
     json::Value status = ReadStatus(dir);
+    const json::Value* pending = status.Find("pending_attempt");
+    if (AttemptOf(status) <= before && pending && pending->is_int() && pending->as_int() > before) {
+      // Pending: the daemon waits for work in progress to end (its
+      // "attempt" still the last outcome's). Said once per thing.
+      const json::Value* what = status.Find("waiting_for");
+      const json::Value* limit = status.Find("wait_limit_ms");
+      if (what && what->is_string() && what->as_string() != waiting_for) {
+        waiting_for = what->as_string();
+        std::fprintf(stderr, "agentd --upgrade: pending, waiting for %s\n", waiting_for.c_str());
+      }
+      if (limit && limit->is_int() && limit->as_int() > 0) {
+        deadline =
+            std::max(deadline, asked + std::chrono::milliseconds(limit->as_int()) + kOutcomeLimit);
+      }
+    }
     if (AttemptOf(status) > before) {
       std::printf("%s\n", json::Serialize(status).c_str());
       const json::Value* ok = status.Find("ok");

@@ -46,6 +46,11 @@ Result<UniqueFd> DupAboveStdio(int fd) {
   return out;
 }
 
+int64_t MillisSince(std::chrono::steady_clock::time_point then,
+                    std::chrono::steady_clock::time_point now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now - then).count();
+}
+
 void SetCloexec(const std::vector<int>& fds, bool on) {
   for (int fd : fds) ::fcntl(fd, F_SETFD, on ? FD_CLOEXEC : 0);
 }
@@ -72,18 +77,23 @@ std::string UpgradeStatusPath(const std::string& dir) { return dir + "/upgrade-s
 std::string UpgradeStatePath(const std::string& dir) { return dir + "/upgrade.json"; }
 
 Upgrader::Upgrader(asio::io_context& io, Reaper& reaper, std::string state_dir,
-                   std::vector<std::string> argv, std::string binary, UpgradeSources sources)
+                   std::vector<std::string> argv, std::string binary,
+                   std::chrono::milliseconds wait, UpgradeSources sources)
     : io_(io),
       reaper_(reaper),
       state_dir_(std::move(state_dir)),
       argv_(std::move(argv)),
       binary_(std::move(binary)),
-      sources_(std::move(sources)) {
+      wait_(wait),
+      sources_(std::move(sources)),
+      wake_(io) {
   // Attempts keep counting across restarts, so `agentd --upgrade` waiting
   // for "an attempt after the one I saw" is never fooled by an old file.
   if (Result<std::string> text = ReadFileToString(UpgradeStatusPath(state_dir_), 4096); text.ok()) {
-    if (Result<json::Value> doc = json::Parse(*text); doc.ok()) {
+    if (Result<json::Value> doc = json::Parse(*text); doc.ok() && doc->is_object()) {
       if (const json::Value* a = doc->Find("attempt"); a && a->is_int()) attempts_ = a->as_int();
+      last_status_ = doc->as_object();
+      last_status_.Set("pending", false);  // a pending upgrade ends with its daemon
     }
   }
 }
@@ -121,14 +131,78 @@ void Upgrader::Request() {
     return;
   }
   running_ = true;
-  asio::co_spawn(io_, Run(++attempts_), asio::detached);
+  pending_attempt_ = ++attempts_;
+  pending_since_ = std::chrono::steady_clock::now();
+  // Nothing new that would keep the daemon busy starts until the outcome.
+  if (wait_.count() > 0) sources_.hold(true);
+  asio::co_spawn(io_, Run(pending_attempt_), asio::detached);
+}
+
+void Upgrader::Wake() {
+  if (waiting_for_) wake_.cancel();
+}
+
+json::Object Upgrader::State() const {
+  json::Object o;
+  o.Set("pending", running_);
+  o.Set("wait_limit_ms", static_cast<int64_t>(wait_.count()));
+  if (!running_) return o;
+  auto now = std::chrono::steady_clock::now();
+  o.Set("attempt", pending_attempt_);
+  o.Set("pending_ms", MillisSince(pending_since_, now));
+  o.Set("waiting_for", waiting_for_ ? waiting_for_->what
+                                    : std::string("the new binary's check (--upgrade-check)"));
+  if (waiting_for_ && waiting_for_->since) {
+    o.Set("in_progress_ms", MillisSince(*waiting_for_->since, now));
+  }
+  o.Set("held_requests", sources_.held());
+  return o;
+}
+
+asio::awaitable<Status> Upgrader::AwaitQuiet(int64_t attempt) {
+  auto deadline = pending_since_ + wait_;
+  for (;;) {
+    std::optional<BusyReason> busy = sources_.busy();
+    if (!busy) break;
+    auto now = std::chrono::steady_clock::now();
+    std::string what = busy->what;
+    if (busy->since) {
+      what += " (in progress for " + std::to_string(MillisSince(*busy->since, now)) + " ms)";
+    }
+    if (!busy->transient) {
+      waiting_for_.reset();
+      co_return Status::Error(ErrorCode::kExecRunning, "cannot hand over: " + what);
+    }
+    if (wait_.count() == 0 || now >= deadline) {
+      waiting_for_.reset();
+      std::string waited =
+          wait_.count() == 0
+              ? std::string("--upgrade-wait-ms is 0")
+              : "the upgrade waited " + std::to_string(MillisSince(pending_since_, now)) +
+                    " ms (--upgrade-wait-ms " + std::to_string(wait_.count()) + ")";
+      co_return Status::Error(ErrorCode::kExecRunning, "still in progress: " + what + "; " +
+                                                           waited + "; retry once it is over");
+    }
+    if (!waiting_for_ || waiting_for_->what != busy->what) {
+      waiting_for_ = std::move(busy);
+      Log(LogLevel::kInfo, "upgrade pending",
+          json::Object().Set("attempt", attempt).Set("waiting_for", waiting_for_->what));
+      ReportPending(attempt);
+    }
+    // Woken by Wake() when something may have ended; the deadline bounds it.
+    wake_.expires_at(deadline);
+    co_await wake_.async_wait(kUseNothrow);
+  }
+  waiting_for_.reset();
+  co_return Status::Ok();
 }
 
 asio::awaitable<void> Upgrader::Run(int64_t attempt) {
   std::string binary = binary_.empty() ? DaemonBinary() : binary_;
   Log(LogLevel::kInfo, "upgrade requested",
       json::Object().Set("attempt", attempt).Set("binary", binary));
-  Status outcome = sources_.ready();
+  Status outcome = co_await AwaitQuiet(attempt);
+  if (outcome.ok()) outcome = sources_.ready();
   if (outcome.ok()) {
     // A first look, so a refusal (a run in progress) comes before the check.
     std::vector<int> fds;
@@ -149,6 +223,7 @@ asio::awaitable<void> Upgrader::Run(int64_t attempt) {
       json::Object().Set("attempt", attempt).Set("error", outcome.message()));
   Report(attempt, outcome);
   running_ = false;
+  if (wait_.count() > 0) sources_.hold(false);  // held requests proceed on this daemon
 }
 
 Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {
@@ -262,6 +337,21 @@ void Upgrader::Report(int64_t attempt, const Status& outcome) {
   o.Set("upgrades", upgrades_);
   o.Set("upgrade_failures", failures_);
   if (!outcome.ok()) o.Set("error", outcome.message());
+  o.Set("pending", false);
+  last_status_ = o;
+  WriteStatus(o);
+}
+
+void Upgrader::ReportPending(int64_t attempt) {
+  json::Object o = last_status_;
+  o.Set("pending", true);
+  o.Set("pending_attempt", attempt);
+  o.Set("waiting_for", waiting_for_ ? waiting_for_->what : std::string());
+  o.Set("wait_limit_ms", static_cast<int64_t>(wait_.count()));
+  WriteStatus(o);
+}
+
+void Upgrader::WriteStatus(const json::Object& o) {
   // Synced and closed before the rename: `agentd --upgrade` returns the
   // moment the file appears, so nothing of it may still be in flight then
   // (an open descriptor showed up in the daemon's descriptor count).
