@@ -13,8 +13,12 @@ shared machine.
   rt    the exec round trip driven from C (exec_bench.py's exec_round_trip.c,
         the start that waits), state on tmpfs, a daemon of each build; the
         C fork+exec+wait loop in the same rounds.
+  tp    output throughput (exec_bench.py's rows): one exec printing N bytes
+        (1 GiB) read over the raw route and over SSE, from a daemon of each
+        build, state on tmpfs; `head -c` through loopback TCP in the same
+        rounds.
 
-Usage: bench/ab_bench.py A_AGENTD B_AGENTD scan|rt [--n N] [--rounds R]
+Usage: bench/ab_bench.py A_AGENTD B_AGENTD scan|rt|tp [--n N] [--rounds R]
 Prints medians (and p99 for rt) and B/A. Swap A and B for a second run:
 which one goes first in a round should not matter.
 """
@@ -29,7 +33,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from exec_bench import Daemon, build_baseline, c_exec_round, fork_exec_round, pct  # noqa: E402
+from exec_bench import (GIB, Daemon, baseline_socket, build_baseline, c_exec_round,  # noqa: E402
+                        fork_exec_round, pct, stream_exec)
 from run_bench import Client, make_tree, timed  # noqa: E402
 
 
@@ -96,18 +101,56 @@ def round_trip(binaries, n, rounds):
                   p, len(times[0]), a / 1000, a / f, b / 1000, b / f, f / 1000, b / a))
 
 
+def throughput(binaries, size, rounds):
+    daemons = []
+    try:
+        for b in binaries:  # retention above the size: nothing is released while read
+            daemons.append(Daemon(b, "--retention-stream-bytes", str(4 * GIB),
+                                  "--retention-total-bytes", str(8 * GIB), "--ack-ttl-sec", "0",
+                                  state_parent="/dev/shm"))
+        base, raw, sse = [], [[] for _ in binaries], [[] for _ in binaries]
+        for r in range(rounds):
+            base.append(baseline_socket(size))
+            order = list(enumerate(daemons))
+            for k, d in order if r % 2 == 0 else reversed(order):
+                raw[k].append(stream_exec(d, "raw-%d" % r, "stdout?follow=1", size)[0])
+                sse[k].append(stream_exec(d, "sse-%d" % r, "events", size)[0])
+                conn = d.conn()
+                for exec_id in ("raw-%d" % r, "sse-%d" % r):
+                    d.call(conn, "POST", "/v1/execs/%s/ack" % exec_id)
+                conn.close()
+    finally:
+        for d in daemons:
+            d.close()
+    med, mib = statistics.median, lambda x: x / (1 << 20)
+    print("%d MiB, %d rounds; head -c through loopback TCP: %.0f MiB/s (rounds %s)" % (
+        size >> 20, rounds, mib(med(base)), " ".join("%.0f" % mib(x) for x in base)))
+    for k, name in enumerate("AB"):
+        print("%s: raw %.0f MiB/s, %.2fx of the socket (rounds %s); SSE %.0f MiB/s, %.2fx of "
+              "raw (rounds %s)" % (
+                  name, mib(med(raw[k])), med(x / b for x, b in zip(raw[k], base)),
+                  " ".join("%.2f" % (x / b) for x, b in zip(raw[k], base)), mib(med(sse[k])),
+                  med(s / x for s, x in zip(sse[k], raw[k])),
+                  " ".join("%.2f" % (s / x) for s, x in zip(sse[k], raw[k]))))
+    print("B/A: raw %.3f, SSE %.3f (medians of round ratios)" % (
+        med(b / a for a, b in zip(raw[0], raw[1])), med(b / a for a, b in zip(sse[0], sse[1]))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("a")
     ap.add_argument("b")
-    ap.add_argument("what", choices=("scan", "rt"))
-    ap.add_argument("--n", type=int, help="scan: files (30,000); rt: execs per round (200)")
-    ap.add_argument("--rounds", type=int, default=None, help="scan: 15; rt: 5")
+    ap.add_argument("what", choices=("scan", "rt", "tp"))
+    ap.add_argument("--n", type=int,
+                    help="scan: files (30,000); rt: execs per round (200); tp: bytes (1 GiB)")
+    ap.add_argument("--rounds", type=int, default=None, help="scan: 15; rt: 5; tp: 3")
     args = ap.parse_args()
     if args.what == "scan":
         scan((args.a, args.b), args.n or 30_000, args.rounds or 15)
-    else:
+    elif args.what == "rt":
         round_trip((args.a, args.b), args.n or 200, args.rounds or 5)
+    else:
+        throughput((args.a, args.b), args.n or GIB, args.rounds or 3)
 
 
 if __name__ == "__main__":

@@ -327,6 +327,26 @@ def holder_rows(r: Dict[str, Any]) -> List[Row]:
     ]
 
 
+# bench/output_designs_ab.c's models of the output route (issue 27).
+DESIGN_NAMES = {
+    "spool": "pipe, splice into the spool, sendfile (today's raw route)",
+    "tee": "pipe, tee(2) to the socket, splice into the spool",
+    "file": "the child writes the spool file, sendfile (breaks the contract)",
+    "sse": "SSE from the spool, one event per write (today's)",
+    "ssebatch": "SSE from the spool, events batched into 1 MiB writes",
+    "ssemap": "SSE batched, encoded from a mapping of the spool (no pread)",
+}
+
+
+def designs_rows(r: Dict[str, Any]) -> List[Row]:
+    base = r["designs"]["socket"]["bytes_per_s"]
+    return [Row("for orientation, output design model (%d MiB): %s" % (r["size"] >> 20,
+                                                                      DESIGN_NAMES[name]),
+                rate(d["bytes_per_s"]), baseline="`head -c` into the socket: %s" % rate(base),
+                ratio=d["ratio"])
+            for name, d in r["designs"].items() if name in DESIGN_NAMES]
+
+
 def ssh_rows(r: Dict[str, Any]) -> List[Row]:
     return [
         Row("for orientation: `ssh HOST /bin/true` through a ControlMaster (%d runs)" % r["runs"],
@@ -349,6 +369,7 @@ ROW_MAKERS: Dict[str, Callable[[Dict[str, Any]], List[Row]]] = {
     "search": search_rows,
     "reset": reset_rows,
     "holder": holder_rows,
+    "designs": designs_rows,
     "ssh": ssh_rows,
 }
 # Run only when asked or when their tool is there (not a project dependency).
