@@ -18,7 +18,12 @@ run fails. rg runs with its own defaults (its threads; no ignore files
 exist in the data, and no hidden names). Ratios: baseline time / daemon
 time (above 1: the daemon is faster).
 
-usage: bench/search_bench.py [--agentd build/daemon/agentd] [--rounds 3] [--smoke] [--json FILE]
+With --agentd-b a second build runs in the same rounds (a daemon of each,
+A, B, grep, rg in every round), so a change is judged against the same
+baselines under the same load (the ratios and B/A are printed for both).
+
+usage: bench/search_bench.py [--agentd build/daemon/agentd] [--agentd-b OTHER] [--rounds 3]
+                             [--smoke] [--json FILE]
 """
 
 import argparse
@@ -118,16 +123,18 @@ def timed(fn) -> Tuple[float, int]:
     return time.perf_counter() - t0, n
 
 
-def bench(daemon, path: str, rounds: int) -> Dict[str, Dict[str, object]]:
+def bench(daemons, path: str, rounds: int) -> Dict[str, Dict[str, object]]:
     out: Dict[str, Dict[str, object]] = {}
     for name, pattern, fixed in (("literal", LITERAL, True), ("regex", REGEX, False)):
         runs = {
-            "agentd": lambda: daemon_search(daemon, path, pattern, fixed),
+            "agentd": lambda: daemon_search(daemons[0], path, pattern, fixed),
             "grep": lambda: tool_search(["grep", "-rn"] + (["-F"] if fixed else ["-E"]) +
                                         ["-e", pattern.replace(r"\d", "[0-9]"), path]),
             "rg": lambda: tool_search(["rg", "-n", "--no-heading"] + (["-F"] if fixed else []) +
                                       ["-e", pattern, path]),
         }
+        if len(daemons) > 1:
+            runs["agentd_b"] = lambda: daemon_search(daemons[1], path, pattern, fixed)
         counts = {k: fn() for k, fn in runs.items()}  # warm-up, untimed
         if len(set(counts.values())) != 1:
             raise RuntimeError("%s: the tools disagree on the matching lines: %r" % (name, counts))
@@ -143,6 +150,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--agentd", default=os.path.join(os.path.dirname(__file__), "..", "build",
                                                      "daemon", "agentd"))
+    ap.add_argument("--agentd-b", help="a second build, measured in the same rounds")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--files", type=int, default=100_000)
     ap.add_argument("--log-mib", type=int, default=1024)
@@ -159,30 +167,42 @@ def main() -> None:
     work = tempfile.mkdtemp(prefix="agentd-search-bench-")
     mounted = os.geteuid() == 0 and subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=3g", "tmpfs", work]).returncode == 0
-    daemon = agentd_test.Daemon()
+    daemons = [agentd_test.Daemon()]
+    if args.agentd_b:
+        daemons.append(agentd_test.Daemon(binary=os.path.abspath(args.agentd_b)))
     result: Dict[str, object] = {"data_on": "tmpfs" if mounted else "disk", "rounds": args.rounds,
                                  "files": args.files, "log_bytes": args.log_mib * MiB,
                                  "rg": subprocess.run(["rg", "--version"], capture_output=True,
                                                       text=True).stdout.split("\n")[0]}
+    result["load_before"] = os.getloadavg()
     try:
         tree = os.path.join(work, "tree")
         make_tree(tree, args.files, rng)
-        result["tree"] = bench(daemon, tree, args.rounds)
+        result["tree"] = bench(daemons, tree, args.rounds)
         shutil.rmtree(tree)
         logdir = os.path.join(work, "log")
         os.makedirs(logdir)
         make_log(os.path.join(logdir, "app.log"), args.log_mib * MiB, rng)
-        result["log"] = bench(daemon, logdir, args.rounds)
+        result["log"] = bench(daemons, logdir, args.rounds)
     finally:
-        daemon.close()
+        for daemon in daemons:
+            daemon.close()
         if mounted:
             subprocess.run(["umount", "-l", work])
         shutil.rmtree(work, ignore_errors=True)
+    result["load_after"] = os.getloadavg()
+    print("load average (1, 5, 15 min): before %s, after %s" % (
+        " ".join("%.1f" % x for x in result["load_before"]),  # type: ignore[union-attr]
+        " ".join("%.1f" % x for x in result["load_after"])))  # type: ignore[union-attr]
     for data in ("tree", "log"):
         for name, r in result[data].items():  # type: ignore[union-attr]
             a, g, rg = (statistics.median(r[k]) for k in ("agentd_s", "grep_s", "rg_s"))
             print("%-4s %-7s %6d matches  agentd %7.3f s  grep -rn %7.3f s (%.2fx)  rg %7.3f s "
                   "(%.2fx)" % (data, name, r["matches"], a, g, g / a, rg, rg / a))
+            if "agentd_b_s" in r:
+                b = statistics.median(r["agentd_b_s"])
+                print("%-4s %-7s %6s          B      %7.3f s  grep -rn            (%.2fx)  rg"
+                      "            (%.2fx)  B/A time %.2f" % (data, name, "", b, g / b, rg / b, b / a))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <deque>
 
 #include "agentd/protocol/json.h"
 #include "agentd/trees/posix_error.h"
@@ -27,14 +26,6 @@ void AppendContextLine(std::string& out, std::string_view line, size_t max) {
   bool cut = false;
   json::AppendQuoted(out, CutLine(line, max, &cut));
 }
-
-// A match whose `after` lines are still being gathered.
-struct PendingMatch {
-  std::string head;  // the encoded object up to and including "after":[
-  size_t need = 0;   // after lines still wanted
-  size_t next = 0;   // where the next after line starts in the buffer
-  bool first = true;
-};
 
 }  // namespace
 
@@ -73,11 +64,11 @@ std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit) {
   return out;
 }
 
-Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Emit& emit) {
+Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Emit& emit,
+                                         off_t size) {
   FileScanResult result;
-  std::string prefix = "{\"type\":\"match\",\"path\":";
-  json::AppendQuoted(prefix, path);
-  prefix += ",\"line\":";
+  // Made at the first match: most files have none.
+  std::string prefix;
   // buf_ only grows (reads never zero-fill it again); len is what it holds.
   // What a file with very long lines made it grow to is given back.
   if (buf_.size() > 4 * kSearchReadBytes) buf_ = std::string();
@@ -87,7 +78,9 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
   uint64_t count_line = 1;  // the line number at count_pos
   bool eof = false;
   bool first_block = true;
-  std::deque<PendingMatch> pending;
+  uint64_t total = 0;  // bytes read
+  std::deque<PendingMatch>& pending = pending_;
+  pending.clear();
   const size_t context = opts_.context;
 
   // Gathers after-lines from [p.next, limit); emits pendings that are done.
@@ -118,6 +111,10 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
       result.timed_out = true;
       return result;
     }
+    if (opts_.cancel && opts_.cancel->load(std::memory_order_relaxed)) {
+      result.stopped = true;
+      return result;
+    }
     size_t old = len;
     if (buf_.size() < old + kSearchReadBytes) buf_.resize(old + kSearchReadBytes);
     ssize_t n;
@@ -126,7 +123,9 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
     } while (n < 0 && errno == EINTR);
     if (n < 0) return PosixError(errno, "cannot read", std::string(path));
     len = old + static_cast<size_t>(n);
-    eof = n == 0;
+    total += static_cast<uint64_t>(n);
+    eof = n == 0 || (size >= 0 && static_cast<size_t>(n) < kSearchReadBytes &&
+                     total >= static_cast<uint64_t>(size));
     if (first_block) {
       first_block = false;
       if (std::memchr(buf_.data(), '\0', len)) {
@@ -168,6 +167,11 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
       std::string_view line = region.substr(h.line_start, h.line_end - h.line_start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);  // CRLF files
       std::string_view text = CutLine(line, opts_.max_line_bytes, &cut);
+      if (prefix.empty()) {
+        prefix = "{\"type\":\"match\",\"path\":";
+        json::AppendQuoted(prefix, path);
+        prefix += ",\"line\":";
+      }
       PendingMatch p;
       p.head = prefix;
       p.head += std::to_string(count_line);

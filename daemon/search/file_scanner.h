@@ -6,8 +6,12 @@
 // binary and is not searched. One scanner per thread.
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -28,6 +32,9 @@ struct FileScanOptions {
   // Checked before each read block: a 1 GiB file cannot outlast the
   // search's time bound by more than one block.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Also checked before each block: set, the scan ends as if the sink had
+  // said stop (another thread ended the search).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The text of a line as the protocol sends it: cut to `max` bytes on a
@@ -52,14 +59,28 @@ class FileScanner {
       : matcher_(std::move(matcher)), scratch_(*matcher_), opts_(opts) {}
 
   // Scans `fd` from its current offset; `path` is what each match names.
+  // `size`, when known (a regular file's st_size, >= 0), saves the read
+  // that would only confirm the end: a read that fills less than the
+  // buffer once `size` bytes are in is the end (as the file was when
+  // stat'ed; a file still growing is read on while reads fill the buffer).
   // Errors: reads that fail (io_error) and match failures.
-  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit);
+  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit, off_t size = -1);
 
  private:
   std::shared_ptr<const LineMatcher> matcher_;
   LineMatcher::Scratch scratch_;
   FileScanOptions opts_;
   std::string buf_;
+  // Matches whose `after` lines are still being gathered; a member so that
+  // a file without context costs no allocation (std::deque allocates when
+  // made).
+  struct PendingMatch {
+    std::string head;  // the encoded object up to and including "after":[
+    size_t need = 0;   // after lines still wanted
+    size_t next = 0;   // where the next after line starts in the buffer
+    bool first = true;
+  };
+  std::deque<PendingMatch> pending_;
 };
 
 }  // namespace agentd

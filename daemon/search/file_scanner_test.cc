@@ -128,3 +128,27 @@ TEST_CASE("CRLF line ends are not part of the text") {
   REQUIRE(s.lines.size() == 1);
   CHECK(Str(s.lines[0], "text") == "a hit");
 }
+
+TEST_CASE("a known size ends the scan without a read that confirms the end") {
+  // A pipe whose writer stays open: a read after the data answers EAGAIN
+  // (an error), so the scan ends well only if it makes no such read.
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0);
+  const std::string text = "one\na hit\n";
+  REQUIRE(::write(p[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  auto m = LineMatcher::Compile("hit", {});
+  REQUIRE(m.ok());
+  FileScanner scanner(*m, {0, 1024});
+  int matches = 0;
+  auto r = scanner.Scan(
+      p[0], "/p",
+      [&](std::string_view) {
+        ++matches;
+        return true;
+      },
+      static_cast<off_t>(text.size()));
+  ::close(p[0]);
+  ::close(p[1]);
+  REQUIRE(r.ok());
+  CHECK(matches == 1);
+}

@@ -1,8 +1,10 @@
 // TreeSearch: GET /v1/fs/search's engine (docs/PROTOCOL.md, "Search"). Walks
 // a directory (search/tree_walk.h) or takes one file, scans each regular
-// file (search/file_scanner.h), and produces the NDJSON answer: one line
-// per matching line, then one summary line. Bounded in results, answer
-// bytes and time; the bound that ended it is named in the summary.
+// file (search/file_scanner.h; on other threads while the walk goes on,
+// search/parallel_scan.h), and produces the NDJSON answer in walk order
+// (search/search_tally.h): one line per matching line, then one summary
+// line. Bounded in results, answer bytes and time; the bound that ended it
+// is named in the summary.
 #pragma once
 
 #include <chrono>
@@ -30,6 +32,10 @@ struct SearchOptions {
   uint64_t max_results = 1000;
   uint64_t max_bytes = 16ull << 20;  // NDJSON bytes of the answer
   std::chrono::milliseconds timeout{30000};
+  // Threads that scan files while the walk goes on (search/parallel_scan.h):
+  // 0, one per CPU (at most 4; none on one CPU); 1, the walking thread
+  // scans; n, n threads. The answer is the same for every value.
+  size_t scan_threads = 0;
 };
 
 class TreeSearch {

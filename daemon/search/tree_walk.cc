@@ -124,13 +124,13 @@ void TreeWalk::PushAncestorIgnores() {
   }
 }
 
-UniqueFd TreeWalk::OpenFollowed(const std::string& walk_path, int flags) {
+UniqueFd TreeWalk::OpenFollowed(std::string_view walk_path, int flags) const {
   RelPath rel = start_;
   size_t pos = 0;
   while (pos <= walk_path.size()) {
     size_t slash = walk_path.find('/', pos);
-    if (slash == std::string::npos) slash = walk_path.size();
-    rel.parts.push_back(walk_path.substr(pos, slash - pos));
+    if (slash == std::string_view::npos) slash = walk_path.size();
+    rel.parts.emplace_back(walk_path.substr(pos, slash - pos));
     pos = slash + 1;
   }
   Result<UniqueFd> fd = root_.OpenAt(rel, flags);
@@ -150,9 +150,14 @@ Status TreeWalk::Run(int start_fd, const std::function<WalkStep(const WalkEntry&
   return Status::Ok();
 }
 
-UniqueFd TreeWalk::Open(const WalkEntry& e, int flags) {
-  if (e.followed_link) return OpenFollowed(e.walk_path, flags);
-  return UniqueFd(::openat(e.dir_fd, e.name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+UniqueFd TreeWalk::Open(const WalkEntry& e, int flags) const {
+  return OpenListed(e.dir_fd, e.name.c_str(), e.walk_path, e.followed_link, flags);
+}
+
+UniqueFd TreeWalk::OpenListed(int dir_fd, const char* name, std::string_view walk_path,
+                              bool followed, int flags) const {
+  if (followed) return OpenFollowed(walk_path, flags);
+  return UniqueFd(::openat(dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC));
 }
 
 WalkStep TreeWalk::Dir(int fd, const std::string& walk_path, int depth,

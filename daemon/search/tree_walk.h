@@ -7,7 +7,7 @@
 // unless `follow`: then they are opened through the confined root
 // (openat2 RESOLVE_BENEATH), so a link can never lead out of it, and a
 // directory already on the current path (a loop) is not entered again.
-// Not thread-safe; one walk per thread.
+// Not thread-safe (OpenListed aside); one walk per thread.
 #pragma once
 
 #include <sys/stat.h>
@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agentd/protocol/status.h"
@@ -70,7 +71,12 @@ class TreeWalk {
   const WalkCounts& counts() const { return counts_; }
   // Opens what `e` names (its target when e.followed_link, through the
   // root), never following a symlink otherwise. Invalid on failure.
-  UniqueFd Open(const WalkEntry& e, int flags);
+  UniqueFd Open(const WalkEntry& e, int flags) const;
+  // The same for an entry listed earlier (`name` in `dir_fd`, or, when
+  // `followed`, `walk_path` through the root). Safe from other threads
+  // while the walk runs: it reads only the root and the start.
+  UniqueFd OpenListed(int dir_fd, const char* name, std::string_view walk_path, bool followed,
+                      int flags) const;
 
  private:
   WalkStep Dir(int fd, const std::string& walk_path, int depth, std::vector<DirEntry> entries,
@@ -79,7 +85,7 @@ class TreeWalk {
   // returns how many.
   size_t PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top);
   void PushAncestorIgnores();
-  UniqueFd OpenFollowed(const std::string& walk_path, int flags);
+  UniqueFd OpenFollowed(std::string_view walk_path, int flags) const;
 
   const ConfinedRoot& root_;
   RelPath start_;
