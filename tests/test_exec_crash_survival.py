@@ -3,7 +3,9 @@ the same state directory: every exec comes back running under its holder
 (proc/exec_holder.h) or with its true exit status, and its output is
 complete, each byte exactly once (content checksums); a PTY exec keeps its
 terminal, input and resize too (PtyCrashTest), and one given its whole stdin
-reads the rest of it exactly once. A loop kills the
+reads the rest of it exactly once; a context keeps its interpreter and its
+names (ContextSurvivalTest), or, without holders, is listed as ended
+(ContextCrashTest). A loop kills the
 daemon at random points under load: AGENTD_CRASH_KILLS sets how many kills
 (default 8; the issue's full run is 200) and the count checked is printed;
 another kills it while stdin streams in (StdinRandomKillTest): retried by
@@ -248,14 +250,74 @@ class StdinCrashTest(unittest.TestCase):
                              (409, "stdin_closed", 3))
 
 
+class ContextSurvivalTest(unittest.TestCase):
+    """Under holders (the default) a context survives a SIGKILL of the
+    daemon: its interpreter's holder keeps it running with the context's
+    channel, and the next daemon takes it back (same pid, runs, created_at)
+    with every name defined before. A run in progress at the crash is
+    settled first: its late answer is discarded and its retry answers
+    `410 run_lost`, saying the cell ran; the context goes on."""
+
+    def test_a_context_keeps_its_names_through_a_crash_and_a_run_in_progress_is_lost(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            os.mkfifo(gate)
+            for cid in ("keep", "busy"):
+                s, made = d.json("POST", "/v1/contexts", {"id": cid, "runtime": "python"},
+                                 timeout=60)
+                self.assertEqual(s, 201, made)
+            s, r = d.json("POST", "/v1/contexts/keep/run",
+                          {"code": "x = 41\nprint('set')", "run_id": "set-x"}, timeout=60)
+            self.assertEqual((s, r["stdout"]), (200, "set\n"), r)
+            s, before = d.json("GET", "/v1/contexts/keep")
+            cut = []
+            stuck = {"code": "open(%r).read()\ny = 7\nprint('late')" % gate, "run_id": "stuck"}
+
+            def run_stuck():
+                try:
+                    d.json("POST", "/v1/contexts/busy/run", stuck, timeout=60)
+                except OSError as e:  # the daemon died under it
+                    cut.append(e)
+            runner = threading.Thread(target=run_stuck)
+            runner.start()
+            wait_until(lambda: d.json("GET", "/v1/contexts/busy")[1]["state"] == "running",
+                       what="the run began")
+            busy_before = d.json("GET", "/v1/contexts/busy")[1]
+            restart_after_kill(d)
+            runner.join()
+            self.assertEqual(len(cut), 1)
+            s, after = d.json("GET", "/v1/contexts/keep")
+            self.assertEqual((s, after), (200, before))
+            s, r = d.json("POST", "/v1/contexts/keep/run", {"code": "print(x + 1)"}, timeout=60)
+            self.assertEqual((s, r["stdout"], r["exit_code"]), (200, "42\n", 0), r)
+            # A run_id answered before the crash is not run again.
+            s, b = d.json("POST", "/v1/contexts/keep/run",
+                          {"code": "x = 41\nprint('set')", "run_id": "set-x"})
+            self.assertEqual((s, b["error"]["code"], b["error"]["ran"]), (410, "run_lost", True), b)
+            # The cell in progress runs on in the kept interpreter; let it end.
+            with open(gate, "w") as f:
+                f.write("go")
+            s, b = d.json("POST", "/v1/contexts/busy/run", stuck, timeout=60)
+            self.assertEqual((s, b["error"]["code"], b["error"]["ran"], b["error"]["exit_code"]),
+                             (410, "run_lost", True, 0), b)
+            s, r = d.json("POST", "/v1/contexts/busy/run", {"code": "print(y)"}, timeout=60)
+            self.assertEqual((s, r["stdout"]), (200, "7\n"), r)  # not the lost cell's "late"
+            s, listed = d.json("GET", "/v1/contexts")
+            self.assertEqual(sorted((c["id"], c["state"], c["pid"], c["runs"])
+                                    for c in listed["contexts"]),
+                             [("busy", "ready", busy_before["pid"], 1),
+                              ("keep", "ready", before["pid"], 2)], listed)
+
+
 class ContextCrashTest(unittest.TestCase):
-    """A context's interpreter does not survive a SIGKILL of the daemon (it
-    has no holder): the next daemon lists it as ended, `daemon_restart`,
-    names the run that was in progress, ends an interpreter the dead daemon
-    left running, and a reset gives the id a fresh interpreter."""
+    """Without holders (--exec-holder=off) a context's interpreter does not
+    survive a SIGKILL of the daemon: the next daemon lists it as ended,
+    `daemon_restart`, names the run that was in progress, ends an
+    interpreter the dead daemon left running, and a reset gives the id a
+    fresh interpreter."""
 
     def test_contexts_a_crash_ended_are_listed_ended_and_a_run_in_progress_is_named(self):
-        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+        with Daemon("--exec-holder", "off") as d, tempfile.TemporaryDirectory() as tmp:
             gate = os.path.join(tmp, "gate")
             os.mkfifo(gate)
             for cid in ("idle", "busy"):

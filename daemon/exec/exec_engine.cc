@@ -684,7 +684,7 @@ ExecTotals ExecEngine::Totals() const {
 }
 
 void ExecEngine::Persist(const ExecRecord& rec, bool handing_over) {
-  if (rec.released || (rec.internal && !handing_over)) return;
+  if (rec.released || (rec.internal && !rec.held_internal && !handing_over)) return;
   std::optional<int64_t> acked_at;
   if (rec.acked_at) acked_at = UnixMs(*rec.acked_at);
   // Where the exec's programs hang while it runs, its counts once it ended:
@@ -704,7 +704,7 @@ void ExecEngine::Persist(const ExecRecord& rec, bool handing_over) {
   if (rec.stdin_stream) stdin_next = rec.stdin_next;
   Result<UniqueFd> written =
       store_->WriteMeta(rec.dir, rec.Info(), rec.fingerprint, acked_at, std::move(egress_state),
-                        std::move(cgroup_state), stdin_next);
+                        std::move(cgroup_state), stdin_next, rec.internal);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot persist an exec record",
         json::Object().Set("id", rec.id).Set("error", written.status().message()));

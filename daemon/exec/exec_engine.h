@@ -97,6 +97,11 @@ class ExecEngine {
     // caller, open until the run ends; -1: none).
     std::optional<std::vector<std::string>> argv;
     int fd3 = -1;
+    // A context's channel, the daemon's end (owned by the caller; -1:
+    // none): its interpreter, though internal, runs under a holder that
+    // keeps a duplicate of this end for a restarted daemon
+    // (proc/exec_holder.h), and its record is persisted like an exec's.
+    int channel = -1;
     // A context's interpreter (run/code_context.h): no exec-wide timeout,
     // not even the daemon's default; each of its runs has its own
     // deadline, enforced with Expire().
@@ -132,6 +137,12 @@ class ExecEngine {
   void Expire(const ExecView& exec, int64_t timeout_sec);
   // Removes a finished internal record and its files (no tombstone).
   void Discard(const ExecView& exec);
+  // After a crash (run/context_table.h): the channel a context
+  // interpreter's holder gave back, once (empty: none); and every internal
+  // record no context took back, killed if it runs and discarded once it
+  // finished.
+  UniqueFd TakeChannel(const ExecView& exec);
+  void DiscardUnclaimedInternal(const std::vector<std::string>& claimed);
   // 400 for a malformed id, 410 for a released one, 404 for an unknown one.
   Result<ExecView> Find(std::string_view id);
   Result<ExecInfo> Ack(std::string_view id);
@@ -274,8 +285,10 @@ class ExecEngine {
     UniqueFd in;            // the relay's write end, while stdin is open
     UniqueFd pty;           // a PTY exec's master (report.magic kMagicPty)
     UniqueFd scratch;       // the exec's "disk_bytes" tmpfs, when it has one
+    UniqueFd channel;       // a context's channel (the daemon's end), when it kept one
   };
   std::unique_ptr<Held> ConnectHolder(pid_t pid, std::string& why);
+  asio::awaitable<void> DiscardOnceFinished(SharedRecord rec);
   void AdoptHeld(const SharedRecord& rec, Held& held);
   // After recovery: holders of execs no record claims are told to end them.
   void EndUnclaimedHolders();

@@ -186,10 +186,13 @@ void ExecEngine::Adopt(const SharedRecord& rec, const json::Object& handed) {
   rec->pty = flag && flag->is_bool() && flag->as_bool();
   flag = handed.Find("internal");
   if (flag && flag->is_bool() && flag->as_bool()) {
-    // Its meta.json was only for this recovery: after a crash a context
-    // is gone, and its interpreter's record with it.
+    // A context's interpreter. Under a holder its meta.json stays, for a
+    // daemon after a crash to take it back; without one it was only for
+    // this recovery: after a crash such a context is gone, and its
+    // interpreter's record with it.
     rec->internal = true;
-    ::unlink((rec->dir + "/meta.json").c_str());
+    rec->held_internal = IntOr(handed, "holder_fd", -1) >= 0;
+    if (!rec->held_internal) ::unlink((rec->dir + "/meta.json").c_str());
   }
   flag = handed.Find("owns_group");
   rec->owns_group = flag && flag->is_bool() && flag->as_bool();

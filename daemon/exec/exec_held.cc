@@ -107,8 +107,12 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
   (held->report.magic == HolderReport::kMagicPty ? held->pty : held->err) = UniqueFd(fds[1]);
   int want = 2;
   if (held->report.stdin_state == HolderReport::kStdinOpen) held->in = UniqueFd(fds[want++]);
-  // The scratch tmpfs comes last, the one directory among pipes.
+  // A context's channel next, the one socket among pipes; the scratch
+  // tmpfs last, the one directory.
   struct stat st;
+  if (want < 4 && fds[want] >= 0 && ::fstat(fds[want], &st) == 0 && S_ISSOCK(st.st_mode)) {
+    held->channel = UniqueFd(fds[want++]);
+  }
   if (want < 4 && fds[want] >= 0 && ::fstat(fds[want], &st) == 0 && S_ISDIR(st.st_mode)) {
     held->scratch = UniqueFd(fds[want++]);
   }
@@ -121,6 +125,8 @@ std::unique_ptr<ExecEngine::Held> ExecEngine::ConnectHolder(pid_t pid, std::stri
   }
   return held;
 }
+
+UniqueFd ExecEngine::TakeChannel(const ExecView& exec) { return std::move(exec.record()->channel); }
 
 void ExecEngine::EndUnclaimedHolders() {
   std::set<pid_t> claimed;
@@ -178,6 +184,7 @@ void ExecEngine::AdoptHeld(const SharedRecord& rec, Held& held) {
     }
   }
   WatchHolder(rec, held.conn.release());
+  rec->channel = std::move(held.channel);  // for its context (TakeChannel)
   // The tmpfs as the first daemon saw it: a fill while none ran ends the
   // exec at its exit below, a later one at the next poll.
   if (rec->limits.disk_bytes && held.scratch) {

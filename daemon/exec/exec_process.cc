@@ -246,7 +246,8 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     spec.readonly_paths = readonly_paths_;
   }
   // A holder (proc/exec_holder.h) for what a restarted daemon can take
-  // back whole: not a run. Streamed stdin (a PTY's too) goes to the holder
+  // back whole: not a run, but a context's interpreter (its channel kept
+  // beside its pipes). Streamed stdin (a PTY's too) goes to the holder
   // through a relay pipe, which it passes on; stdin given whole at the
   // start in a memfd, which it passes on alone; a PTY's output comes from
   // the holder through a pipe, which it fills from the master.
@@ -257,7 +258,8 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
   std::optional<Pipe> pty_out;
   UniqueFd whole_in;
   bool relay_stdin = io->write_in && request.stdin_stream;
-  if (!holder_dir_.empty() && !rec->internal) {
+  bool context = rec->internal && prepared.channel >= 0;  // never with stdin
+  if (!holder_dir_.empty() && (!rec->internal || context)) {
     int sv[2];
     if (relay_stdin || rec->pty) {
       Result<Pipe> made = MakePipe(false, true);
@@ -291,6 +293,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
         holder.in_data = whole_in.get();
         holder.in_size = request.stdin_data->size();
       }
+      if (context) holder.channel = prepared.channel;
       holder.socket_dir = holder_dir_;
       spec.holder = &holder;
     }
@@ -357,6 +360,7 @@ void ExecEngine::SpawnProcess(const SharedRecord& rec, Prepared& prepared) {
     reaper_.Watch(spawned->holder_pid,
                   [stack = spawned->holder_stack](int) { FreeHolderStack(stack); });
     WatchHolder(rec, holder_conn.release());
+    rec->held_internal = rec->internal;  // a context's interpreter: persisted from now on
     if (spawned->holder_listen_error != 0) {
       Log(LogLevel::kWarn, "exec holder has no socket: a daemon restart cannot take it back",
           json::Object().Set("id", rec->id).Set("errno", spawned->holder_listen_error));

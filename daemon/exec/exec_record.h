@@ -96,6 +96,12 @@ struct ExecRecord {
   // A /v1/run record: never persisted, removed (not tombstoned) once the
   // run's answer was built.
   bool internal = false;
+  // An internal record under a holder (a context's interpreter): persisted
+  // like an exec's (meta.json says "internal"), so a daemon restarted
+  // after a crash takes it back; `channel` is then the context's channel
+  // as its holder gave it back, until the context takes it.
+  bool held_internal = false;
+  UniqueFd channel;
   // A context's idle interpreter (run/context_handover.cc): an upgrade in
   // place hands this internal record over (set right before it gathers).
   bool keep_on_upgrade = false;

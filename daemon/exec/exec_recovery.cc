@@ -3,6 +3,10 @@
 // output was still being collected) when the daemon died comes back
 // running from its holder (exec/exec_held.cc), or from an upgrade's
 // handover; without either it is marked "daemon_restart", with the reason.
+// A context's interpreter comes back the same way, internal: its context
+// takes it back (run/context_table.h), or it is discarded.
+#include <signal.h>
+
 #include <algorithm>
 
 #include "agentd/protocol/time_format.h"
@@ -51,6 +55,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->fingerprint = std::move(stored.fingerprint);
   rec->seq = next_seq_++;
   rec->dir = stored.dir;
+  rec->internal = stored.internal;  // a context's interpreter, its context's to take back
   rec->pid = static_cast<pid_t>(info.pid);
   rec->phase = ExecRecord::Phase::kExited;
   rec->exit_code = info.exit_code;
@@ -60,6 +65,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
   rec->limit = info.limit;
   rec->limits = info.limits;
   rec->profile = info.profile;
+  rec->network = info.network;
   rec->restriction = info.restriction;
   rec->egress = info.egress;
   // The record does not say who it ran as: an unrestricted one (or one that
@@ -118,6 +124,7 @@ void ExecEngine::Recover(StoredExec stored, SystemClock::time_point now) {
     if (stored.cgroup_state && stored.cgroup_state->is_object()) {
       AdoptGroup(*rec, stored.cgroup_state->as_object());
     }
+    rec->held_internal = rec->internal;
     return AdoptHeld(rec, *held);
   }
   if (stored.acked_at_ms) {
@@ -171,6 +178,30 @@ void ExecEngine::RecoverEgress(ExecRecord& rec, const std::optional<json::Value>
       FormatRfc3339(rec.started_at),
       "the daemon restarted and its successor cannot reach the exec's counts: " + why};
   rec.egress_final = std::move(lost);
+}
+
+}  // namespace agentd
+
+namespace agentd {
+
+void ExecEngine::DiscardUnclaimedInternal(const std::vector<std::string>& claimed) {
+  std::vector<SharedRecord> unclaimed;
+  for (const auto& [id, rec] : table_) {
+    if (rec->internal && std::find(claimed.begin(), claimed.end(), id) == claimed.end()) {
+      unclaimed.push_back(rec);
+    }
+  }
+  for (const SharedRecord& rec : unclaimed) {
+    Log(LogLevel::kInfo, "ending a context's interpreter no context took back",
+        json::Object().Set("id", rec->id).Set("running", rec->running()));
+    if (rec->running()) SignalGroup(*rec, SIGKILL);
+    asio::co_spawn(io_, DiscardOnceFinished(rec), asio::detached);
+  }
+}
+
+asio::awaitable<void> ExecEngine::DiscardOnceFinished(SharedRecord rec) {
+  while (!rec->finished()) co_await rec->changed.Wait(ChangeSignal::Clock::time_point::max());
+  Discard(ExecView(rec));
 }
 
 }  // namespace agentd

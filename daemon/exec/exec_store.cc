@@ -69,6 +69,8 @@ std::optional<StoredExec> LoadOne(const std::string& dir) {
       n && n->is_int() && n->as_int() >= 0) {
     out.stdin_streamed_next = static_cast<uint64_t>(n->as_int());
   }
+  const json::Value* internal = doc->Find("internal");
+  out.internal = internal && internal->is_bool() && internal->as_bool();
   return out;
 }
 
@@ -110,13 +112,15 @@ Result<UniqueFd> ExecStore::WriteMeta(const std::string& dir, const ExecInfo& in
                                       std::string_view fingerprint,
                                       std::optional<int64_t> acked_at_ms, json::Value egress_state,
                                       json::Value cgroup_state,
-                                      std::optional<uint64_t> stdin_streamed_next) {
+                                      std::optional<uint64_t> stdin_streamed_next,
+                                      bool internal) {
   json::Object o = EncodeExecInfoObject(info);
   o.Set("fingerprint", fingerprint);
   if (acked_at_ms) o.Set("acked_at_ms", *acked_at_ms);
   if (egress_state.is_object()) o.Set("egress_state", std::move(egress_state));
   if (cgroup_state.is_object()) o.Set("cgroup_state", std::move(cgroup_state));
   if (stdin_streamed_next) o.Set("stdin_streamed_next", static_cast<int64_t>(*stdin_streamed_next));
+  if (internal) o.Set("internal", true);
   std::string text = json::Serialize(o);
   text += '\n';
   return ReplaceFile(dir + "/meta.json", text, SyncMode::kByCaller);

@@ -43,6 +43,8 @@ struct StoredExec {
   // (`stdin_closed` with `next`, not `stdin_not_streamed`). Absent in
   // records from before it was kept: not streamed.
   std::optional<uint64_t> stdin_streamed_next;
+  // A context's interpreter (ExecRecord::held_internal), not a caller's exec.
+  bool internal = false;
 };
 
 class ExecStore {
@@ -59,7 +61,8 @@ class ExecStore {
   Result<UniqueFd> WriteMeta(const std::string& dir, const ExecInfo& info,
                              std::string_view fingerprint, std::optional<int64_t> acked_at_ms,
                              json::Value egress_state = {}, json::Value cgroup_state = {},
-                             std::optional<uint64_t> stdin_streamed_next = std::nullopt);
+                             std::optional<uint64_t> stdin_streamed_next = std::nullopt,
+                             bool internal = false);
 
   // Every readable record; unreadable directories are removed (logged).
   std::vector<StoredExec> LoadAll();

@@ -192,7 +192,9 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
       in.next = relay.spliced + (h.in_relay >= 0 ? Waiting(h, relay) : 0);
       msg.msg_iovlen = 2;
     }
-    if (h.scratch >= 0) fds[n++] = h.scratch;
+    // A context's interpreter has no stdin: four at most.
+    if (h.channel >= 0 && n < 4) fds[n++] = h.channel;
+    if (h.scratch >= 0 && n < 4) fds[n++] = h.scratch;
   }
   r.fds = n;
   if (n > 0) {
@@ -240,9 +242,9 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
-  constexpr int kKept = 11;
-  int keep[kKept] = {h.listen,  h.conn,    h.out, h.err,     h.in,     h.in_relay,
-                     h.in_keep, h.scratch, h.pty, h.pty_out, h.in_data};
+  constexpr int kKept = 12;
+  int keep[kKept] = {h.listen, h.conn, h.out,     h.err,     h.in,   h.in_relay,
+                     h.in_keep, h.scratch, h.pty, h.pty_out, h.in_data, h.channel};
   for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
       int t = keep[j];

@@ -58,6 +58,14 @@
 // An exec with "disk_bytes" also leaves its scratch tmpfs's descriptor
 // (a directory, so told apart from the pipes) with the holder, attached
 // last: a restarted daemon still sees the tmpfs fill.
+//
+// A context's interpreter (run/code_context.h) runs under a holder too,
+// which keeps a duplicate of the daemon's end of the context's channel (a
+// socket, so told apart from the pipes; attached before the tmpfs). The
+// holder never reads it: it only keeps the channel open, so the
+// interpreter does not meet its end of input when the daemon dies, and
+// hands it to a restarted daemon, which talks on with the interpreter as
+// if nothing happened (the interpreter never notices).
 #pragma once
 
 #include <sys/types.h>
@@ -80,7 +88,7 @@ struct HolderReport {
   int32_t wait_status = 0;  // as waitpid() reports it
   int64_t ended_unix_ms = 0;
   // Descriptors attached: stdout's read end, stderr's (a PTY's master),
-  // the relay's write end, the scratch tmpfs.
+  // the relay's write end, a context's channel, the scratch tmpfs.
   int32_t fds = 0;
   // kStdinNone: no stdin through this holder (the only value on exit
   // reports). Otherwise a connect report is followed by a HolderStdin.
@@ -109,6 +117,7 @@ struct HolderFds {
   int scratch = -1;            // the exec's scratch tmpfs ("disk_bytes"), kept
   int pty = -1;                // a PTY exec: the master, output read from it (`in` is its dup)
   int pty_out = -1;            // and the write end of the pipe `out` reads
+  int channel = -1;            // a context's: the daemon's end of its channel, kept
   char socket_path[108] = {};  // removed when the holder ends
 };
 

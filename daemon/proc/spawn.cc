@@ -529,6 +529,7 @@ Result<SpawnResult> Spawn(const SpawnSpec& spec) {
     held.fds.in_size = spec.holder->in_size;
     held.fds.pty = spec.holder->pty;
     held.fds.pty_out = spec.holder->pty_out;
+    held.fds.channel = spec.holder->channel;
     held.fds.scratch = spec.scratch_mount_fd;  // the holder's copy of the table has it too
     std::string dir = spec.holder->socket_dir + "/";
     std::memcpy(held.fds.socket_path, dir.data(),

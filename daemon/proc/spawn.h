@@ -100,7 +100,8 @@ struct SpawnSpec {
   // `out`/`err` the read ends it keeps, `in`/`in_relay`/`in_keep` the
   // stdin it passes on (or `in` and `in_data`/`in_size`: a memfd of the
   // whole stdin), `pty`/`pty_out` a PTY's master and the pipe its
-  // output goes on into (HolderFds), and it binds
+  // output goes on into (HolderFds), `channel` the daemon's end of a
+  // context's channel, which it keeps for a restarted daemon, and it binds
   // `socket_dir`/<child pid>.sock (the whole path under 108 bytes).
   struct Holder {
     int conn = -1;
@@ -113,6 +114,7 @@ struct SpawnSpec {
     uint64_t in_size = 0;
     int pty = -1;
     int pty_out = -1;
+    int channel = -1;
     std::string socket_dir;
   };
   const Holder* holder = nullptr;

@@ -10,6 +10,7 @@
 #include "proc/runtimes.h"
 #include "run/artifacts.h"
 #include "run/change_scan.h"
+#include "run/code_context_parts.h"
 #include "run/code_drivers.h"
 #include "run/run_answer.h"
 #include "sys/awaitable.h"
@@ -46,9 +47,9 @@ std::string Nonce() {
   return out;
 }
 
-// Looks for `token` in [*at, log.next()) and moves *at past what it read
-// (keeping a token's length of overlap). Returns its offset if found.
-std::optional<uint64_t> FindToken(const OutputLog& log, const std::string& token, uint64_t* at) {
+}  // namespace
+
+std::optional<uint64_t> FindCellToken(const OutputLog& log, const std::string& token, uint64_t* at) {
   std::string chunk;
   uint64_t from = std::max(*at, log.retained_from());
   while (from < log.next()) {
@@ -67,27 +68,6 @@ std::optional<uint64_t> FindToken(const OutputLog& log, const std::string& token
   }
   return std::nullopt;
 }
-
-}  // namespace
-
-struct CodeContext::Pending {
-  ContextRunRequest request;
-  std::string digest;  // of the code: a retry must carry the same
-  bool done = false;
-  // Encoded once, as the route sends it: kept so for retries and upgrades.
-  Result<json::Value> answer = Status::Error(ErrorCode::kInternal, "not answered");
-  ChangeSignal signal;
-};
-
-struct CodeContext::Reply {
-  std::string token;
-  bool done = false;    // an answer arrived (else: failed, see `failed`)
-  bool failed = false;  // the socket broke or the answer was malformed
-  int64_t exit_code = 0;
-  std::optional<RunException> exception;
-  bool out_marked = false;
-  bool err_marked = false;
-};
 
 std::string ContextFingerprint(const ContextCreateRequest& request) {
   return Sha256Hex(json::Serialize(EncodeContextCreateRequest(request)));
@@ -137,6 +117,7 @@ asio::awaitable<Status> CodeContext::Start() {
   prepared->argv =
       request_.spec.runtime == Runtime::kTs ? TsContextDriverArgv() : PythonContextDriverArgv();
   prepared->fd3 = theirs.get();
+  prepared->channel = ours.get();  // its holder keeps a duplicate through a crash
   prepared->open_ended = true;
   Result<ExecEngine::Started> started = engine_.StartRun(std::move(*prepared));
   if (!started.ok()) {
@@ -162,7 +143,9 @@ Status CodeContext::GoneError() const {
   std::string message = "context \"" + request_.id + "\" has ended (" + why;
   if (limit_) message += ": " + DescribeLimit(*limit_) + " exceeded";
   if (lost_ && why == "daemon_restart") {
-    message += ": the daemon died and was restarted; contexts do not survive that";
+    message +=
+        ": the daemon died and was restarted, and nothing kept the context's interpreter "
+        "(--exec-holder=off, or its holder was gone)";
     if (lost_->run_in_progress) {
       message += ", and its run " + (lost_->run_id ? "\"" + *lost_->run_id + "\" " : "") +
                  "in progress then has no answer: its outcome is unknown";
@@ -204,7 +187,26 @@ std::shared_ptr<CodeContext> CodeContext::Lost(ExecEngine& engine, asio::thread_
   return c;
 }
 
-void CodeContext::SaveNote(const ContextRunRequest* running) {
+std::string CodeContext::Frame(int64_t seq, const std::string& code, const std::string& token) {
+  std::string body =
+      json::Serialize(json::Object().Set("seq", seq).Set("code", code).Set("token", token));
+  std::string frame(4, '\0');
+  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((body.size() >> (24 - 8 * i)) & 0xff);
+  frame += body;
+  return frame;
+}
+
+std::string CodeContext::TokenFor(int64_t seq) const {
+  return "\x1f"
+         "agentd-cell-end-" +
+         nonce_ + "-" + std::to_string(seq) + "\x1f";
+}
+
+int64_t CodeContext::TimeoutOf(const ContextRunRequest& request) const {
+  return std::min(request.timeout_sec.value_or(options_.default_timeout_sec), kMaxRunTimeoutSec);
+}
+
+void CodeContext::WriteNote(const Pending* running) {
   if (options_.context_notes_dir.empty() || lost_) return;
   ContextNote note;
   note.request = request_;
@@ -213,9 +215,30 @@ void CodeContext::SaveNote(const ContextRunRequest* running) {
     pid_start_ = ProcessStartTime(static_cast<pid_t>(note.info.pid)).value_or(0);
   }
   note.pid_start = pid_start_;
+  if (exec_) {
+    note.exec = exec_->id();
+    note.nonce = nonce_;
+    note.seq = seq_;
+    note.out_at = out_at_;
+    note.err_at = err_at_;
+    for (const std::shared_ptr<Pending>& p : replay_) {
+      // An answer, or one an earlier crash took: never run again.
+      bool kept = p->answer.ok() || p->answer.status().code() == ErrorCode::kRunLost;
+      if (p->done && kept && p->request.run_id) {
+        note.answered.push_back({*p->request.run_id, p->digest});
+      }
+    }
+  }
   if (running) {
     note.run_in_progress = true;
-    note.run_id = running->run_id;
+    note.run_id = running->request.run_id;
+    note.run_digest = running->digest;
+    note.run_timeout_sec = TimeoutOf(running->request);
+    note.run_deadline_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            (std::chrono::system_clock::now() + std::chrono::seconds(note.run_timeout_sec))
+                .time_since_epoch())
+            .count();
   }
   WriteContextNote(options_.context_notes_dir, note);
 }
@@ -332,11 +355,12 @@ asio::awaitable<void> CodeContext::Pump() {
       p->answer = GoneError();
     } else {
       busy_ = true;
-      SaveNote(&p->request);
+      WriteNote(p.get());
       RunResponse answer = co_await Execute(p->request);
       busy_ = false;
       ++runs_;
       p->answer = EncodeRunResponse(answer);
+      p->done = true;  // its run_id in the note, as answered
       SaveNote();
     }
     p->done = true;
@@ -361,9 +385,33 @@ asio::awaitable<bool> CodeContext::AwaitReply(const std::shared_ptr<Reply>& repl
   co_return reply->done;
 }
 
+asio::awaitable<std::pair<uint64_t, uint64_t>> CodeContext::PassTokens(
+    const Reply& reply, SteadyClock::time_point until) {
+  // The answer was written after the token: wait for the pumps to bring
+  // each marked stream up to its token.
+  ExecView exec = *exec_;
+  const OutputLog& out = exec.log(Stream::kStdout);
+  const OutputLog& err = exec.log(Stream::kStderr);
+  uint64_t out_scan = out_at_;
+  uint64_t err_scan = err_at_;
+  std::optional<uint64_t> out_end;
+  std::optional<uint64_t> err_end;
+  while (true) {
+    if (reply.out_marked && !out_end) out_end = FindCellToken(out, reply.token, &out_scan);
+    if (reply.err_marked && !err_end) err_end = FindCellToken(err, reply.token, &err_scan);
+    bool complete = (!reply.out_marked || out_end) && (!reply.err_marked || err_end);
+    if (complete || exec.finished() || SteadyClock::now() >= until) break;
+    co_await exec.WaitChange(until);
+  }
+  uint64_t out_to = out_end.value_or(out.next());
+  uint64_t err_to = err_end.value_or(err.next());
+  out_at_ = out_end ? *out_end + reply.token.size() : out_to;
+  err_at_ = err_end ? *err_end + reply.token.size() : err_to;
+  co_return std::make_pair(out_to, err_to);
+}
+
 asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& request) {
-  int64_t timeout =
-      std::min(request.timeout_sec.value_or(options_.default_timeout_sec), kMaxRunTimeoutSec);
+  int64_t timeout = TimeoutOf(request);
   ExecView exec = *exec_;
   ChangeScan scan(blocking_, cwd_,
                   ChangeScanOptions{.enabled = request_.spec.scan_changes,
@@ -378,20 +426,24 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
   (void)engine_.TakeEgress(exec.id());
   auto reply = std::make_shared<Reply>();
   int64_t seq = ++seq_;
-  reply->token =
-      "\x1f"
-      "agentd-cell-end-" +
-      nonce_ + "-" + std::to_string(seq) + "\x1f";
-  std::string body = json::Serialize(
-      json::Object().Set("seq", seq).Set("code", request.code).Set("token", reply->token));
-  std::string frame(4, '\0');
-  for (int i = 0; i < 4; ++i) frame[i] = static_cast<char>((body.size() >> (24 - 8 * i)) & 0xff);
-  frame += body;
+  reply->token = TokenFor(seq);
+  std::string frame = Frame(seq, request.code, reply->token);
   auto t0 = SteadyClock::now();
   auto deadline = t0 + std::chrono::seconds(timeout);
   asio::co_spawn(co_await asio::this_coro::executor,
                  Converse(channel_, std::move(frame), reply, exec), asio::detached);
   bool answered = co_await AwaitReply(reply, deadline);
+  while (answered && reply->seq >= 0 && reply->seq < seq) {
+    // An earlier cell's answer: a resync's that a second crash left
+    // unread (run/context_takeback.cc). Its output is no run's; read on.
+    reply->token = TokenFor(reply->seq);
+    co_await PassTokens(*reply, SteadyClock::now() + kTokenGrace);
+    reply = std::make_shared<Reply>();
+    reply->token = TokenFor(seq);
+    asio::co_spawn(co_await asio::this_coro::executor, Converse(channel_, "", reply, exec),
+                   asio::detached);
+    answered = co_await AwaitReply(reply, deadline);
+  }
   if (!answered && !exec.finished()) {
     // Past its deadline the cell cannot be stopped without its interpreter.
     engine_.Expire(exec, timeout);
@@ -404,24 +456,10 @@ asio::awaitable<RunResponse> CodeContext::Execute(const ContextRunRequest& reque
   StreamWindow out_w{&out, out_at_, out.next()};
   StreamWindow err_w{&err, err_at_, err.next()};
   if (answered) {
-    // The answer was written after the token: wait for the pumps to bring
-    // each marked stream up to its token.
-    uint64_t out_scan = out_at_;
-    uint64_t err_scan = err_at_;
-    std::optional<uint64_t> out_end;
-    std::optional<uint64_t> err_end;
-    auto until = std::max(deadline, SteadyClock::now()) + kTokenGrace;
-    while (true) {
-      if (reply->out_marked && !out_end) out_end = FindToken(out, reply->token, &out_scan);
-      if (reply->err_marked && !err_end) err_end = FindToken(err, reply->token, &err_scan);
-      bool complete = (!reply->out_marked || out_end) && (!reply->err_marked || err_end);
-      if (complete || exec.finished() || SteadyClock::now() >= until) break;
-      co_await exec.WaitChange(until);
-    }
-    out_w.to = out_end.value_or(out.next());
-    err_w.to = err_end.value_or(err.next());
-    out_at_ = out_end ? *out_end + reply->token.size() : out_w.to;
-    err_at_ = err_end ? *err_end + reply->token.size() : err_w.to;
+    auto [out_to, err_to] =
+        co_await PassTokens(*reply, std::max(deadline, SteadyClock::now()) + kTokenGrace);
+    out_w.to = out_to;
+    err_w.to = err_to;
   } else {
     out_w.to = out.next();
     err_w.to = err.next();
@@ -522,6 +560,7 @@ asio::awaitable<void> CodeContext::Converse(std::shared_ptr<asio::posix::stream_
     co_return;
   }
   reply->exit_code = code->as_int();
+  if (const json::Value* seq = doc->Find("seq"); seq && seq->is_int()) reply->seq = seq->as_int();
   if (const json::Value* e = doc->Find("exception"); e && e->is_object()) {
     Result<RunException> decoded = DecodeRunException(*e);
     if (decoded.ok()) reply->exception = std::move(*decoded);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agentd/protocol/context.h"
@@ -75,8 +76,16 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   // what its note says, its id answering as any ended context's.
   static std::shared_ptr<CodeContext> Lost(ExecEngine& engine, asio::thread_pool& blocking,
                                            const CodeRunOptions& options, ContextNote note);
-  // Writes its note as of now (a run in progress named by `running`).
-  void SaveNote(const ContextRunRequest* running = nullptr);
+  // After a crash (run/context_takeback.cc): the context of `note` back on
+  // its interpreter `exec`, still running under its holder, and the
+  // channel the holder kept. A run that was in progress at the crash is
+  // settled first (Resync); its retry answers 410 run_lost.
+  static std::shared_ptr<CodeContext> TakeBack(ExecEngine& engine, asio::thread_pool& blocking,
+                                               const CodeRunOptions& options,
+                                               const ContextNote& note, ExecView exec,
+                                               UniqueFd channel);
+  // Writes its note as of now.
+  void SaveNote() { WriteNote(nullptr); }
   void RemoveNote() const;
 
   // Since when a run is in progress or queued (for an upgrade that waits:
@@ -88,6 +97,8 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   const std::string& fingerprint() const { return fingerprint_; }
   bool ended() const;
   int64_t generation() const { return generation_; }
+  // The interpreter's exec id ("": none).
+  std::string exec_id() const { return exec_ ? exec_->id() : std::string(); }
 
  private:
   struct Pending;
@@ -104,7 +115,27 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   asio::awaitable<RunResponse> Execute(const ContextRunRequest& request);
   asio::awaitable<bool> AwaitReply(const std::shared_ptr<Reply>& reply,
                                    ChangeSignal::Clock::time_point deadline);
-  asio::awaitable<void> AwaitTokens(const Reply& reply, ChangeSignal::Clock::time_point deadline);
+  // Once `reply` arrived: waits (until `until`) for the pumps to bring
+  // each stream it marked up to its token, and moves where the next
+  // cell's output begins past it. Returns where this cell's output ended
+  // in stdout and stderr.
+  asio::awaitable<std::pair<uint64_t, uint64_t>> PassTokens(const Reply& reply,
+                                                            ChangeSignal::Clock::time_point until);
+  // One request to the driver: the 4-byte length and the JSON.
+  static std::string Frame(int64_t seq, const std::string& code, const std::string& token);
+  std::string TokenFor(int64_t seq) const;
+  int64_t TimeoutOf(const ContextRunRequest& request) const;
+  // A run in progress (`running`) goes into the note with its deadline.
+  void WriteNote(const Pending* running);
+  // run/context_takeback.cc: the run that was in progress at the crash,
+  // `lost` (its retry waits for this), settled before any other.
+  static asio::awaitable<void> ResyncOf(std::shared_ptr<CodeContext> self,
+                                        std::shared_ptr<Pending> lost, int64_t lost_seq,
+                                        int64_t timeout_sec,
+                                        std::chrono::system_clock::time_point deadline);
+  asio::awaitable<void> Resync(const std::shared_ptr<Pending>& lost, int64_t lost_seq,
+                               int64_t timeout_sec,
+                               std::chrono::system_clock::time_point deadline);
   void NoteEnd(std::string reason);
   Status GoneError() const;
 

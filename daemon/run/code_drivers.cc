@@ -211,8 +211,9 @@ _agentd_run()
 // linecache knows its text, so tracebacks show it) and run in __main__'s
 // one globals dict, so names and imports persist. After a cell it flushes
 // and writes the token to fd 1 and fd 2 (where the cell's output ends in
-// the streams), then answers {"exit_code", "exception", "marked"} the same
-// way. SystemExit ends the cell, not the interpreter.
+// the streams), then answers {"seq", "exit_code", "exception", "marked"}
+// the same way (the seq tells a daemon taking the context back after a
+// crash which cell an answer is for). SystemExit ends the cell, not the interpreter.
 constexpr std::string_view kPythonContextHead = R"PY(def _agentd_context():
     import sys
     import os
@@ -297,7 +298,7 @@ constexpr std::string_view kPythonContextLoop = R"PY(    def read_exact(n):
                 pass
             exit_code = 1
         marked = [mark(sys.stdout, 1, token), mark(sys.stderr, 2, token)]
-        data = json.dumps({"exit_code": exit_code, "exception": exception, "marked": marked}).encode()
+        data = json.dumps({"seq": req["seq"], "exit_code": exit_code, "exception": exception, "marked": marked}).encode()
         try:
             write_all(fd, len(data).to_bytes(4, "big") + data)
         except BaseException:
@@ -561,7 +562,7 @@ for (;;) {
   }
   cells.delete(file);
   const marked = await Promise.all([mark(process.stdout, req.token), mark(process.stderr, req.token)]);
-  const body = Buffer.from(JSON.stringify({exit_code, exception, marked}));
+  const body = Buffer.from(JSON.stringify({seq: req.seq, exit_code, exception, marked}));
   let data = Buffer.concat([Buffer.alloc(4), body]);
   data.writeUInt32BE(body.length);
   while (data.length) data = data.subarray(fs.writeSync(3, data));

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 
 #include "run/code_context.h"
+#include "run/code_context_parts.h"
 #include "run/context_table.h"
 
 namespace agentd {

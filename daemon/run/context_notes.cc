@@ -21,6 +21,16 @@ std::string PathOf(const std::string& dir, const std::string& id) {
   return dir + "/" + id + kSuffix;
 }
 
+std::string NoteString(const json::Value& o, std::string_view key) {
+  const json::Value* v = o.is_object() ? o.Find(key) : nullptr;
+  return v && v->is_string() ? v->as_string() : std::string();
+}
+
+int64_t NoteInt(const json::Value& o, std::string_view key) {
+  const json::Value* v = o.is_object() ? o.Find(key) : nullptr;
+  return v && v->is_int() && v->as_int() > 0 ? v->as_int() : 0;
+}
+
 std::optional<ContextNote> Decode(const json::Value& doc) {
   const json::Value* request = doc.Find("request");
   const json::Value* info = doc.Find("info");
@@ -38,6 +48,20 @@ std::optional<ContextNote> Decode(const json::Value& doc) {
     note.run_in_progress = true;
     const json::Value* id = run->Find("run_id");
     if (id && id->is_string()) note.run_id = id->as_string();
+    note.run_digest = NoteString(*run, "digest");
+    note.run_timeout_sec = NoteInt(*run, "timeout_sec");
+    note.run_deadline_ms = NoteInt(*run, "deadline_ms");
+  }
+  note.exec = NoteString(doc, "exec");
+  note.nonce = NoteString(doc, "nonce");
+  note.seq = NoteInt(doc, "seq");
+  note.out_at = static_cast<uint64_t>(NoteInt(doc, "out_at"));
+  note.err_at = static_cast<uint64_t>(NoteInt(doc, "err_at"));
+  if (const json::Value* a = doc.Find("answered"); a && a->is_array()) {
+    for (const json::Value& e : a->as_array()) {
+      std::string run_id = NoteString(e, "run_id");
+      if (!run_id.empty()) note.answered.push_back({run_id, NoteString(e, "digest")});
+    }
   }
   return note;
 }
@@ -53,7 +77,22 @@ void WriteContextNote(const std::string& dir, const ContextNote& note) {
   if (note.run_in_progress) {
     json::Object run;
     if (note.run_id) run.Set("run_id", *note.run_id);
+    run.Set("digest", note.run_digest);
+    run.Set("timeout_sec", note.run_timeout_sec);
+    run.Set("deadline_ms", note.run_deadline_ms);
     o.Set("run", std::move(run));
+  }
+  if (!note.exec.empty()) {
+    o.Set("exec", note.exec);
+    o.Set("nonce", note.nonce);
+    o.Set("seq", note.seq);
+    o.Set("out_at", static_cast<int64_t>(note.out_at));
+    o.Set("err_at", static_cast<int64_t>(note.err_at));
+    json::Array answered;
+    for (const ContextNote::Answered& a : note.answered) {
+      answered.emplace_back(json::Object().Set("run_id", a.run_id).Set("digest", a.digest));
+    }
+    o.Set("answered", std::move(answered));
   }
   Result<UniqueFd> written =
       ReplaceFile(PathOf(dir, note.info.id), json::Serialize(o), SyncMode::kByCaller);

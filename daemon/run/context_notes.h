@@ -1,21 +1,26 @@
 // Contexts through a daemon crash (docs/OPERATIONS.md, "Surviving a
 // crash"): what the state directory keeps of each context, so that a
-// daemon started after a crash answers for it truthfully.
+// daemon started after a crash takes it back, or answers for it
+// truthfully.
 //
-// A context's interpreter has no holder (proc/exec_holder.h): when the
-// daemon dies its channel closes and the driver exits once it next reads
-// (a cell still running runs on until then, unless the next daemon ends
-// it). So the context itself does not survive; what does is this note,
-// <state-dir>/contexts/<id>.json, rewritten at its create, at each run's
-// start and end, and at a reset, and removed at its delete. The next
-// daemon lists each noted context as ended (`ended_reason`
-// "daemon_restart", or what ended it before the crash), names a run that
-// was in progress at the crash in its `context_gone` answers, and kills
-// an interpreter still running from the dead daemon (by pid and start
-// time); the note stays, marked ended, until the context is deleted or
-// reset. Rewritten without fsync: the notes are for a crash of the
-// daemon, not of the guest (the page cache survives the one, and the
-// interpreter not the other).
+// The note, <state-dir>/contexts/<id>.json, is rewritten at a context's
+// create, at each run's start and end, and at a reset, and removed at its
+// delete. Under holders (--exec-holder, the default) the interpreter's
+// exec has one, which keeps the context's channel open and hands it to
+// the next daemon (proc/exec_holder.h): that daemon takes the context
+// back from its note (the interpreter's exec id, where the next cell's
+// output begins, the token nonce and sequence, the run in progress and
+// the run_ids answered) and talks on with the interpreter, its names
+// intact. Without a holder (--exec-holder=off, or a holder gone) the
+// interpreter's channel closes with the daemon and the driver exits once
+// it next reads, so the context itself does not survive: the next daemon
+// lists it as ended (`ended_reason` "daemon_restart", or what ended it
+// before the crash), names a run that was in progress at the crash in its
+// `context_gone` answers, and kills an interpreter still running from the
+// dead daemon (by pid and start time); the note stays, marked ended,
+// until the context is deleted or reset. Rewritten without fsync: the
+// notes are for a crash of the daemon, not of the guest (the page cache
+// survives the one, and the interpreter not the other).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +40,21 @@ struct ContextNote {
   uint64_t pid_start = 0;             // the interpreter's start time (sys/process_start_time.h)
   bool run_in_progress = false;       // a run had started and not yet answered
   std::optional<std::string> run_id;  // that run's, if it had one
+  // What a daemon needs to take the context back (empty `exec`: the note
+  // of an agentd from before, never taken back).
+  std::string exec;    // the interpreter's exec id
+  std::string nonce;   // of its cells' tokens
+  int64_t seq = 0;     // the last cell sent; a run in progress goes as seq + 1
+  uint64_t out_at = 0;  // where the next cell's output begins in each stream
+  uint64_t err_at = 0;
+  std::string run_digest;        // the run in progress: its code's digest,
+  int64_t run_timeout_sec = 0;   // its deadline's length,
+  int64_t run_deadline_ms = 0;   // and the deadline (unix ms)
+  struct Answered {
+    std::string run_id;
+    std::string digest;
+  };
+  std::vector<Answered> answered;  // the run_ids whose answers were kept, oldest first
 };
 
 // `dir` is <state-dir>/contexts (made on the first write). Errors are

@@ -112,14 +112,36 @@ asio::awaitable<Result<ContextInfo>> ContextTable::Delete(const std::string& id)
   co_return context->Info();
 }
 
+std::shared_ptr<CodeContext> ContextTable::TakeBackHeld(const ContextNote& note) {
+  // Its interpreter's record came back running from its holder
+  // (exec/exec_held.cc), with the channel the holder kept.
+  if (note.exec.empty() || note.info.state == "ended") return nullptr;
+  Result<ExecView> exec = engine_.Find(note.exec);
+  if (!exec.ok() || exec->finished() || exec->Info().pid != note.info.pid) return nullptr;
+  UniqueFd channel = engine_.TakeChannel(*exec);
+  if (!channel) return nullptr;
+  return CodeContext::TakeBack(engine_, blocking_, options_, note, *exec, std::move(channel));
+}
+
 void ContextTable::TakeBackLost() {
-  if (options_.context_notes_dir.empty()) return;
-  for (ContextNote& note : ReadContextNotes(options_.context_notes_dir)) {
-    if (contexts_.count(note.info.id)) continue;  // an upgrade handed it over: it lives on
-    EndContextNote(options_.context_notes_dir, note);
-    std::string id = note.info.id;
-    contexts_[id] = CodeContext::Lost(engine_, blocking_, options_, std::move(note));
+  std::vector<std::string> claimed;  // interpreters' exec ids
+  for (const auto& [id, c] : contexts_) claimed.push_back(c->exec_id());  // an upgrade's
+  if (!options_.context_notes_dir.empty()) {
+    for (ContextNote& note : ReadContextNotes(options_.context_notes_dir)) {
+      if (contexts_.count(note.info.id)) continue;  // an upgrade handed it over: it lives on
+      std::string id = note.info.id;
+      if (std::shared_ptr<CodeContext> back = TakeBackHeld(note)) {
+        claimed.push_back(back->exec_id());
+        contexts_[id] = std::move(back);
+        continue;
+      }
+      EndContextNote(options_.context_notes_dir, note);
+      contexts_[id] = CodeContext::Lost(engine_, blocking_, options_, std::move(note));
+    }
   }
+  // Interpreters no context took back (its note lost, or its context
+  // ended): ended and forgotten.
+  engine_.DiscardUnclaimedInternal(claimed);
   TrimEnded();
 }
 

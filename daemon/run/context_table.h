@@ -6,8 +6,8 @@
 // beyond `max_contexts` of them). A guest reset (the engine's generation
 // moves on) forgets every context of the earlier generation: their
 // interpreters were killed with every other exec. After a crash the
-// contexts of the dead daemon come back ended (TakeBackLost). Used on the
-// io thread.
+// contexts of the dead daemon come back (TakeBackLost): whole where a
+// holder kept their interpreter, else ended. Used on the io thread.
 #pragma once
 
 #include <asio.hpp>
@@ -52,12 +52,15 @@ class ContextTable {
   // The first context with a run in progress or queued, for an upgrade
   // that waits for it (upgrade/upgrader.h).
   std::optional<BusyReason> UpgradeBlocker() const;
-  // At start, after Adopt(): the contexts a crash ended, from their notes
-  // (run/context_notes.h), listed as ended.
+  // At start, after Adopt(): the contexts of a daemon that crashed, from
+  // their notes (run/context_notes.h): taken back whole when their
+  // interpreter's holder kept it (run/context_takeback.cc), else listed as
+  // ended.
   void TakeBackLost();
   int64_t max_contexts() const { return max_contexts_; }
 
  private:
+  std::shared_ptr<CodeContext> TakeBackHeld(const ContextNote& note);
   void ForgetEarlierGenerations();
   void TrimEnded();
   int64_t Live() const;

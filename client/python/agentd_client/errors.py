@@ -296,6 +296,14 @@ class ContextBusy(AgentdError):
     code = "context_busy"
 
 
+class RunLost(AgentdError):
+    """The daemon crashed while this run_id's run was in progress (or after it
+    answered, its answer kept only in memory): the context survived, the answer
+    is lost. ``details["ran"]`` says whether the interpreter ran the cell
+    (``details["exit_code"]`` when it finished it)."""
+    code = "run_lost"
+
+
 class RunIdConflict(AgentdError):
     """This run_id was used for other code in this context."""
     code = "run_id_conflict"
@@ -326,7 +334,7 @@ ERROR_CLASSES: Dict[str, Type[AgentdError]] = {
         InternalError, CrossDevice, TooManyWatches, Quarantined, Resetting,
         TooManyWaits, PreconditionFailed, EditMismatch, RestrictedUserUnknown,
         ProfileUnsupported, ContextNotFound, ContextGone, ContextIdConflict, TooManyContexts,
-        ContextBusy, RunIdConflict, EgressNameUnresolved)
+        ContextBusy, RunIdConflict, EgressNameUnresolved, RunLost)
 }
 
 

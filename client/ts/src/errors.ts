@@ -23,7 +23,7 @@ export type ErrorCode =
   | "too_many_waits"
   | "precondition_failed" | "edit_mismatch" | "restricted_user_unknown" | "profile_unsupported"
   | "context_not_found" | "context_gone" | "context_id_conflict" | "too_many_contexts"
-  | "context_busy" | "run_id_conflict" | "egress_name_unresolved"
+  | "context_busy" | "run_id_conflict" | "egress_name_unresolved" | "run_lost"
   | "transport_error" | "deadline_exceeded" | "protocol_error" | "protocol_mismatch";
 
 export type ErrorDetails = Record<string, unknown>;
@@ -96,6 +96,9 @@ export class ContextIdConflict extends AgentdError { override name = "ContextIdC
 export class TooManyContexts extends AgentdError { override name = "TooManyContexts"; }
 export class ContextBusy extends AgentdError { override name = "ContextBusy"; }
 export class RunIdConflict extends AgentdError { override name = "RunIdConflict"; }
+/** The daemon crashed while this run_id's run was in progress, or after it answered: the context survived,
+ * the answer is lost (details.ran: whether the interpreter ran the cell; details.exit_code when it finished). */
+export class RunLost extends AgentdError { override name = "RunLost"; }
 /** A host name of an egress rule had no address when the exec started (details.name, details.reason). */
 export class EgressNameUnresolved extends AgentdError { override name = "EgressNameUnresolved"; }
 export class PortUnreachable extends AgentdError { override name = "PortUnreachable"; }
@@ -173,6 +176,7 @@ const CLASSES: Record<string, new (...a: ConstructorParameters<typeof AgentdErro
   context_busy: ContextBusy,
   run_id_conflict: RunIdConflict,
   egress_name_unresolved: EgressNameUnresolved,
+  run_lost: RunLost,
   transport_error: TransportError,
   deadline_exceeded: DeadlineExceeded,
   protocol_error: ProtocolError,

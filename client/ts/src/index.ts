@@ -18,7 +18,7 @@ export {
   PermissionDenied, DirectoryNotEmpty, UnsafePath, InvalidRange, RangeNotSatisfiable, InvalidArchive,
   ArchiveTooLarge, InsufficientStorage, RuntimeUnavailable, LimitUnsupported, RestrictedUserUnknown,
   ProfileUnsupported, ContextNotFound, ContextGone, ContextIdConflict, TooManyContexts, ContextBusy,
-  RunIdConflict, EgressNameUnresolved, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
+  RunIdConflict, EgressNameUnresolved, RunLost, PortUnreachable, IoError, InternalError, CrossDevice, TooManyWaits, TooManyWatches,
   Quarantined, Resetting, PreconditionFailed, EditMismatch, TransportError, DeadlineExceeded, ProtocolError, ProtocolMismatch,
   UnknownError,
 } from "./errors.js";
