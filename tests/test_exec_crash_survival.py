@@ -270,8 +270,10 @@ class ContextSurvivalTest(unittest.TestCase):
                           {"code": "x = 41\nprint('set')", "run_id": "set-x"}, timeout=60)
             self.assertEqual((s, r["stdout"]), (200, "set\n"), r)
             s, before = d.json("GET", "/v1/contexts/keep")
+            began = os.path.join(tmp, "began")
             cut = []
-            stuck = {"code": "open(%r).read()\ny = 7\nprint('late')" % gate, "run_id": "stuck"}
+            stuck = {"code": "open(%r, 'w').close()\nopen(%r).read()\ny = 7\nprint('late')"
+                     % (began, gate), "run_id": "stuck"}
 
             def run_stuck():
                 try:
@@ -280,8 +282,8 @@ class ContextSurvivalTest(unittest.TestCase):
                     cut.append(e)
             runner = threading.Thread(target=run_stuck)
             runner.start()
-            wait_until(lambda: d.json("GET", "/v1/contexts/busy")[1]["state"] == "running",
-                       what="the run began")
+            # The interpreter has the cell (not only the daemon): it made the file.
+            wait_until(lambda: os.path.exists(began), what="the cell began")
             busy_before = d.json("GET", "/v1/contexts/busy")[1]
             restart_after_kill(d)
             runner.join()

@@ -180,10 +180,6 @@ void ExecEngine::RecoverEgress(ExecRecord& rec, const std::optional<json::Value>
   rec.egress_final = std::move(lost);
 }
 
-}  // namespace agentd
-
-namespace agentd {
-
 void ExecEngine::DiscardUnclaimedInternal(const std::vector<std::string>& claimed) {
   std::vector<SharedRecord> unclaimed;
   for (const auto& [id, rec] : table_) {

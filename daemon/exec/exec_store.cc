@@ -112,8 +112,7 @@ Result<UniqueFd> ExecStore::WriteMeta(const std::string& dir, const ExecInfo& in
                                       std::string_view fingerprint,
                                       std::optional<int64_t> acked_at_ms, json::Value egress_state,
                                       json::Value cgroup_state,
-                                      std::optional<uint64_t> stdin_streamed_next,
-                                      bool internal) {
+                                      std::optional<uint64_t> stdin_streamed_next, bool internal) {
   json::Object o = EncodeExecInfoObject(info);
   o.Set("fingerprint", fingerprint);
   if (acked_at_ms) o.Set("acked_at_ms", *acked_at_ms);

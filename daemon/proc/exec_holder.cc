@@ -243,7 +243,7 @@ AGENTD_CHILD_SIDE void HolderWake(int* ready) {
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
   constexpr int kKept = 12;
-  int keep[kKept] = {h.listen, h.conn, h.out,     h.err,     h.in,   h.in_relay,
+  int keep[kKept] = {h.listen,  h.conn,    h.out, h.err,     h.in,      h.in_relay,
                      h.in_keep, h.scratch, h.pty, h.pty_out, h.in_data, h.channel};
   for (int i = 1; i < kKept; ++i) {  // insertion sort
     for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {

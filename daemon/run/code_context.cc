@@ -49,7 +49,8 @@ std::string Nonce() {
 
 }  // namespace
 
-std::optional<uint64_t> FindCellToken(const OutputLog& log, const std::string& token, uint64_t* at) {
+std::optional<uint64_t> FindCellToken(const OutputLog& log, const std::string& token,
+                                      uint64_t* at) {
   std::string chunk;
   uint64_t from = std::max(*at, log.retained_from());
   while (from < log.next()) {

@@ -134,8 +134,7 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
                                         int64_t timeout_sec,
                                         std::chrono::system_clock::time_point deadline);
   asio::awaitable<void> Resync(const std::shared_ptr<Pending>& lost, int64_t lost_seq,
-                               int64_t timeout_sec,
-                               std::chrono::system_clock::time_point deadline);
+                               int64_t timeout_sec, std::chrono::system_clock::time_point deadline);
   void NoteEnd(std::string reason);
   Status GoneError() const;
 

@@ -9,15 +9,14 @@
 
 #include "agentd/protocol/context.h"
 #include "exec/change_signal.h"
-#include "spool/output_log.h"
 #include "run/code_context.h"
+#include "spool/output_log.h"
 
 namespace agentd {
 
 // Looks for a cell's `token` in [*at, log.next()) and moves *at past what
 // it read (keeping a token's length of overlap). Returns its offset if found.
-std::optional<uint64_t> FindCellToken(const OutputLog& log, const std::string& token,
-                                      uint64_t* at);
+std::optional<uint64_t> FindCellToken(const OutputLog& log, const std::string& token, uint64_t* at);
 
 struct CodeContext::Pending {
   ContextRunRequest request;

@@ -42,14 +42,14 @@ struct ContextNote {
   std::optional<std::string> run_id;  // that run's, if it had one
   // What a daemon needs to take the context back (empty `exec`: the note
   // of an agentd from before, never taken back).
-  std::string exec;    // the interpreter's exec id
-  std::string nonce;   // of its cells' tokens
-  int64_t seq = 0;     // the last cell sent; a run in progress goes as seq + 1
+  std::string exec;     // the interpreter's exec id
+  std::string nonce;    // of its cells' tokens
+  int64_t seq = 0;      // the last cell sent; a run in progress goes as seq + 1
   uint64_t out_at = 0;  // where the next cell's output begins in each stream
   uint64_t err_at = 0;
-  std::string run_digest;        // the run in progress: its code's digest,
-  int64_t run_timeout_sec = 0;   // its deadline's length,
-  int64_t run_deadline_ms = 0;   // and the deadline (unix ms)
+  std::string run_digest;       // the run in progress: its code's digest,
+  int64_t run_timeout_sec = 0;  // its deadline's length,
+  int64_t run_deadline_ms = 0;  // and the deadline (unix ms)
   struct Answered {
     std::string run_id;
     std::string digest;

@@ -5,11 +5,10 @@
 #include "testing/temp_dir.h"
 
 using namespace agentd;
-using agentd::testing::TempDir;
 
 TEST_CASE("a context's note keeps what a daemon after a crash takes it back with",
           "[context_notes]") {
-  TempDir d;
+  agentd::testing::TempDir d;
   std::string dir = d / "contexts";
   ContextNote note;
   note.request.id = "ctx-1";

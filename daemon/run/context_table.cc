@@ -124,7 +124,7 @@ std::shared_ptr<CodeContext> ContextTable::TakeBackHeld(const ContextNote& note)
 }
 
 void ContextTable::TakeBackLost() {
-  std::vector<std::string> claimed;  // interpreters' exec ids
+  std::vector<std::string> claimed;                                       // interpreters' exec ids
   for (const auto& [id, c] : contexts_) claimed.push_back(c->exec_id());  // an upgrade's
   if (!options_.context_notes_dir.empty()) {
     for (ContextNote& note : ReadContextNotes(options_.context_notes_dir)) {

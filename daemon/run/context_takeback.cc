@@ -188,7 +188,8 @@ asio::awaitable<void> CodeContext::Resync(const std::shared_ptr<Pending>& lost, 
           .Set("id", request_.id)
           .Set("ran", ran)
           .Set("context_goes_on", in_step)
-          .Set("run_id", lost->request.run_id ? json::Value(*lost->request.run_id) : json::Value()));
+          .Set("run_id",
+               lost->request.run_id ? json::Value(*lost->request.run_id) : json::Value()));
   SaveNote();
 }
 
