@@ -102,6 +102,7 @@ std::shared_ptr<CodeContext> CodeContext::TakeBack(ExecEngine& engine, asio::thr
   // Runs that come meanwhile queue behind it, as behind any run.
   c->busy_ = true;
   c->pumping_ = true;
+  c->pumping_since_ = SteadyClock::now();  // an upgrade waits for it (BusySince)
   SystemClock::time_point deadline{std::chrono::milliseconds(note.run_deadline_ms)};
   asio::co_spawn(engine.executor(),
                  ResyncOf(c, std::move(lost), note.seq + 1, note.run_timeout_sec, deadline),
