@@ -250,6 +250,12 @@ class StdinCrashTest(unittest.TestCase):
                              (409, "stdin_closed", 3))
 
 
+def create_python_contexts(test, d, *ids):
+    for cid in ids:
+        s, made = d.json("POST", "/v1/contexts", {"id": cid, "runtime": "python"}, timeout=60)
+        test.assertEqual(s, 201, made)
+
+
 class ContextSurvivalTest(unittest.TestCase):
     """Under holders (the default) a context survives a SIGKILL of the
     daemon: its interpreter's holder keeps it running with the context's
@@ -262,10 +268,7 @@ class ContextSurvivalTest(unittest.TestCase):
         with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
             gate = os.path.join(tmp, "gate")
             os.mkfifo(gate)
-            for cid in ("keep", "busy"):
-                s, made = d.json("POST", "/v1/contexts", {"id": cid, "runtime": "python"},
-                                 timeout=60)
-                self.assertEqual(s, 201, made)
+            create_python_contexts(self, d, "keep", "busy")
             s, r = d.json("POST", "/v1/contexts/keep/run",
                           {"code": "x = 41\nprint('set')", "run_id": "set-x"}, timeout=60)
             self.assertEqual((s, r["stdout"]), (200, "set\n"), r)
@@ -322,10 +325,7 @@ class ContextCrashTest(unittest.TestCase):
         with Daemon("--exec-holder", "off") as d, tempfile.TemporaryDirectory() as tmp:
             gate = os.path.join(tmp, "gate")
             os.mkfifo(gate)
-            for cid in ("idle", "busy"):
-                s, made = d.json("POST", "/v1/contexts", {"id": cid, "runtime": "python"},
-                                 timeout=60)
-                self.assertEqual(s, 201, made)
+            create_python_contexts(self, d, "idle", "busy")
             s, r = d.json("POST", "/v1/contexts/idle/run", {"code": "x = 1"}, timeout=60)
             self.assertEqual(s, 200, r)
             s, before = d.json("GET", "/v1/contexts/idle")

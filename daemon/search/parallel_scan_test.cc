@@ -12,6 +12,21 @@
 
 using namespace agentd;
 
+namespace {
+
+// A tally of at most `max_results` matches and 1 MiB, an hour to run,
+// whose answer's blocks go into `out`.
+SearchTally TallyInto(std::string& out, uint64_t max_results) {
+  auto now = SearchTally::Clock::now();
+  return SearchTally(max_results, 1 << 20, now, now + std::chrono::hours(1),
+                     [&out](std::string block) {
+                       out += block;
+                       return true;
+                     });
+}
+
+}  // namespace
+
 TEST_CASE("batches are scanned on two threads at once and applied in walk order") {
   testing::TempDir d;
   d.Mkdir("a");
@@ -42,11 +57,7 @@ TEST_CASE("batches are scanned on two threads at once and applied in walk order"
     };
   };
   std::string out;
-  auto now = SearchTally::Clock::now();
-  SearchTally tally(100, 1 << 20, now, now + std::chrono::hours(1), [&](std::string block) {
-    out += block;
-    return true;
-  });
+  SearchTally tally = TallyInto(out, 100);
   {
     ParallelScan scan(2, make, tally);
     REQUIRE(scan.helpers() == 2);
@@ -74,11 +85,7 @@ TEST_CASE("a bound hit in an early batch ends the search at that match") {
     };
   };
   std::string out;
-  auto now = SearchTally::Clock::now();
-  SearchTally tally(10, 1 << 20, now, now + std::chrono::hours(1), [&](std::string block) {
-    out += block;
-    return true;
-  });
+  SearchTally tally = TallyInto(out, 10);
   ParallelScan scan(2, make, tally);
   bool go = true;
   for (int k = 0; k < 40 && go; ++k) {

@@ -15,6 +15,19 @@ void RunReady(asio::io_context& io) {
   io.poll();
 }
 
+// Starts a request's Enter on `io`: `token` is its in-flight token and
+// `entered` turns true once the hold let it through.
+void SpawnEnter(asio::io_context& io, RequestHold& hold, const char* method, const char* route,
+                const char* target, std::shared_ptr<void>& token, bool& entered) {
+  asio::co_spawn(
+      io,
+      [&hold, &token, &entered, method, route, target]() -> asio::awaitable<void> {
+        token = co_await hold.Enter(method, route, target);
+        entered = true;
+      },
+      asio::detached);
+}
+
 }  // namespace
 
 TEST_CASE("a run asked for while an upgrade is pending waits, then is in flight until answered",
@@ -26,13 +39,7 @@ TEST_CASE("a run asked for while an upgrade is pending waits, then is in flight 
   hold.SetPending(true);
   bool entered = false;
   std::shared_ptr<void> token;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        token = co_await hold.Enter("POST", "/v1/run", "/v1/run");
-        entered = true;
-      },
-      asio::detached);
+  SpawnEnter(io, hold, "POST", "/v1/run", "/v1/run", token, entered);
   RunReady(io);
   CHECK_FALSE(entered);
   CHECK(hold.held() == 1);
@@ -58,13 +65,7 @@ TEST_CASE("an exec start is held but not counted; reads are neither", "[hold]") 
   RequestHold hold(io);
   bool entered = false;
   std::shared_ptr<void> token;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        token = co_await hold.Enter("PUT", "/v1/execs/{id}", "/v1/execs/a");
-        entered = true;
-      },
-      asio::detached);
+  SpawnEnter(io, hold, "PUT", "/v1/execs/{id}", "/v1/execs/a", token, entered);
   RunReady(io);
   CHECK(entered);  // nothing pending: no wait
   CHECK_FALSE(hold.Oldest());
