@@ -26,6 +26,46 @@ AGENTD_BIN = os.environ.get(
     os.path.join(os.path.dirname(__file__), "..", "..", "build", "daemon", "agentd"))
 
 
+def _own_cgroup2_dir():
+    """The cgroup2 directory this test process is in, and so every daemon it
+    starts (their tenant and egress groups are made below it), or None."""
+    try:
+        mount = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                if fields[fields.index("-") + 1] == "cgroup2":
+                    mount = fields[4]
+                    break
+        with open("/proc/self/cgroup") as f:
+            own = next((l[3:].strip() for l in f if l.startswith("0::")), None)
+    except OSError:
+        return None
+    if mount is None or own is None:
+        return None
+    return os.path.join(mount, own.lstrip("/"))
+
+
+def remove_dead_daemon_cgroups(pid):
+    """Removes the empty "agentd-tenant-<pid>" and "agentd-egress-<pid>" trees
+    of a daemon that no longer runs. A daemon stopped with SIGTERM removes
+    its own; one killed with SIGKILL leaves them for a successor on its state
+    directory, and a test that deletes that directory has none. Left, they
+    pile up by the thousand on a machine that runs the suite again and again,
+    and every later daemon start walks them. Groups that still hold a process
+    are kept (rmdir refuses them)."""
+    parent = _own_cgroup2_dir()
+    if parent is None:
+        return
+    for kind in ("tenant", "egress"):
+        base = os.path.join(parent, "agentd-%s-%d" % (kind, pid))
+        for dirpath, _dirs, _files in os.walk(base, topdown=False):
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
 class Daemon:
     """A running agentd. Use as a context manager or call stop()."""
 
@@ -41,6 +81,7 @@ class Daemon:
         self.wrapper = list(wrapper)  # e.g. ["unshare", "--pid", "--fork"]: runs the daemon under it
         self.binary = binary or AGENTD_BIN  # another path: a copy an upgrade test replaces
         self.proc = None
+        self.started_pids = []  # each start's daemon, for their cgroups at close()
         self.port = None
         self.log_lines = []
         self._log_lock = threading.Lock()
@@ -62,6 +103,8 @@ class Daemon:
         self.port = None
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=self.env)
+        if not self.wrapper:  # under a wrapper, the daemon's pid is not proc.pid
+            self.started_pids.append(self.proc.pid)
         self._log_thread = threading.Thread(target=self._read_logs, args=(self.proc,),
                                             daemon=True)
         self._log_thread.start()
@@ -123,6 +166,8 @@ class Daemon:
         finally:
             self.kill()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            for pid in self.started_pids:
+                remove_dead_daemon_cgroups(pid)
 
     def __enter__(self):
         return self
