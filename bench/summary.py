@@ -327,6 +327,23 @@ def holder_rows(r: Dict[str, Any]) -> List[Row]:
     ]
 
 
+def upgrade_rows(r: Dict[str, Any]) -> List[Row]:
+    """Upgrade in place (issue 24): the longest wait of a new request."""
+    rows = []
+    for name in ("idle", "busy"):
+        u = r[name]
+        failed = (", %d of %d probes got no answer" % (u["probe_errors"], u["probe_errors"] + sum(
+            e["probes"] for e in u["each"]))) if u["probe_errors"] else ""
+        rows.append(Row("upgrade in place with %d running execs: longest wait of a new request "
+                        "(health on a fresh connection, %d upgrades; `agentd --upgrade` %s%s)" % (
+                            u["execs"], u["rounds"], ms(u["command_p50_s"]), failed),
+                        ms(u["pause_p50_s"]), "max %s" % ms(u["pause_max_s"]),
+                        baseline="cold start to first health: %s" % ms(r["cold_start_p50_s"]),
+                        ratio=u["pause_p50_s"] / r["cold_start_p50_s"],
+                        met=False if u["probe_errors"] else None))
+    return rows
+
+
 # bench/output_designs_ab.c's models of the output route (issue 27).
 DESIGN_NAMES = {
     "spool": "pipe, splice into the spool, sendfile (today's raw route)",
@@ -369,6 +386,7 @@ ROW_MAKERS: Dict[str, Callable[[Dict[str, Any]], List[Row]]] = {
     "search": search_rows,
     "reset": reset_rows,
     "holder": holder_rows,
+    "upgrade": upgrade_rows,
     "designs": designs_rows,
     "ssh": ssh_rows,
 }
