@@ -2,19 +2,24 @@
 while the daemon can serve; 503 with the reason while it drains after
 SIGTERM (new work refused, reads served, the listener still answering) and
 while its state directory takes no write. (Quarantine's 503 is in
-test_reuse_reset and test_exec_restricted.)"""
+test_reuse_reset and test_exec_restricted.) Health keeps part of its answer
+serialized between calls (api/health_routes.cc); each input it depends on
+still shows on the next call."""
 
 import contextlib
 import errno
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import unittest
 
 from lib.agentd_test import Daemon, error_code
+from lib.exec_util import start, wait_exit
 from lib.fs_helpers import tmpfs, url
 
 MiB = 1 << 20
@@ -64,6 +69,57 @@ class ServingHealthTest(unittest.TestCase):
             status, doc, _ = health(d)
             self.assertEqual((status, doc["status"]), (200, "ok"), doc)
             self.assertNotIn("reason", doc)
+
+
+class KeptAnswerTest(unittest.TestCase):
+    def test_each_change_shows_on_the_next_call_of_one_keep_alive_connection(self):
+        bindir = tempfile.mkdtemp(prefix="agentd-health-")
+        os.symlink("/bin/sh", os.path.join(bindir, "sh"))
+        try:
+            with Daemon(env={"PATH": bindir}) as d:
+                conn = d.connection()
+
+                def now():
+                    conn.request("GET", "/v1/health")
+                    r = conn.getresponse()
+                    self.assertEqual(r.status, 200)
+                    return json.loads(r.read())
+
+                def lists(doc):
+                    return (doc["runtimes"],
+                            sorted(u["runtime"] for u in doc["runtimes_unavailable"]),
+                            sorted(t["runtime"] for t in doc["runtime_self_tests"]))
+
+                self.assertEqual(lists(now()), (["shell"], ["python", "ts"], ["shell"]))
+                self.assertEqual(lists(now()), (["shell"], ["python", "ts"], ["shell"]))
+                # A PATH change alone: an interpreter installed, then removed.
+                python = os.path.join(bindir, "python3")
+                os.symlink(shutil.which("python3"), python)
+                self.assertEqual(lists(now()),
+                                 (["shell", "python"], ["ts"], ["python", "shell"]))
+                os.unlink(python)
+                self.assertEqual(lists(now())[:2], (["shell"], ["python", "ts"]))
+                # busy and execs flip with an exec, and back when it ends.
+                before = now()
+                self.assertEqual((before["busy"], before["execs"]), (False, 0))
+                start(d, "kept-1", {"command": "read x", "stdin_stream": True})
+                during = now()
+                self.assertEqual((during["busy"], during["execs"]), (True, 1))
+                d.json("POST", "/v1/execs/kept-1/stdin?offset=0&eof=1", b"")
+                wait_exit(d, "kept-1")
+                after = now()
+                self.assertEqual((after["busy"], after["execs"]), (False, 1))
+                # Only uptime_ms moves between calls with no change.
+                again = now()
+                for doc in (after, again):
+                    doc.pop("uptime_ms")
+                    for t in doc["runtime_self_tests"]:  # a test may end between
+                        t.pop("state")
+                        t.pop("duration_ms", None)
+                self.assertEqual(again, after)
+                conn.close()
+        finally:
+            shutil.rmtree(bindir)
 
 
 class DrainTest(unittest.TestCase):

@@ -33,6 +33,14 @@ struct UpgradeCounts {
   int64_t failures = 0;
 };
 
+// Changes whenever health's runtimes, runtimes_unavailable or
+// runtime_self_tests may answer differently (ExecEngine::RuntimeEpochNow).
+struct RuntimesEpoch {
+  unsigned long long probes = 0;
+  uint64_t self_tests = 0;
+  bool operator==(const RuntimesEpoch&) const = default;
+};
+
 struct ApiContext {
   const DaemonConfig& config;
   BootstrapState& bootstrap;
@@ -47,6 +55,11 @@ struct ApiContext {
   };
   std::function<std::vector<RuntimeUnavailable>()> runtimes_unavailable = [] {
     return std::vector<RuntimeUnavailable>{};
+  };
+  // Health serializes the three lists above again only when this changes;
+  // nullopt (no engine) means on every call.
+  std::function<std::optional<RuntimesEpoch>()> runtimes_epoch = [] {
+    return std::optional<RuntimesEpoch>();
   };
   // Health's "contexts" member: every context, as GET /v1/contexts lists it.
   std::function<json::Array()> contexts = [] { return json::Array(); };

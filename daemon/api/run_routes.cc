@@ -33,6 +33,10 @@ asio::awaitable<void> RunCode(CodeRun& runner, Request& req, Response& res) {
 
 void RegisterRunRoutes(Router& router, ApiContext& ctx, ExecEngine& engine) {
   ctx.runtimes = [&engine] { return engine.Runtimes(); };
+  ctx.runtimes_epoch = [&engine] {
+    ExecEngine::RuntimeEpoch e = engine.RuntimeEpochNow();
+    return std::optional<RuntimesEpoch>(RuntimesEpoch{e.probes, e.self_tests});
+  };
   ctx.runtimes_unavailable = [&engine] {
     std::vector<RuntimeUnavailable> out;
     for (const RuntimeCheck& c : engine.RuntimeChecks()) {

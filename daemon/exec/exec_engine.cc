@@ -347,6 +347,11 @@ std::vector<RuntimeSelfTests::Verdict> ExecEngine::RuntimeSelfTestVerdicts() con
   return self_tests_->Verdicts();
 }
 
+ExecEngine::RuntimeEpoch ExecEngine::RuntimeEpochNow() const {
+  return RuntimeEpoch{runtime_probe_.Refresh(ChildPath(environ, bootstrap_.launch_env())),
+                      self_tests_ ? self_tests_->changes() : 0};
+}
+
 std::vector<std::string> ExecEngine::Runtimes() const {
   std::vector<std::string> out;
   for (const RuntimeCheck& c : RuntimeChecks()) {

@@ -132,6 +132,15 @@ class ExecEngine {
   std::vector<RuntimeCheck> RuntimeChecks() const;
   // Each interpreter's self-test (exec/runtime_self_test.h), for health.
   std::vector<RuntimeSelfTests::Verdict> RuntimeSelfTestVerdicts() const;
+  // Changes whenever the three above may answer differently: a probe of
+  // the PATH (made by this call when a PATH directory changed) or a
+  // self-test verdict. Health keeps its serialized lists while it is equal.
+  struct RuntimeEpoch {
+    unsigned long long probes = 0;
+    uint64_t self_tests = 0;
+    bool operator==(const RuntimeEpoch&) const = default;
+  };
+  RuntimeEpoch RuntimeEpochNow() const;
   // Ends a running exec as its timeout would: killed_by "timeout", the
   // limit `timeout_sec` (a context run's deadline on its interpreter).
   void Expire(const ExecView& exec, int64_t timeout_sec);

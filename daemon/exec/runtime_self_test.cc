@@ -96,12 +96,14 @@ void RuntimeSelfTests::Apply(RuntimeCheck& check) {
   if (it == verdicts_.end()) {
     if (verdicts_.size() >= kMaxVerdicts || stopped_) return;
     it = verdicts_.emplace(check.program_path, Verdict{}).first;
+    ++changes_;
     it->second.identity = check.identity;
     it->second.identity.dev = ~check.identity.dev;  // differs: tested below
   }
   Verdict& v = it->second;
   if (v.identity != check.identity) {
     v = Verdict{check.runtime, check.program_path, check.identity, State::kPending, "", 0};
+    ++changes_;
     // A test of the file's former contents finishes first and then sees
     // that it is stale (Finish); otherwise one starts after this call.
     if (running_.count(check.program_path) == 0 && !stopped_) {
@@ -140,6 +142,7 @@ void RuntimeSelfTests::Start(const std::string& path) {
   running->started = std::chrono::steady_clock::now();
   auto fail_now = [&](std::string why) {
     running_.erase(path);
+    ++changes_;
     verdict->second.state = State::kFailed;
     verdict->second.reason = std::string(RuntimeProgram(verdict->second.runtime)) + " (" + path +
                              ") could not be started for its self-test: " + why;
@@ -192,6 +195,7 @@ void RuntimeSelfTests::Finish(const std::string& path, int status) {
     }
     return;
   }
+  ++changes_;  // passed or failed below
   v.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - r->started)
                       .count();

@@ -68,6 +68,10 @@ class RuntimeSelfTests {
   std::vector<Verdict> Verdicts() const;
   // Stops arming new tests (shutdown); running ones are killed.
   void Stop();
+  // Counts every change of a verdict (a file found or changed, a test
+  // ended), so what is derived from Verdicts() and Apply() can be kept
+  // while it stays equal (health's serialized runtime lists).
+  uint64_t changes() const { return changes_; }
 
   static std::string_view StateName(State s);
 
@@ -83,6 +87,7 @@ class RuntimeSelfTests {
   std::map<std::string, Verdict> verdicts_;  // by program path
   std::map<std::string, std::shared_ptr<Running>> running_;
   bool stopped_ = false;
+  uint64_t changes_ = 0;
 };
 
 }  // namespace agentd

@@ -68,9 +68,8 @@ std::vector<Runtime> RuntimeProbe::Present(const std::string& path_list) {
   return out;
 }
 
-std::vector<RuntimeCheck> RuntimeProbe::Check(const std::string& path_list) {
-  std::lock_guard lock(mu_);
-  if (cached_ && path_list == path_list_ && !Changed()) return checks_;
+void RuntimeProbe::RefreshLocked(const std::string& path_list) {
+  if (cached_ && path_list == path_list_ && !Changed()) return;
   // Watch anew (a directory created or replaced since needs its own
   // watch), then probe: a change between the two is seen next call.
   cached_ = WatchAll(path_list);
@@ -78,7 +77,18 @@ std::vector<RuntimeCheck> RuntimeProbe::Check(const std::string& path_list) {
   path_list_ = path_list;
   checks_ = CheckRuntimes(path_list);
   ++probes_;
+}
+
+std::vector<RuntimeCheck> RuntimeProbe::Check(const std::string& path_list) {
+  std::lock_guard lock(mu_);
+  RefreshLocked(path_list);
   return checks_;
+}
+
+unsigned long long RuntimeProbe::Refresh(const std::string& path_list) {
+  std::lock_guard lock(mu_);
+  RefreshLocked(path_list);
+  return probes_;
 }
 
 unsigned long long RuntimeProbe::probes() const {

@@ -38,10 +38,16 @@ class RuntimeProbe {
   std::vector<RuntimeCheck> Check(const std::string& path_list);
   // How many times the directories were probed (tests, metrics).
   unsigned long long probes() const;
+  // Probes again if a directory changed or `path_list` differs, like
+  // Check(), without copying the answer; returns probes(). A caller that
+  // keeps something derived from Check() keeps it while this stays equal
+  // (health's serialized runtime lists).
+  unsigned long long Refresh(const std::string& path_list);
 
  private:
   bool WatchAll(const std::string& path_list);
   bool Changed();
+  void RefreshLocked(const std::string& path_list);
 
   mutable std::mutex mu_;
   UniqueFd inotify_;
