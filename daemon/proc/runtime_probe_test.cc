@@ -77,6 +77,23 @@ TEST_CASE("Runtime probe: a different PATH, or a relative entry, probes again") 
   CHECK(probe.probes() == 4);
 }
 
+TEST_CASE("Runtime probe: Refresh stays equal until a PATH directory changes, then probes") {
+  TempDir tmp;
+  Install(tmp, "bin/sh");
+  RuntimeProbe probe;
+  std::string path = tmp / "bin";
+  unsigned long long first = probe.Refresh(path);
+  CHECK(probe.Refresh(path) == first);
+  CHECK(probe.Present(path) == std::vector<Runtime>{Runtime::kShell});
+  CHECK(probe.probes() == first);
+  Install(tmp, "bin/python3");
+  unsigned long long after = probe.Refresh(path);
+  CHECK(after == first + 1);
+  // The change was consumed by Refresh: the answer is the new one, unprobed.
+  CHECK(probe.Present(path) == std::vector<Runtime>{Runtime::kShell, Runtime::kPython});
+  CHECK(probe.Refresh(path) == after);
+}
+
 TEST_CASE("Runtime check: names why an interpreter cannot run, with the PATH searched") {
   TempDir tmp;
   tmp.Mkdir("a");
