@@ -209,6 +209,10 @@ int64_t CodeContext::TimeoutOf(const ContextRunRequest& request) const {
 
 void CodeContext::WriteNote(const Pending* running) {
   if (options_.context_notes_dir.empty() || lost_) return;
+  WriteContextNote(options_.context_notes_dir, NoteOf(running, false));
+}
+
+ContextNote CodeContext::NoteOf(const Pending* running, bool answers) {
   ContextNote note;
   note.request = request_;
   note.info = Info();
@@ -225,9 +229,9 @@ void CodeContext::WriteNote(const Pending* running) {
     for (const std::shared_ptr<Pending>& p : replay_) {
       // An answer, or one an earlier crash took: never run again.
       bool kept = p->answer.ok() || p->answer.status().code() == ErrorCode::kRunLost;
-      if (p->done && kept && p->request.run_id) {
-        note.answered.push_back({*p->request.run_id, p->digest});
-      }
+      if (!p->done || !kept || !p->request.run_id) continue;
+      note.answered.push_back({*p->request.run_id, p->digest, std::nullopt, p->lost});
+      if (answers && p->answer.ok()) note.answered.back().answer = *p->answer;
     }
   }
   if (running) {
@@ -241,7 +245,7 @@ void CodeContext::WriteNote(const Pending* running) {
                 .time_since_epoch())
             .count();
   }
-  WriteContextNote(options_.context_notes_dir, note);
+  return note;
 }
 
 void CodeContext::RemoveNote() const {

@@ -63,23 +63,22 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   // context_gone. `reason`: "deleted", "reset".
   asio::awaitable<void> End(std::string reason);
 
-  // Upgrade in place (run/context_handover.cc): an idle context's state,
-  // its channel's descriptor appended to `fds` and its interpreter marked
-  // for the engine's handover; 409 exec_running while a run is in
-  // progress or queued. Adopt() builds it again in the next binary.
+  // Upgrade in place (run/context_handover.cc): an idle context's note
+  // with its kept answers and its channel's descriptor (also appended to
+  // `fds`), its interpreter marked for the engine's handover; 409
+  // exec_running while a run is in progress or queued. The next binary
+  // takes it back as after a crash (TakeBack), with no run to settle.
   Result<json::Object> HandOver(std::vector<int>& fds);
-  static Result<std::shared_ptr<CodeContext>> Adopt(ExecEngine& engine, asio::thread_pool& blocking,
-                                                    const CodeRunOptions& options,
-                                                    const json::Object& handed);
 
   // A context a crash ended (run/context_notes.h): listed as ended with
   // what its note says, its id answering as any ended context's.
   static std::shared_ptr<CodeContext> Lost(ExecEngine& engine, asio::thread_pool& blocking,
                                            const CodeRunOptions& options, ContextNote note);
-  // After a crash (run/context_takeback.cc): the context of `note` back on
-  // its interpreter `exec`, still running under its holder, and the
-  // channel the holder kept. A run that was in progress at the crash is
-  // settled first (Resync); its retry answers 410 run_lost.
+  // After a crash or an upgrade (run/context_takeback.cc): the context of
+  // `note` back on its interpreter `exec`, still running (under its holder,
+  // or the daemon's child still), and its channel (kept by the holder, or
+  // inherited). A run that was in progress at a crash is settled first
+  // (Resync); its retry answers 410 run_lost.
   static std::shared_ptr<CodeContext> TakeBack(ExecEngine& engine, asio::thread_pool& blocking,
                                                const CodeRunOptions& options,
                                                const ContextNote& note, ExecView exec,
@@ -125,7 +124,9 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
   static std::string Frame(int64_t seq, const std::string& code, const std::string& token);
   std::string TokenFor(int64_t seq) const;
   int64_t TimeoutOf(const ContextRunRequest& request) const;
-  // A run in progress (`running`) goes into the note with its deadline.
+  // The note as of now: a run in progress (`running`) with its deadline,
+  // the kept answers themselves with `answers` (for an upgrade).
+  ContextNote NoteOf(const Pending* running, bool answers);
   void WriteNote(const Pending* running);
   // run/context_takeback.cc: the run that was in progress at the crash,
   // `lost` (its retry waits for this), settled before any other.

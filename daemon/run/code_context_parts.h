@@ -24,6 +24,7 @@ struct CodeContext::Pending {
   bool done = false;
   // Encoded once, as the route sends it: kept so for retries and upgrades.
   Result<json::Value> answer = Status::Error(ErrorCode::kInternal, "not answered");
+  std::optional<LostRun> lost;  // cut by a crash: its 410 run_lost says this
   ChangeSignal signal;
 };
 

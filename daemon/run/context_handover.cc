@@ -1,12 +1,13 @@
 // Upgrade in place (docs/OPERATIONS.md, "Upgrading") keeps every idle
 // context: its interpreter stays the daemon's child (the PID does not
 // change), its exec record goes over with the engine's (pipes, cgroup),
-// and what only the context knows goes into upgrade.json's "contexts":
-// the create request (runtime, cwd, env, limits, egress), the channel's
-// descriptor, where the next cell's output begins, the token nonce and
-// sequence, the counters and the answers kept for retried run_ids.
-// A run in progress, or queued, refuses the upgrade: its answer is being
-// built from a conversation this binary cannot describe midway.
+// and what only the context knows goes into upgrade.json's "contexts" as
+// its note (run/context_notes.h), the one a crash would leave, plus the
+// answers kept for retried run_ids and the channel's descriptor. The next
+// binary takes it back exactly as after a crash (CodeContext::TakeBack),
+// so the 410 run_lost of a run an earlier crash cut goes over too. A run
+// in progress, or queued, makes the upgrade wait (upgrade/upgrader.h):
+// its answer is being built from a conversation no note describes midway.
 #include <fcntl.h>
 
 #include "run/code_context.h"
@@ -14,19 +15,6 @@
 #include "run/context_table.h"
 
 namespace agentd {
-namespace {
-
-int64_t IntOf(const json::Object& o, std::string_view key) {
-  const json::Value* v = o.Find(key);
-  return v && v->is_int() ? v->as_int() : -1;
-}
-
-std::string StringOf(const json::Object& o, std::string_view key) {
-  const json::Value* v = o.Find(key);
-  return v && v->is_string() ? v->as_string() : std::string();
-}
-
-}  // namespace
 
 Result<json::Object> CodeContext::HandOver(std::vector<int>& fds) {
   if (busy_ || pumping_ || !queue_.empty()) {
@@ -35,76 +23,9 @@ Result<json::Object> CodeContext::HandOver(std::vector<int>& fds) {
                "context \"" + request_.id + "\" has a run in progress; retry once it answered")
         .With("id", request_.id);
   }
-  json::Array replay;
-  for (const std::shared_ptr<Pending>& p : replay_) {
-    // An idle context's kept answers are all done; only a run's own answer
-    // (never an error: those are for ended contexts) is worth replaying.
-    if (!p->done || !p->answer.ok() || !p->request.run_id) continue;
-    replay.emplace_back(json::Object()
-                            .Set("run_id", *p->request.run_id)
-                            .Set("digest", p->digest)
-                            .Set("answer", *p->answer));
-  }
   engine_.KeepOnUpgrade(*exec_);
   fds.push_back(channel_->native_handle());
-  return json::Object()
-      .Set("request", EncodeContextCreateRequest(request_))
-      .Set("exec", exec_->id())
-      .Set("channel_fd", channel_->native_handle())
-      .Set("cwd", cwd_)
-      .Set("nonce", nonce_)
-      .Set("created_at_ns",
-           static_cast<int64_t>(
-               std::chrono::duration_cast<std::chrono::nanoseconds>(created_at_.time_since_epoch())
-                   .count()))
-      .Set("seq", seq_)
-      .Set("runs", runs_)
-      .Set("out_at", static_cast<int64_t>(out_at_))
-      .Set("err_at", static_cast<int64_t>(err_at_))
-      .Set("replay", std::move(replay));
-}
-
-Result<std::shared_ptr<CodeContext>> CodeContext::Adopt(ExecEngine& engine,
-                                                        asio::thread_pool& blocking,
-                                                        const CodeRunOptions& options,
-                                                        const json::Object& handed) {
-  // Inherited without close-on-exec for the one execve: closed on the next.
-  int fd = static_cast<int>(IntOf(handed, "channel_fd"));
-  if (fd < 0) return Status::InvalidRequest("a handed-over context has no channel");
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  UniqueFd channel(fd);
-  const json::Value* req = handed.Find("request");
-  Result<ContextCreateRequest> request =
-      req ? DecodeContextCreateRequest(*req) : Status::InvalidRequest("no request");
-  if (!request.ok()) return request.status();
-  Result<ExecView> exec = engine.Find(StringOf(handed, "exec"));
-  if (!exec.ok()) return exec.status();
-  auto c = std::make_shared<CodeContext>(engine, blocking, options, std::move(*request));
-  c->exec_ = *exec;
-  c->channel_ =
-      std::make_shared<asio::posix::stream_descriptor>(engine.executor(), channel.release());
-  c->cwd_ = StringOf(handed, "cwd");
-  c->nonce_ = StringOf(handed, "nonce");
-  c->created_at_ = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::nanoseconds(IntOf(handed, "created_at_ns"))));
-  c->seq_ = std::max<int64_t>(0, IntOf(handed, "seq"));
-  c->runs_ = std::max<int64_t>(0, IntOf(handed, "runs"));
-  c->out_at_ = static_cast<uint64_t>(std::max<int64_t>(0, IntOf(handed, "out_at")));
-  c->err_at_ = static_cast<uint64_t>(std::max<int64_t>(0, IntOf(handed, "err_at")));
-  if (const json::Value* r = handed.Find("replay"); r && r->is_array()) {
-    for (const json::Value& e : r->as_array()) {
-      const json::Value* answer = e.Find("answer");
-      if (!answer || !answer->is_object() || !e.is_object()) continue;
-      auto p = std::make_shared<Pending>();
-      p->request.run_id = StringOf(e.as_object(), "run_id");
-      p->digest = StringOf(e.as_object(), "digest");
-      p->answer = *answer;
-      p->done = true;
-      c->replay_.push_back(std::move(p));
-    }
-  }
-  return c;
+  return EncodeContextNote(NoteOf(nullptr, true)).Set("channel_fd", channel_->native_handle());
 }
 
 Result<json::Array> ContextTable::HandOver(std::vector<int>& fds) {
@@ -138,14 +59,21 @@ std::optional<BusyReason> ContextTable::UpgradeBlocker() const {
 std::vector<std::string> ContextTable::Adopt(const json::Array& handed) {
   std::vector<std::string> dropped;
   for (const json::Value& e : handed) {
-    if (!e.is_object()) continue;
-    Result<std::shared_ptr<CodeContext>> c =
-        CodeContext::Adopt(engine_, blocking_, options_, e.as_object());
-    if (c.ok()) {
-      contexts_[(*c)->request().id] = *c;
-    } else {
-      dropped.push_back(c.status().message());
+    // Inherited without close-on-exec for the one execve: closed on the next.
+    const json::Value* fd = e.Find("channel_fd");
+    UniqueFd channel(fd && fd->is_int() && fd->as_int() >= 0 ? static_cast<int>(fd->as_int()) : -1);
+    if (channel) ::fcntl(channel.get(), F_SETFD, FD_CLOEXEC);
+    std::optional<ContextNote> note = DecodeContextNote(e);
+    Result<ExecView> exec = note ? engine_.Find(note->exec)
+                                 : Status::InvalidRequest("a handed-over context is no note");
+    if (exec.ok() && !channel)
+      exec = Status::InvalidRequest("a handed-over context has no channel");
+    if (!exec.ok()) {
+      dropped.push_back(exec.status().message());
+      continue;
     }
+    contexts_[note->request.id] =
+        CodeContext::TakeBack(engine_, blocking_, options_, *note, *exec, std::move(channel));
   }
   return dropped;
 }

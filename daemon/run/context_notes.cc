@@ -31,7 +31,9 @@ int64_t NoteInt(const json::Value& o, std::string_view key) {
   return v && v->is_int() && v->as_int() > 0 ? v->as_int() : 0;
 }
 
-std::optional<ContextNote> Decode(const json::Value& doc) {
+}  // namespace
+
+std::optional<ContextNote> DecodeContextNote(const json::Value& doc) {
   const json::Value* request = doc.Find("request");
   const json::Value* info = doc.Find("info");
   if (!request || !info) return std::nullopt;
@@ -59,17 +61,26 @@ std::optional<ContextNote> Decode(const json::Value& doc) {
   note.err_at = static_cast<uint64_t>(NoteInt(doc, "err_at"));
   if (const json::Value* a = doc.Find("answered"); a && a->is_array()) {
     for (const json::Value& e : a->as_array()) {
-      std::string run_id = NoteString(e, "run_id");
-      if (!run_id.empty()) note.answered.push_back({run_id, NoteString(e, "digest")});
+      ContextNote::Answered kept;
+      kept.run_id = NoteString(e, "run_id");
+      kept.digest = NoteString(e, "digest");
+      if (kept.run_id.empty()) continue;
+      if (const json::Value* answer = e.Find("answer"); answer && answer->is_object()) {
+        kept.answer = *answer;
+      }
+      if (const json::Value* lost = e.Find("lost"); lost && lost->is_object()) {
+        const json::Value* ran = lost->Find("ran");
+        const json::Value* code = lost->Find("exit_code");
+        kept.lost = LostRun{ran && ran->is_bool() && ran->as_bool(),
+                            code && code->is_int() ? std::optional(code->as_int()) : std::nullopt};
+      }
+      note.answered.push_back(std::move(kept));
     }
   }
   return note;
 }
 
-}  // namespace
-
-void WriteContextNote(const std::string& dir, const ContextNote& note) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+json::Object EncodeContextNote(const ContextNote& note) {
   json::Object o;
   o.Set("request", EncodeContextCreateRequest(note.request));
   o.Set("info", EncodeContextInfo(note.info));
@@ -90,12 +101,24 @@ void WriteContextNote(const std::string& dir, const ContextNote& note) {
     o.Set("err_at", static_cast<int64_t>(note.err_at));
     json::Array answered;
     for (const ContextNote::Answered& a : note.answered) {
-      answered.emplace_back(json::Object().Set("run_id", a.run_id).Set("digest", a.digest));
+      json::Object e = json::Object().Set("run_id", a.run_id).Set("digest", a.digest);
+      if (a.answer) e.Set("answer", *a.answer);
+      if (a.lost) {
+        json::Object lost = json::Object().Set("ran", a.lost->ran);
+        if (a.lost->exit_code) lost.Set("exit_code", *a.lost->exit_code);
+        e.Set("lost", std::move(lost));
+      }
+      answered.emplace_back(std::move(e));
     }
     o.Set("answered", std::move(answered));
   }
-  Result<UniqueFd> written =
-      ReplaceFile(PathOf(dir, note.info.id), json::Serialize(o), SyncMode::kByCaller);
+  return o;
+}
+
+void WriteContextNote(const std::string& dir, const ContextNote& note) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  Result<UniqueFd> written = ReplaceFile(
+      PathOf(dir, note.info.id), json::Serialize(EncodeContextNote(note)), SyncMode::kByCaller);
   if (!written.ok()) {
     Log(LogLevel::kWarn, "cannot write a context's note",
         json::Object().Set("id", note.info.id).Set("error", written.status().message()));
@@ -120,7 +143,7 @@ std::vector<ContextNote> ReadContextNotes(const std::string& dir) {
     std::string path = dir + "/" + name;
     Result<std::string> text = ReadFileToString(path, kMaxNoteBytes);
     Result<json::Value> doc = text.ok() ? json::Parse(*text) : Result<json::Value>(text.status());
-    std::optional<ContextNote> note = doc.ok() ? Decode(*doc) : std::nullopt;
+    std::optional<ContextNote> note = doc.ok() ? DecodeContextNote(*doc) : std::nullopt;
     if (!note || PathOf(dir, note->info.id) != path) {
       ::unlink(path.c_str());  // a write cut short, or not ours
       continue;

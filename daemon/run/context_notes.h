@@ -34,6 +34,17 @@
 
 namespace agentd {
 
+// What a resync found of a run the crash cut: whether the interpreter
+// ran its cell, and to what exit code when its answer came.
+struct LostRun {
+  bool ran = false;
+  std::optional<int64_t> exit_code;
+};
+
+// The one description of a context that outlives its daemon: written to
+// disk for a crash, and handed over whole (with its kept answers) for an
+// upgrade in place; either way the next daemon takes the context back from
+// it (CodeContext::TakeBack).
 struct ContextNote {
   ContextCreateRequest request;
   ContextInfo info;                   // as of the note
@@ -53,9 +64,20 @@ struct ContextNote {
   struct Answered {
     std::string run_id;
     std::string digest;
+    // Its answer, to replay: only in an upgrade's handover (the note on
+    // disk keeps none; after a crash the retry answers 410 run_lost).
+    std::optional<json::Value> answer;
+    // A run in progress at a crash, as its resync settled it: its retry
+    // answers 410 run_lost with these (run/context_takeback.cc).
+    std::optional<LostRun> lost;
   };
   std::vector<Answered> answered;  // the run_ids whose answers were kept, oldest first
 };
+
+// The note as JSON, and back: nullopt for one that is not a note (cut
+// short, or its request and info name different contexts).
+json::Object EncodeContextNote(const ContextNote& note);
+std::optional<ContextNote> DecodeContextNote(const json::Value& doc);
 
 // `dir` is <state-dir>/contexts (made on the first write). Errors are
 // logged, never fatal: a context works without its note.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "log/log.h"
+
 namespace agentd {
 
 void ContextTable::ForgetEarlierGenerations() {
@@ -120,6 +122,11 @@ std::shared_ptr<CodeContext> ContextTable::TakeBackHeld(const ContextNote& note)
   if (!exec.ok() || exec->finished() || exec->Info().pid != note.info.pid) return nullptr;
   UniqueFd channel = engine_.TakeChannel(*exec);
   if (!channel) return nullptr;
+  Log(LogLevel::kInfo, "context taken back from its interpreter's holder",
+      json::Object()
+          .Set("id", note.request.id)
+          .Set("exec", exec->id())
+          .Set("run_in_progress", note.run_in_progress));
   return CodeContext::TakeBack(engine_, blocking_, options_, note, *exec, std::move(channel));
 }
 

@@ -3,7 +3,10 @@
 // interpreter, which its holder kept running together with the daemon's
 // end of the context's channel (proc/exec_holder.h). The interpreter never
 // noticed: the next cell goes to it as if the daemon had not died, and
-// sees every name defined before.
+// sees every name defined before. An upgrade in place takes its contexts
+// back the same way, from the notes it handed over
+// (run/context_handover.cc), which carry the kept answers too and never a
+// run in progress.
 //
 // A run in progress at the crash cannot be answered: what its answer needs
 // besides the interpreter (the file scan before it, the client waiting)
@@ -82,15 +85,17 @@ std::shared_ptr<CodeContext> CodeContext::TakeBack(ExecEngine& engine, asio::thr
     auto p = std::make_shared<Pending>();
     p->request.run_id = a.run_id;
     p->digest = a.digest;
-    p->answer = RunLost(note.request.id, a.run_id, false, true, std::nullopt);
+    p->lost = a.lost;
+    if (a.answer) {
+      p->answer = *a.answer;  // handed over by an upgrade
+    } else if (a.lost) {
+      p->answer = RunLost(note.request.id, a.run_id, true, a.lost->ran, a.lost->exit_code);
+    } else {
+      p->answer = RunLost(note.request.id, a.run_id, false, true, std::nullopt);
+    }
     p->done = true;
     c->replay_.push_back(std::move(p));
   }
-  Log(LogLevel::kInfo, "context taken back from its interpreter's holder",
-      json::Object()
-          .Set("id", note.request.id)
-          .Set("exec", exec.id())
-          .Set("run_in_progress", note.run_in_progress));
   if (!note.run_in_progress) return c;
   auto lost = std::make_shared<Pending>();
   lost->request.run_id = note.run_id;
@@ -175,6 +180,7 @@ asio::awaitable<void> CodeContext::Resync(const std::shared_ptr<Pending>& lost, 
   busy_ = false;
   if (lost->request.run_id) {
     if (in_step) {
+      lost->lost = LostRun{ran, lost_exit};
       lost->answer = RunLost(request_.id, *lost->request.run_id, true, ran, lost_exit);
     } else {
       Status gone = GoneError();

@@ -54,6 +54,14 @@ Result<HandoverState> DecodeHandover(std::string_view text) {
   HandoverState s;
   Result<int64_t> format = Int(*doc, "format");
   if (!format.ok()) return format.status();
+  if (*format == kHandoverFormatWithContextFields) {
+    return Status::InvalidRequest(
+               "the upgrade state is format 3, whose contexts this binary cannot take back "
+               "(it reads format 4, each context as its note); delete the contexts first, or "
+               "upgrade to a binary that reads format 3")
+        .With("format", *format)
+        .With("supported", kHandoverFormat);
+  }
   if (*format < kHandoverFormatWithoutStreams || *format > kHandoverFormat) {
     return Status::InvalidRequest("the upgrade state is format " + std::to_string(*format) +
                                   "; this binary reads format " + std::to_string(kHandoverFormat))

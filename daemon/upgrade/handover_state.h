@@ -21,11 +21,17 @@
 namespace agentd {
 
 // Format 2 adds `streams` (tunnels and watch streams) and `init_pid` (PID 1
-// mode's workload); format 3 adds `contexts`. A daemon writes the lowest
-// format that holds what it hands over, so a binary that reads only an
-// earlier one can still take over from it (and one that would lose a
-// context or start the workload again refuses); this one reads all three.
-inline constexpr int64_t kHandoverFormat = 3;
+// mode's workload); format 3 added `contexts`, each as its own fields;
+// format 4 hands each context over as its note (run/context_notes.h, with
+// its kept answers and the 410 run_lost of runs an earlier crash cut) and
+// its channel's descriptor. A daemon writes the lowest format that holds
+// what it hands over, so a binary that reads only an earlier one can still
+// take over from it (and one that would lose a context or start the
+// workload again refuses). This one reads 1, 2 and 4; format 3, written
+// only by development builds before 4, it refuses (the old daemon keeps
+// serving, its contexts intact).
+inline constexpr int64_t kHandoverFormat = 4;
+inline constexpr int64_t kHandoverFormatWithContextFields = 3;
 inline constexpr int64_t kHandoverFormatWithStreams = 2;
 inline constexpr int64_t kHandoverFormatWithoutStreams = 1;
 
