@@ -4,8 +4,9 @@ the same state directory: every exec comes back running under its holder
 complete, each byte exactly once (content checksums); a PTY exec keeps its
 terminal, input and resize too (PtyCrashTest), and one given its whole stdin
 reads the rest of it exactly once; a context keeps its interpreter and its
-names (ContextSurvivalTest), or, without holders, is listed as ended
-(ContextCrashTest). A loop kills the
+names (ContextSurvivalTest), and the 410 run_lost of a run the crash cut
+through an upgrade and another crash (LostRunTest), or, without holders, is
+listed as ended (ContextCrashTest). A loop kills the
 daemon at random points under load: AGENTD_CRASH_KILLS sets how many kills
 (default 8; the issue's full run is 200) and the count checked is printed;
 another kills it while stdin streams in (StdinRandomKillTest): retried by
