@@ -9,6 +9,7 @@
 // the io thread; shared ownership keeps it alive while its coroutines run.
 #pragma once
 
+#include <array>
 #include <asio.hpp>
 #include <chrono>
 #include <cstdint>
@@ -103,6 +104,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // was 6% of a health request's time.
   std::unique_ptr<char[]> buf_;
   size_t buf_size_ = 0;
+  // Where an idle connection's next bytes arrive (ReadHead): most request
+  // heads fit, a longer one goes on in buf_.
+  std::array<char, 1024> first_read_;
   size_t begin_ = 0;  // first unparsed byte
   size_t end_ = 0;    // one past the last received byte
   std::deque<std::string_view> body_queue_;
