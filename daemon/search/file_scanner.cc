@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,6 +20,32 @@ constexpr size_t kMaxKeptContextBytes = 1 << 20;
 size_t EndOfLine(std::string_view buf, size_t at, size_t limit) {
   const void* nl = std::memchr(buf.data() + at, '\n', limit - at);
   return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : limit;
+}
+
+// Where the lines kept for `before` begin: whole lines ending at `limit`
+// (a line start), at most `context` of them and about
+// kMaxKeptContextBytes.
+size_t KeepContext(const char* buf, size_t limit, size_t context) {
+  size_t keep = limit;
+  for (size_t lines = 0; keep > 0 && lines < context && limit - keep < kMaxKeptContextBytes;
+       ++lines) {
+    const void* nl = keep > 1 ? ::memrchr(buf, '\n', keep - 1) : nullptr;
+    keep = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf) + 1 : 0;
+  }
+  return keep;
+}
+
+// Reads up to `want` bytes at `off`; fewer only at the end of the file.
+Result<size_t> ReadAt(int fd, char* to, size_t want, off_t off, std::string_view path) {
+  size_t got = 0;
+  while (got < want) {
+    ssize_t n = ::pread(fd, to + got, want - got, off + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return PosixError(errno, "cannot read", std::string(path));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  return got;
 }
 
 void AppendContextLine(std::string& out, std::string_view line, size_t max) {
@@ -65,7 +92,7 @@ std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit) {
 }
 
 Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Emit& emit,
-                                         off_t size) {
+                                         off_t size, ScanRange range) {
   FileScanResult result;
   // Made at the first match: most files have none.
   std::string prefix;
@@ -78,10 +105,34 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
   uint64_t count_line = 1;  // the line number at count_pos
   bool eof = false;
   bool first_block = true;
-  uint64_t total = 0;  // bytes read
+  const bool whole = range.whole();
+  off_t off = range.begin;      // where the next read starts
+  off_t buf_off = range.begin;  // the file offset of buf_[0]
+  bool matched_all = false;     // every line starting before range.end is done
   std::deque<PendingMatch>& pending = pending_;
   pending.clear();
   const size_t context = opts_.context;
+
+  if (range.begin > 0 && context > 0) {
+    // The first matches' `before` lines lie before the range: keep them
+    // as if the scan had come from there.
+    const size_t want = static_cast<size_t>(std::min<off_t>(range.begin, kMaxKeptContextBytes));
+    if (buf_.size() < want + kSearchReadBytes) buf_.resize(want + kSearchReadBytes);
+    Result<size_t> got = ReadAt(fd, buf_.data(), want, range.begin - want, path);
+    if (!got.ok()) return got.status();
+    if (*got == want) {
+      size_t start = 0;  // past the line the window begins inside
+      if (range.begin > static_cast<off_t>(want)) {
+        const void* nl = std::memchr(buf_.data(), '\n', want);
+        start = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : want;
+      }
+      size_t keep = std::max(start, KeepContext(buf_.data(), want, context));
+      std::memmove(buf_.data(), buf_.data() + keep, want - keep);
+      len = want - keep;
+    }
+    scan_from = count_pos = len;
+    buf_off = range.begin - static_cast<off_t>(len);
+  }
 
   // Gathers after-lines from [p.next, limit); emits pendings that are done.
   auto feed = [&](size_t limit, bool at_eof) -> bool {
@@ -119,16 +170,18 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
     if (buf_.size() < old + kSearchReadBytes) buf_.resize(old + kSearchReadBytes);
     ssize_t n;
     do {
-      n = ::read(fd, buf_.data() + old, kSearchReadBytes);
+      n = whole ? ::read(fd, buf_.data() + old, kSearchReadBytes)
+                : ::pread(fd, buf_.data() + old, kSearchReadBytes, off);
     } while (n < 0 && errno == EINTR);
     if (n < 0) return PosixError(errno, "cannot read", std::string(path));
     len = old + static_cast<size_t>(n);
-    total += static_cast<uint64_t>(n);
-    eof = n == 0 || (size >= 0 && static_cast<size_t>(n) < kSearchReadBytes &&
-                     total >= static_cast<uint64_t>(size));
+    off += n;
+    eof = n == 0 || (size >= 0 && static_cast<size_t>(n) < kSearchReadBytes && off >= size);
     if (first_block) {
       first_block = false;
-      if (std::memchr(buf_.data(), '\0', len)) {
+      // Binary or not is the file's first block's to say (a later part of
+      // a split file has no say).
+      if (range.begin == 0 && std::memchr(buf_.data() + old, '\0', len - old)) {
         result.binary = true;
         return result;
       }
@@ -146,17 +199,22 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
       }
       limit = static_cast<size_t>(static_cast<const char*>(last) - buf_.data()) + 1;
     }
-    std::string_view region(buf_.data(), limit);
     if (!feed(limit, eof)) {
       result.stopped = true;
       return result;
     }
-    while (scan_from < limit) {
+    // Lines that start at or after range.end are the next part's.
+    size_t match_limit = limit;
+    if (range.end >= 0 && !matched_all) {
+      match_limit = std::min(limit, static_cast<size_t>(range.end - buf_off));
+    }
+    std::string_view region(buf_.data(), match_limit);
+    while (!matched_all && scan_from < match_limit) {
       Result<std::optional<LineMatcher::LineHit>> hit =
           matcher_->NextLine(region, scan_from, scratch_);
       if (!hit.ok()) return hit.status();
       if (!*hit) {
-        scan_from = limit;
+        scan_from = match_limit;
         break;
       }
       const LineMatcher::LineHit& h = **hit;
@@ -223,25 +281,30 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
       }
       scan_from = h.line_end + 1;
     }
-    if (eof) break;
-    // Keep the unfinished line and, for context, whole lines before it.
-    size_t keep = limit;
-    if (context > 0) {
-      size_t lines = 0;
-      while (keep > 0 && lines < context && limit - keep < kMaxKeptContextBytes) {
-        const void* nl = keep > 1 ? ::memrchr(buf_.data(), '\n', keep - 1) : nullptr;
-        keep = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf_.data()) + 1 : 0;
-        ++lines;
-      }
+    if (!matched_all && range.end >= 0 && buf_off + static_cast<off_t>(scan_from) >= range.end) {
+      matched_all = true;
+      result.lines = count_line - 1 + CountNewlines(buf_.data() + count_pos, scan_from - count_pos);
     }
+    // A part ends once its last match has its `after` lines.
+    if (eof || (matched_all && pending.empty())) break;
+    // Keep the unfinished line and, for context, whole lines before it.
+    size_t keep = context > 0 ? KeepContext(buf_.data(), limit, context) : limit;
     for (PendingMatch& p : pending) keep = std::min(keep, p.next);
-    count_line += CountNewlines(buf_.data() + count_pos, keep - count_pos);
+    // The kept lines may reach back before the last match's line.
+    if (keep >= count_pos) {
+      count_line += CountNewlines(buf_.data() + count_pos, keep - count_pos);
+      count_pos = 0;
+    } else {
+      count_pos -= keep;
+    }
     std::memmove(buf_.data(), buf_.data() + keep, len - keep);
     len -= keep;
+    buf_off += static_cast<off_t>(keep);
     for (PendingMatch& p : pending) p.next -= keep;
     scan_from = limit - keep;
-    count_pos = 0;
   }
+  if (!matched_all)
+    result.lines = count_line - 1 + CountNewlines(buf_.data() + count_pos, len - count_pos);
   if (!feed(len, true)) result.stopped = true;
   return result;
 }

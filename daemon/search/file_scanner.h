@@ -35,6 +35,23 @@ struct FileScanOptions {
   // Also checked before each block: set, the scan ends as if the sink had
   // said stop (another thread ended the search).
   const std::atomic<bool>* cancel = nullptr;
+  // A regular file of at least split_min_bytes is scanned as this many
+  // parts on as many threads (search/split_scan.h); 1: never split.
+  size_t split_parts = 1;
+  off_t split_min_bytes = 16 << 20;
+};
+
+// The part of a file one Scan covers (search/split_scan.h scans a large
+// file as several): matches are looked for in the lines that start in
+// [begin, end); their `before` lines may lie before `begin` and their
+// `after` lines after `end`. `begin` is a line start; line numbers count
+// from it (its line is line 1). The whole file (the default) is read from
+// the descriptor's offset with read(2), so it may be a pipe; a part is
+// read with pread(2).
+struct ScanRange {
+  off_t begin = 0;
+  off_t end = -1;  // -1: to the end of the file
+  bool whole() const { return begin == 0 && end < 0; }
 };
 
 // The text of a line as the protocol sends it: cut to `max` bytes on a
@@ -48,6 +65,9 @@ struct FileScanResult {
   bool binary = false;     // skipped: a NUL byte, or a line too long
   bool stopped = false;    // the sink asked to stop
   bool timed_out = false;  // the deadline passed mid-file
+  // The '\n' bytes in the range (to `end`, or to the end of the file),
+  // once the scan got there (none of the three above).
+  uint64_t lines = 0;
 };
 
 class FileScanner {
@@ -58,13 +78,17 @@ class FileScanner {
   FileScanner(std::shared_ptr<const LineMatcher> matcher, FileScanOptions opts)
       : matcher_(std::move(matcher)), scratch_(*matcher_), opts_(opts) {}
 
-  // Scans `fd` from its current offset; `path` is what each match names.
+  // Scans `range` of `fd` (ScanRange); `path` is what each match names.
   // `size`, when known (a regular file's st_size, >= 0), saves the read
   // that would only confirm the end: a read that fills less than the
-  // buffer once `size` bytes are in is the end (as the file was when
+  // buffer once the offset reaches `size` is the end (as the file was when
   // stat'ed; a file still growing is read on while reads fill the buffer).
   // Errors: reads that fail (io_error) and match failures.
-  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit, off_t size = -1);
+  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit, off_t size = -1,
+                              ScanRange range = {});
+
+  const std::shared_ptr<const LineMatcher>& matcher() const { return matcher_; }
+  const FileScanOptions& options() const { return opts_; }
 
  private:
   std::shared_ptr<const LineMatcher> matcher_;

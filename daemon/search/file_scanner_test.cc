@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "agentd/protocol/json.h"
@@ -106,6 +107,22 @@ TEST_CASE("context lines come before and after, also across read blocks") {
   CHECK(t.lines[0].Find("before")->as_array()[1].as_string() == "before");
   REQUIRE(t.lines[0].Find("after")->as_array().size() == 2);
   CHECK(t.lines[0].Find("after")->as_array()[1].as_string() == "after2");
+}
+
+TEST_CASE("a match ending a read block keeps its line number when context reaches before it") {
+  // The lines kept for `before` start before the match's own line.
+  std::string big;
+  while (big.size() < kSearchReadBytes - 11) big += "filler\n";
+  big.resize(kSearchReadBytes - 11);
+  big.back() = '\n';
+  big += "before\nhit\n";  // the last line of the first read
+  REQUIRE(big.size() == kSearchReadBytes);
+  const int64_t first = static_cast<int64_t>(std::count(big.begin(), big.end(), '\n'));
+  big += "after\nhit\n";
+  auto s = ScanText(big, "^hit$", {2, 1024});
+  REQUIRE(s.lines.size() == 2);
+  CHECK(Int(s.lines[0], "line") == first);
+  CHECK(Int(s.lines[1], "line") == first + 2);
 }
 
 TEST_CASE("context at the start and the end of a file is shorter") {

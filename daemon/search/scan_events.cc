@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include "search/split_scan.h"
+
 namespace agentd {
 
 bool ScanLog::Unreadable(uint64_t n) {
@@ -71,8 +73,12 @@ bool ScanOpenedFile(FileScanner& scanner, const UniqueFd& fd, std::string_view p
   // A FIFO or device swapped in since the listing is not read.
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return sink.Unreadable(1);
   if (!sink.FileStart()) return false;
-  Result<FileScanResult> r = scanner.Scan(
-      fd.get(), path, [&](std::string_view line) { return sink.Match(line); }, st.st_size);
+  const FileScanOptions& o = scanner.options();
+  const FileScanner::Emit emit = [&](std::string_view line) { return sink.Match(line); };
+  Result<FileScanResult> r =
+      o.split_parts > 1 && st.st_size >= o.split_min_bytes
+          ? SplitScan(scanner, fd.get(), path, emit, st.st_size, o.split_parts)
+          : scanner.Scan(fd.get(), path, emit, st.st_size);
   if (!r.ok()) return sink.FileEnd(FileOutcome::kUnreadable);
   if (r->stopped) return false;
   if (r->binary) return sink.FileEnd(FileOutcome::kBinary);

@@ -65,7 +65,9 @@ class ScanLog : public ScanSink {
 
 // Scans the file just opened as `fd` (invalid when the open failed) into
 // `sink`: a file that is not (or no longer) regular, or whose open or stat
-// failed, is one unreadable. False when the sink says stop.
+// failed, is one unreadable; a large one is scanned in parts on several
+// threads (FileScanOptions::split_parts, search/split_scan.h). False when
+// the sink says stop.
 bool ScanOpenedFile(FileScanner& scanner, const UniqueFd& fd, std::string_view path,
                     ScanSink& sink);
 

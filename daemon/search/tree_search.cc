@@ -16,7 +16,9 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + opts_.timeout;
   SearchTally tally(opts_.max_results, opts_.max_bytes, started, deadline, out);
-  const FileScanOptions scan_opts{opts_.context, opts_.max_line_bytes, deadline};
+  FileScanOptions scan_opts{opts_.context, opts_.max_line_bytes, deadline};
+  // A large file is split across as many threads as scan files of a tree.
+  scan_opts.split_parts = std::max<size_t>(1, ScanHelperThreads(opts_.scan_threads));
 
   struct stat st;
   if (::fstat(start_fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {

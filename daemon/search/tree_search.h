@@ -34,7 +34,9 @@ struct SearchOptions {
   std::chrono::milliseconds timeout{30000};
   // Threads that scan files while the walk goes on (search/parallel_scan.h):
   // 0, one per CPU (at most 4; none on one CPU); 1, the walking thread
-  // scans; n, n threads. The answer is the same for every value.
+  // scans; n, n threads. A file of FileScanOptions::split_min_bytes or more
+  // is scanned in as many parts (search/split_scan.h). The answer is the
+  // same for every value.
   size_t scan_threads = 0;
 };
 
