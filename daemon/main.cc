@@ -248,7 +248,10 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
     }
   }
 
-  // The tunnels and watch streams the previous binary served go on.
+  // The tunnels, watch streams and waiting connections the previous binary
+  // served go on.
+  ctx.streams.SetAdopter("connection",
+                         [&server](const json::Value& e) { return server.AdoptConnection(e); });
   if (resume && !resume->streams.empty()) {
     size_t adopted = ctx.streams.Adopt(resume->streams);
     Log(LogLevel::kInfo, "streams taken over",
@@ -291,10 +294,16 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
           },
           .hold = [&hold](bool on) { hold.SetPending(on); },
           .held = [&hold] { return hold.held(); },
+          .handing_over = [&server](bool on) { server.SetHandingOver(on); },
           .contexts = [&ctx](std::vector<int>& fds) { return ctx.hand_over_contexts(fds); },
           .execs = [&exec](std::vector<int>& fds) { return exec.HandOver(fds); },
           .listeners = [&server] { return server.ListenerFds(); },
-          .streams = [&ctx](std::vector<int>& fds) { return ctx.streams.HandOver(fds); },
+          .streams =
+              [&ctx, &server](std::vector<int>& fds) {
+                json::Array streams = ctx.streams.HandOver(fds);
+                for (json::Value& c : server.HandOverWaiting(fds)) streams.push_back(std::move(c));
+                return streams;
+              },
           .secrets = [&bootstrap] { return EncodeSecrets(bootstrap); },
           .generation = [&exec] { return exec.generation(); },
           .init_pid = [&init]() -> std::optional<int64_t> {

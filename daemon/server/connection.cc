@@ -16,7 +16,6 @@
 namespace agentd {
 namespace {
 
-constexpr size_t kReadBufferBytes = 64 * 1024;
 // A best-effort error answer to a client that broke the protocol gets this
 // long to leave; a client that does not read it loses it.
 constexpr std::chrono::milliseconds kEarlyErrorTimeout{1000};
@@ -110,6 +109,7 @@ asio::awaitable<void> Connection::Run() {
   auto self = shared_from_this();
   while (!closed_) {
     Result<bool> head = co_await ReadHead();
+    waiting_for_head_ = false;
     if (!head.ok()) {
       co_await SendEarlyError(head.status());
       // A refused head (too large, malformed): the client may be sending
@@ -125,6 +125,7 @@ asio::awaitable<void> Connection::Run() {
       may_still_send_ = !message_complete_ && !timed_out_ && !body_timeout_;
       break;
     }
+    waiting_for_head_ = true;
   }
   co_await LingerBeforeClose();
   Close();
@@ -148,6 +149,37 @@ asio::awaitable<void> Connection::LingerBeforeClose() {
     discarded += n;
   }
   Disarm();
+}
+
+// Like Compact(), but the bytes of the head read so far stay while they
+// fit: an upgrade hands them over (WaitingHead()). A head that outgrows the
+// buffer (whitespace the parser does not count) is no longer kept.
+void Connection::CompactKeepingHead() {
+  if (head_kept_ && head_begin_ == 0 && end_ == buf_size_) head_kept_ = false;
+  size_t from = head_kept_ ? head_begin_ : begin_;
+  if (from == end_) {
+    begin_ = end_ = head_begin_ = 0;
+  } else if (from > 0) {
+    std::memmove(buf_.get(), buf_.get() + from, end_ - from);
+    begin_ -= from;
+    end_ -= from;
+    head_begin_ = 0;
+  }
+}
+
+std::optional<std::string_view> Connection::WaitingHead() const {
+  if (!waiting_for_head_ || closed_ || !head_kept_) return std::nullopt;
+  if (!buf_) return std::string_view();
+  return std::string_view(buf_.get() + head_begin_, end_ - head_begin_);
+}
+
+void Connection::Preload(std::string_view head) {
+  if (head.empty() || head.size() > kReadBufferBytes) return;
+  buf_.reset(new char[kReadBufferBytes]);
+  buf_size_ = kReadBufferBytes;
+  std::memcpy(buf_.get(), head.data(), head.size());
+  begin_ = 0;
+  end_ = head.size();
 }
 
 void Connection::Compact() {
@@ -191,6 +223,8 @@ Status Connection::LostConnection(const asio::error_code& ec, std::string_view d
 
 asio::awaitable<Result<bool>> Connection::ReadHead() {
   bool started = begin_ < end_;
+  head_begin_ = begin_;
+  head_kept_ = true;
   Arm(started ? limits_.header_timeout : limits_.idle_timeout);
   for (;;) {
     if (begin_ < end_) {
@@ -204,14 +238,17 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
         co_return true;
       }
     }
-    Compact();
-    if (!buf_) {
+    CompactKeepingHead();
+    if (!buf_ && !registry_.handing_over()) {
       // An idle connection holds no read buffer: its first bytes land in
       // first_read_ and move to one made then. A read, not an async_wait
       // for readability: Asio re-arms the descriptor (epoll_ctl) for each
       // such wait, and waits for a read on the registration it has (one
       // system call less per keep-alive request; docs/BENCHMARKS.md,
-      // "Health against nginx").
+      // "Health against nginx"). Not while an upgrade is pending: a read
+      // Asio completes at its start (speculatively) is queued, its bytes
+      // uncounted until the coroutine resumes, and the execve would lose
+      // them; it then waits below for readability instead.
       auto [first_ec, n] = co_await socket_.async_read_some(asio::buffer(first_read_), kUseNothrow);
       if (first_ec) co_return false;  // closed, idle timeout, or shutdown
       buf_.reset(new char[kReadBufferBytes]);
@@ -221,11 +258,25 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
       end_ = n;
       continue;
     }
-    if (end_ == buf_size_) {  // cannot happen: heads are bounded far below the buffer
-      co_return Status::Error(ErrorCode::kHeadersTooLarge, "request head does not fit the buffer");
+    // Read by hand, never by an asynchronous read: bytes Asio read ahead
+    // sit in the buffer uncounted until the coroutine resumes, and an
+    // upgrade in place between the two would lose them.
+    if (buf_) {
+      if (end_ == buf_size_) {  // a head outgrowing the buffer: bounded far below it
+        co_return Status::Error(ErrorCode::kHeadersTooLarge,
+                                "request head does not fit the buffer");
+      }
+      ssize_t n =
+          ::recv(socket_.native_handle(), buf_.get() + end_, buf_size_ - end_, MSG_DONTWAIT);
+      if (n > 0) {
+        end_ += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) co_return false;  // closed, reset
     }
-    auto [ec, n] = co_await socket_.async_read_some(
-        asio::buffer(buf_.get() + end_, buf_size_ - end_), kUseNothrow);
+    // Until bytes arrive (an idle connection holds no read buffer till then).
+    auto [ec] = co_await socket_.async_wait(Socket::wait_read, kUseNothrow);
     if (ec) {
       if (timed_out_ && started) {
         co_return Status::Error(ErrorCode::kRequestTimeout,
@@ -233,9 +284,12 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
                                     std::to_string(limits_.header_timeout.count()) + " ms")
             .With("timeout_ms", static_cast<int64_t>(limits_.header_timeout.count()));
       }
-      co_return false;  // closed, idle timeout, or shutdown
+      co_return false;  // idle timeout, or shutdown
     }
-    end_ += n;
+    if (!buf_) {
+      buf_.reset(new char[kReadBufferBytes]);
+      buf_size_ = kReadBufferBytes;
+    }
   }
 }
 

@@ -47,6 +47,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseAfterRequest() { close_after_request_ = true; }
   // True between requests (nothing in flight): shutdown closes these first.
   bool idle() const { return !in_request_; }
+  // An upgrade in place (server/connection_handover.cc): while the
+  // connection waits for a request head, the bytes of it read so far
+  // (empty: none yet), which the next binary parses again; nullopt inside
+  // a request, while closing, or when the head outgrew the buffer.
+  std::optional<std::string_view> WaitingHead() const;
+  // The next binary: those bytes, before Start(). At most kReadBufferBytes.
+  void Preload(std::string_view head);
+  static constexpr size_t kReadBufferBytes = 64 * 1024;
   uint64_t id() const { return id_; }
   Socket& socket() { return socket_; }
   const ServerLimits& limits() const { return limits_; }
@@ -86,6 +94,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> SendEarlyError(const Status& error);
   Status Feed();
   void Compact();
+  void CompactKeepingHead();
   void Arm(std::chrono::milliseconds timeout);
   void Disarm();
   Status LostConnection(const asio::error_code& ec, std::string_view during);
@@ -110,6 +119,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t begin_ = 0;  // first unparsed byte
   size_t end_ = 0;    // one past the last received byte
   std::deque<std::string_view> body_queue_;
+  // The head being read starts here: ReadHead() keeps its bytes in the
+  // buffer after parsing them, for WaitingHead().
+  size_t head_begin_ = 0;
+  bool head_kept_ = true;
+  bool waiting_for_head_ = true;  // in (or about to enter) ReadHead()
   bool head_ready_ = false;
   bool message_complete_ = false;
   bool continue_sent_ = false;
@@ -132,6 +146,9 @@ class ConnectionRegistry {
  public:
   virtual ~ConnectionRegistry() = default;
   virtual void Remove(uint64_t id) = 0;
+  // An upgrade in place is pending: connections read only what they count
+  // at once (server/connection_handover.cc).
+  virtual bool handing_over() const { return false; }
 };
 
 }  // namespace agentd

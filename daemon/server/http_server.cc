@@ -85,10 +85,21 @@ void HttpServer::Serve(std::shared_ptr<Acceptor> acceptor, const ListenAddress& 
 
 asio::awaitable<void> HttpServer::AcceptLoop(std::shared_ptr<Acceptor> acceptor,
                                              ListenAddress address) {
+  // Accepted by hand, never by an asynchronous accept: a connection Asio
+  // accepted ahead sits uncounted until the coroutine resumes, and an
+  // upgrade in place between the two would close it unanswered.
+  asio::error_code ec;
+  acceptor->non_blocking(true, ec);
   for (;;) {
-    auto [ec, socket] = co_await acceptor->async_accept(kUseNothrow);
+    Socket socket = acceptor->accept(ec);
+    if (ec == asio::error::connection_aborted) continue;  // the peer gave up first
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      auto [wait_ec] = co_await acceptor->async_wait(Acceptor::wait_read, kUseNothrow);
+      if (wait_ec == asio::error::operation_aborted || !acceptor->is_open()) break;
+      continue;
+    }
     if (ec) {
-      if (ec == asio::error::operation_aborted) break;
+      if (ec == asio::error::operation_aborted || !acceptor->is_open()) break;
       // Out of descriptors or memory: log, back off briefly, keep serving.
       Log(LogLevel::kWarn, "accept failed",
           json::Object().Set("address", address.text).Set("error", ec.message()));

@@ -34,6 +34,15 @@ class HttpServer : public ConnectionRegistry {
   // in Listen() order, and the next binary serving one it inherited.
   std::vector<int> ListenerFds() const;
   Status Adopt(const ListenAddress& address, int fd);
+  // Every connection waiting for a request head (Connection::WaitingHead()),
+  // as handed-stream entries of kind "connection" (server/handed_streams.h)
+  // with their descriptors appended to `fds`; and the next binary serving
+  // one as if nothing happened (server/connection_handover.cc).
+  json::Array HandOverWaiting(std::vector<int>& fds) const;
+  Status AdoptConnection(const json::Value& entry);
+  // While an upgrade is pending (ConnectionRegistry::handing_over()).
+  void SetHandingOver(bool on) { handing_over_ = on; }
+  bool handing_over() const override { return handing_over_; }
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
   // The end of a drain: no more connections.
   void StopListening();
@@ -61,6 +70,7 @@ class HttpServer : public ConnectionRegistry {
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections_;
   uint64_t next_id_ = 1;
   bool stopping_ = false;
+  bool handing_over_ = false;
   std::unordered_set<uint64_t> draining_;  // busy at Shutdown(), not yet closed
   std::unique_ptr<asio::steady_timer> grace_timer_;
 };

@@ -135,6 +135,7 @@ void Upgrader::Request() {
   pending_since_ = std::chrono::steady_clock::now();
   // Nothing new that would keep the daemon busy starts until the outcome.
   if (wait_.count() > 0) sources_.hold(true);
+  if (sources_.handing_over) sources_.handing_over(true);
   asio::co_spawn(io_, Run(pending_attempt_), asio::detached);
 }
 
@@ -224,6 +225,7 @@ asio::awaitable<void> Upgrader::Run(int64_t attempt) {
   Report(attempt, outcome);
   running_ = false;
   if (wait_.count() > 0) sources_.hold(false);  // held requests proceed on this daemon
+  if (sources_.handing_over) sources_.handing_over(false);
 }
 
 Result<HandoverState> Upgrader::Gather(std::vector<int>& fds, int64_t attempt) {

@@ -50,6 +50,9 @@ struct UpgradeSources {
   // many requests are held now.
   std::function<void(bool)> hold;
   std::function<int64_t()> held;
+  // Pending (true) or over (false): connections then read only what they
+  // count at once, so the execve loses no byte (server/http_server.h).
+  std::function<void(bool)> handing_over;
   // Idle contexts (run/context_handover.cc), asked first: they mark their
   // interpreters for `execs`, or refuse while a run is in progress.
   std::function<Result<json::Array>(std::vector<int>& fds)> contexts;
