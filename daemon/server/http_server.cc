@@ -120,6 +120,9 @@ asio::awaitable<void> HttpServer::AcceptLoop(std::shared_ptr<Acceptor> acceptor,
     connections_.emplace(id, conn);
     if (stopping_) conn->CloseAfterRequest();  // a probe while draining: one answer
     conn->Start();
+    // What is ready meanwhile (a closed connection leaving its slot) goes
+    // first, as between the completions of asynchronous accepts.
+    co_await asio::post(io_, asio::use_awaitable);
   }
 }
 
