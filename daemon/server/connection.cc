@@ -153,9 +153,10 @@ asio::awaitable<void> Connection::LingerBeforeClose() {
 
 // Like Compact(), but the bytes of the head read so far stay while they
 // fit: an upgrade hands them over (WaitingHead()). A head that outgrows the
-// buffer (whitespace the parser does not count) is no longer kept.
+// buffer (whitespace the parser does not count) is no longer kept. No
+// buffer yet (a fresh or idle connection) is an empty head, not a full one.
 void Connection::CompactKeepingHead() {
-  if (head_kept_ && head_begin_ == 0 && end_ == buf_size_) head_kept_ = false;
+  if (head_kept_ && buf_ && head_begin_ == 0 && end_ == buf_size_) head_kept_ = false;
   size_t from = head_kept_ ? head_begin_ : begin_;
   if (from == end_) {
     begin_ = end_ = head_begin_ = 0;

@@ -17,6 +17,8 @@ namespace {
 
 struct IdleRegistry : ConnectionRegistry {
   void Remove(uint64_t) override {}
+  bool handing_over() const override { return upgrade_pending; }
+  bool upgrade_pending = false;
 };
 
 asio::awaitable<void> AnswerOk(Request&, Response& res) {
@@ -65,6 +67,26 @@ TEST_CASE(
   REQUIRE(::write(pair[1], sent.data(), sent.size()) == static_cast<ssize_t>(sent.size()));
   while (conn->WaitingHead().value_or("").empty()) io.run_one();
   CHECK(*conn->WaitingHead() == "GET /next HTTP/1.1\r\nHo");
+  conn->Close();
+  ::close(pair[1]);
+}
+
+// Before any byte a connection holds no buffer; its head is empty, not one
+// that outgrew the buffer (0 of 0 bytes), or the upgrade closed it unread.
+TEST_CASE("a connection waiting for its first byte reports an empty head once it runs",
+          "[server][upgrade]") {
+  IdleRegistry registry;
+  registry.upgrade_pending = GENERATE(false, true);  // its read, or its wait for readability
+  asio::io_context io(1);
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  ServerLimits limits;
+  RequestHandler handler = AnswerOk;
+  auto conn = std::make_shared<Connection>(Socket(io, StreamProtocol(AF_UNIX, 0), pair[0]), limits,
+                                           handler, registry, 1);
+  conn->Start();
+  CHECK(io.poll() > 0);  // the connection runs until it waits for the peer
+  CHECK(conn->WaitingHead() == std::string_view());
   conn->Close();
   ::close(pair[1]);
 }
