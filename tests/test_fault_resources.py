@@ -134,7 +134,12 @@ class IdleConnectionsTest(unittest.TestCase):
                 health_ms = (time.monotonic() - t0) * 1000
                 rss_after = rss_kib(d.proc.pid)
                 per_conn = (rss_after - rss_before) * 1024 / self.COUNT
-                self.assertLess(per_conn, 16 * 1024, (rss_before, rss_after))
+                # The bound is the shipped build's (5.4 KiB measured, docs/
+                # SECURITY.md). A sanitizer's shadow memory multiplies every
+                # byte the daemon touches (ThreadSanitizer gave 19.3 KiB for
+                # the same 5.4), so there it measures the sanitizer.
+                if not os.environ.get("AGENTD_UNDER_SANITIZER"):
+                    self.assertLess(per_conn, 16 * 1024, (rss_before, rss_after))
                 print("\n%d idle connections in %.1f s: health %.1f ms, RSS +%d KiB "
                       "(%.1f KiB per connection)" % (self.COUNT, t0 - started, health_ms,
                                                      rss_after - rss_before, per_conn / 1024))
