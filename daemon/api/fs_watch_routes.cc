@@ -285,20 +285,15 @@ Status AdoptWatch(asio::io_context& io, WatchRoute r, std::shared_ptr<int64_t> a
     return Status::InvalidRequest("a handed-over watch stream is malformed");
   }
   int fd = static_cast<int>(client->as_int());
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  int protocol = 0;
-  socklen_t plen = sizeof protocol;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &plen) != 0) {
+  std::optional<StreamProtocol> protocol = InheritedSocketProtocol(fd);
+  if (!protocol)
     return PosixError(errno, "a handed-over watch stream's descriptor is not a socket");
-  }
   Result<TreeWatcher> watcher = TreeWatcher::Restore(r.fs.root(), *saved);
   if (!watcher.ok()) return watcher.status();
   // The watcher owns the inotify descriptor now; the socket follows.
   auto w = std::make_shared<AdoptedWatch>(io, std::move(active), std::move(*watcher));
   asio::error_code ec;
-  w->socket.assign(StreamProtocol(addr.ss_family, protocol), fd, ec);
+  w->socket.assign(*protocol, fd, ec);
   if (ec) {
     ::close(fd);
     return Status::Ok();  // the stream ended; its watcher closes with `w`

@@ -277,15 +277,11 @@ Status Adopt(asio::io_context& io, HandedStreams& streams, Counter& tunnels, con
   if (!to_client.ok()) return to_client.status();
   int cfd = static_cast<int>(c->as_int());
   int gfd = static_cast<int>(g->as_int());
-  sockaddr_storage client_addr{};
+  std::optional<StreamProtocol> client_protocol = InheritedSocketProtocol(cfd);
   sockaddr_storage guest_addr{};
-  socklen_t clen = sizeof client_addr;
   socklen_t glen = sizeof guest_addr;
-  int client_protocol = 0;
-  socklen_t plen = sizeof client_protocol;
-  if (::getsockname(cfd, reinterpret_cast<sockaddr*>(&client_addr), &clen) != 0 ||
-      ::getsockname(gfd, reinterpret_cast<sockaddr*>(&guest_addr), &glen) != 0 ||
-      ::getsockopt(cfd, SOL_SOCKET, SO_PROTOCOL, &client_protocol, &plen) != 0) {
+  if (!client_protocol ||
+      ::getsockname(gfd, reinterpret_cast<sockaddr*>(&guest_addr), &glen) != 0) {
     return PosixError(errno, "a handed-over tunnel's descriptor is not a socket");
   }
   if (guest_addr.ss_family != AF_INET && guest_addr.ss_family != AF_INET6) {
@@ -293,7 +289,7 @@ Status Adopt(asio::io_context& io, HandedStreams& streams, Counter& tunnels, con
   }
   auto t = std::make_shared<AdoptedTunnel>(io, tunnels);
   asio::error_code ec;
-  t->client.assign(StreamProtocol(client_addr.ss_family, client_protocol), cfd, ec);
+  t->client.assign(*client_protocol, cfd, ec);
   if (ec) return PosixError(ec.value(), "cannot take over a tunnel's client socket");
   // From here the tunnel owns the client descriptor: a failure closes it.
   ::fcntl(cfd, F_SETFD, FD_CLOEXEC);

@@ -52,17 +52,11 @@ Status HttpServer::AdoptConnection(const json::Value& entry) {
         .With("limit", limits_.max_connections);
   }
   int fd = static_cast<int>(fd_value->as_int());
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  int protocol = 0;
-  socklen_t plen = sizeof protocol;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
-      ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &plen) != 0) {
-    return PosixError(errno, "a handed-over connection's descriptor is not a socket");
-  }
+  std::optional<StreamProtocol> protocol = InheritedSocketProtocol(fd);
+  if (!protocol) return PosixError(errno, "a handed-over connection's descriptor is not a socket");
   Socket socket(io_);
   asio::error_code ec;
-  socket.assign(StreamProtocol(addr.ss_family, protocol), fd, ec);
+  socket.assign(*protocol, fd, ec);
   if (ec) return PosixError(ec.value(), "cannot take over a connection");
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);  // inherited open for the one execve only
   uint64_t id = next_id_++;
