@@ -56,7 +56,7 @@ asio::awaitable<void> List(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Result<std::vector<FileStat>> entries = ListDir(r.fs.root(), *rel);
     if (!entries.ok()) return entries.status();
     return EncodeListResponse(ListResponse{std::move(*entries)});
@@ -73,7 +73,7 @@ asio::awaitable<void> Mkdir(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(owner.status());
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Result<FileStat> st = MakeDir(r.fs.root(), *rel, mk->mode, mk->parents, *owner);
     if (!st.ok()) return st.status();
     return EncodeFileStat(*st);
@@ -91,7 +91,7 @@ asio::awaitable<void> Rename(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(pre.status());
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Guard guard{r.fs.tags(), *pre};
     AGENTD_RETURN_IF_ERROR(
         RenamePath(r.fs.root(), *from, *to, mv->overwrite, pre->empty() ? nullptr : &guard));
@@ -114,7 +114,7 @@ asio::awaitable<void> Delete(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Guard guard{r.fs.tags(), *pre};
     Result<uint64_t> removed =
         RemovePath(r.fs.root(), *rel, recursive, pre->empty() ? nullptr : &guard);
@@ -133,7 +133,7 @@ asio::awaitable<void> Realpath(FsRoute r, Request& req, Response& res) {
     co_await res.SendError(s);
     co_return;
   }
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Result<RelPath> real = RealPath(r.fs.root(), *rel);
     if (!real.ok()) return real.status();
     return EncodeRealpathResponse(RealpathResponse{r.fs.policy().Display(*real)});

@@ -10,6 +10,15 @@ Headers ErrorHeaders(const Status& error) {
   return h;
 }
 
+asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, JsonJob fn) {
+  Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));
+  if (!out.ok()) {
+    co_await res.SendError(out.status(), ErrorHeaders(out.status()));
+  } else {
+    co_await res.SendJson(200, *out);
+  }
+}
+
 asio::awaitable<bool> DiscardBody(Request& req, Response& res, uint64_t limit) {
   uint64_t drained = 0;
   while (drained <= limit) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <functional>
 
 #include "agentd/protocol/json.h"
 #include "api/api_context.h"
@@ -44,17 +45,14 @@ inline Result<Precondition> PreconditionOf(const Request& req) {
 // The headers an error answer carries: the current ETag with a 412.
 Headers ErrorHeaders(const Status& error);
 
-// Runs `fn` (returning Result<json::Value>) on `pool` and answers 200 with
-// its value or the error. Pass a named lambda (sys/awaitable.h caveats).
-template <typename Fn>
-asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, Fn fn) {
-  Result<json::Value> out = co_await RunBlocking(pool, std::move(fn));
-  if (!out.ok()) {
-    co_await res.SendError(out.status(), ErrorHeaders(out.status()));
-  } else {
-    co_await res.SendJson(200, *out);
-  }
-}
+// Work for the blocking pool whose value is the answer's JSON body.
+using JsonJob = std::function<Result<json::Value>()>;
+
+// Runs `fn` on `pool` and answers 200 with its value or the error. Pass a
+// named JsonJob (sys/awaitable.h caveats). One coroutine for every route
+// that answers this way, rather than a template instantiated per route
+// (docs/BUILDING.md, "Binary size").
+asio::awaitable<void> AnswerFromPool(asio::thread_pool& pool, Response& res, JsonJob fn);
 
 // After a refusal met mid-body, reads and discards up to this much of the
 // rest of the body before answering, so a client that sends its whole body

@@ -128,7 +128,7 @@ asio::awaitable<void> Glob(FsRoute r, Request& req, Response& res) {
     co_return;
   }
   std::string display = r.fs.policy().Display(*rel);
-  auto work = [&]() -> Result<json::Value> {
+  JsonJob work = [&]() -> Result<json::Value> {
     Result<UniqueFd> dir = r.fs.root().OpenAt(*rel, O_RDONLY | O_DIRECTORY);
     if (!dir.ok()) return dir.status();
     Result<GlobResponse> out = RunGlob(r.fs.root(), *rel, display, dir->get(), opts);
