@@ -183,6 +183,14 @@ void Connection::Preload(std::string_view head) {
   end_ = head.size();
 }
 
+void Connection::StopFirstRead() {
+  if (!first_read_in_flight_ || closed_) return;
+  first_read_stopped_ = true;
+  // Its only pending operation: an idle connection waits on nothing else.
+  asio::error_code ignored;
+  socket_.cancel(ignored);
+}
+
 void Connection::Compact() {
   if (!body_queue_.empty()) return;  // queued spans point into the buffer
   if (begin_ == end_) {
@@ -249,8 +257,18 @@ asio::awaitable<Result<bool>> Connection::ReadHead() {
       // "Health against nginx"). Not while an upgrade is pending: a read
       // Asio completes at its start (speculatively) is queued, its bytes
       // uncounted until the coroutine resumes, and the execve would lose
-      // them; it then waits below for readability instead.
+      // them; it then waits below for readability instead. One begun
+      // before is stopped by StopFirstRead(), and the upgrade waits for
+      // its completion (HttpServer::FirstReadsSettled()).
+      first_read_in_flight_ = true;
       auto [first_ec, n] = co_await socket_.async_read_some(asio::buffer(first_read_), kUseNothrow);
+      first_read_in_flight_ = false;
+      if (first_ec == asio::error::operation_aborted && first_read_stopped_ && !timed_out_ &&
+          !closed_) {
+        first_read_stopped_ = false;
+        continue;  // an upgrade stopped it: wait for readability below
+      }
+      first_read_stopped_ = false;
       if (first_ec) co_return false;  // closed, idle timeout, or shutdown
       buf_.reset(new char[kReadBufferBytes]);
       buf_size_ = kReadBufferBytes;

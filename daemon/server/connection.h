@@ -54,6 +54,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<std::string_view> WaitingHead() const;
   // The next binary: those bytes, before Start(). At most kReadBufferBytes.
   void Preload(std::string_view head);
+  // An upgrade became pending: the read an idle connection waits with is
+  // cancelled (its bytes, if it took any, are counted when it completes),
+  // and the connection waits for readability instead. Until that read's
+  // completion has run, first_read_in_flight(): bytes the kernel gave it
+  // are in first_read_ but not yet in the head, and an execve loses them.
+  void StopFirstRead();
+  bool first_read_in_flight() const { return first_read_in_flight_; }
   static constexpr size_t kReadBufferBytes = 64 * 1024;
   uint64_t id() const { return id_; }
   Socket& socket() { return socket_; }
@@ -123,7 +130,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // buffer after parsing them, for WaitingHead().
   size_t head_begin_ = 0;
   bool head_kept_ = true;
-  bool waiting_for_head_ = true;  // in (or about to enter) ReadHead()
+  bool first_read_in_flight_ = false;
+  bool first_read_stopped_ = false;  // cancelled by StopFirstRead(), not closed
+  bool waiting_for_head_ = true;     // in (or about to enter) ReadHead()
   bool head_ready_ = false;
   bool message_complete_ = false;
   bool continue_sent_ = false;

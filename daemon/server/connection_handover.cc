@@ -16,6 +16,22 @@
 
 namespace agentd {
 
+void HttpServer::SetHandingOver(bool on) {
+  handing_over_ = on;
+  if (!on) return;
+  for (const auto& [id, weak] : connections_) {
+    if (std::shared_ptr<Connection> conn = weak.lock()) conn->StopFirstRead();
+  }
+}
+
+bool HttpServer::FirstReadsSettled() const {
+  for (const auto& [id, weak] : connections_) {
+    std::shared_ptr<Connection> conn = weak.lock();
+    if (conn && conn->first_read_in_flight()) return false;
+  }
+  return true;
+}
+
 json::Array HttpServer::HandOverWaiting(std::vector<int>& fds) const {
   json::Array out;
   for (const auto& [id, weak] : connections_) {

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +37,21 @@ json::Array ConnectionEntry(int fd, std::string_view head) {
                         .Set("fd", fd)
                         .Set("head_b64", Base64Encode(head)));
   return entries;
+}
+
+// Bytes the kernel holds for `fd`, not yet read by anyone.
+int Unread(int fd) {
+  int n = -1;
+  REQUIRE(::ioctl(fd, FIONREAD, &n) == 0);
+  return n;
+}
+
+// The head the one handed-over connection would carry.
+std::string HandedHead(const HttpServer& server) {
+  std::vector<int> fds;
+  json::Array entries = server.HandOverWaiting(fds);
+  REQUIRE(entries.size() == 1);
+  return Base64Decode(entries[0].Find("head_b64")->as_string()).value();
 }
 
 std::string ReadUntilClose(int fd) {
@@ -123,5 +139,48 @@ TEST_CASE("a handed-over connection beyond max_connections is closed, not leaked
   CHECK(::fcntl(pair[0], F_GETFD) == -1);
   CHECK(errno == EBADF);
   CHECK(ReadUntilClose(pair[1]).empty());  // the client sees the close
+  ::close(pair[1]);
+}
+
+// The window: an idle connection's read took the bytes from the kernel
+// (Asio reads at the start of an operation and queues its completion), the
+// upgrade became pending before that completion ran, and the state written
+// then carried an empty head: the execve lost the bytes and the client
+// waited for its idle timeout.
+TEST_CASE("bytes an idle connection's read took before the upgrade are in the head it hands over",
+          "[server][upgrade]") {
+  asio::io_context io(1);
+  HttpServer server(io, ServerLimits{}, AnswerOk);
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  std::string sent = "GET / HTTP/1.1\r\nHo";  // half a head: the connection waits on
+  REQUIRE(::write(pair[1], sent.data(), sent.size()) == static_cast<ssize_t>(sent.size()));
+  REQUIRE(server.AdoptConnection(ConnectionEntry(pair[0], "")[0]).ok());
+  while (Unread(pair[0]) > 0) REQUIRE(io.run_one() == 1);
+  REQUIRE(HandedHead(server).empty());  // the window: read, but not in the head yet
+
+  server.SetHandingOver(true);  // the upgrade begins
+  while (!server.FirstReadsSettled()) REQUIRE(io.run_one() == 1);
+  CHECK(HandedHead(server) == sent);
+  ::close(pair[1]);
+}
+
+TEST_CASE("an idle connection whose read the upgrade stopped stays open and is answered",
+          "[server][upgrade]") {
+  asio::io_context io(1);
+  HttpServer server(io, ServerLimits{}, AnswerOk);
+  int pair[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  REQUIRE(server.AdoptConnection(ConnectionEntry(pair[0], "")[0]).ok());
+  io.poll();  // it waits for its first byte with a read
+  server.SetHandingOver(true);
+  io.poll();  // the stopped read's completion
+  CHECK(server.FirstReadsSettled());
+  CHECK(HandedHead(server).empty());  // still waiting, not closed
+  server.SetHandingOver(false);       // the upgrade failed: this binary serves on
+  std::string request = "GET / HTTP/1.1\r\nConnection: close\r\n\r\n";
+  REQUIRE(::write(pair[1], request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  io.run();  // until the connection answered and closed
+  CHECK(ReadUntilClose(pair[1]).starts_with("HTTP/1.1 200 "));
   ::close(pair[1]);
 }

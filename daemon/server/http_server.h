@@ -41,7 +41,12 @@ class HttpServer : public ConnectionRegistry {
   json::Array HandOverWaiting(std::vector<int>& fds) const;
   Status AdoptConnection(const json::Value& entry);
   // While an upgrade is pending (ConnectionRegistry::handing_over()).
-  void SetHandingOver(bool on) { handing_over_ = on; }
+  // Turned on, it stops the reads idle connections wait with
+  // (Connection::StopFirstRead()); once their completions ran,
+  // FirstReadsSettled(), and every byte read is in a head HandOverWaiting()
+  // reports. No new such read starts while it is on.
+  void SetHandingOver(bool on);
+  bool FirstReadsSettled() const;
   bool handing_over() const override { return handing_over_; }
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
   // The end of a drain: no more connections.

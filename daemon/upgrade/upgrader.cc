@@ -24,6 +24,11 @@ extern char** environ;
 namespace agentd {
 namespace {
 
+// The stopped reads' completions were queued when they were stopped, so
+// one turn of the io thread runs them; more than this is a bug, and the
+// upgrade is refused rather than losing the bytes they read.
+constexpr int kSettleTurns = 100;
+
 // The new binary reads a small file and exits: far less than this, unless
 // it hangs (then it is killed and the upgrade fails).
 constexpr std::chrono::seconds kCheckLimit{30};
@@ -198,11 +203,25 @@ asio::awaitable<Status> Upgrader::AwaitQuiet(int64_t attempt) {
   co_return Status::Ok();
 }
 
+asio::awaitable<Status> Upgrader::AwaitReadsSettled() {
+  if (!sources_.reads_settled) co_return Status::Ok();
+  for (int turn = 0; !sources_.reads_settled(); ++turn) {
+    if (turn == kSettleTurns) {
+      co_return Status::Internal("cannot hand over: a connection's read did not complete");
+    }
+    co_await asio::post(io_, asio::use_awaitable);
+  }
+  co_return Status::Ok();
+}
+
 asio::awaitable<void> Upgrader::Run(int64_t attempt) {
   std::string binary = binary_.empty() ? DaemonBinary() : binary_;
   Log(LogLevel::kInfo, "upgrade requested",
       json::Object().Set("attempt", attempt).Set("binary", binary));
-  Status outcome = co_await AwaitQuiet(attempt);
+  // Nothing starts such a read while the upgrade is pending, so once
+  // settled both looks at the state below see every byte read.
+  Status outcome = co_await AwaitReadsSettled();
+  if (outcome.ok()) outcome = co_await AwaitQuiet(attempt);
   if (outcome.ok()) outcome = sources_.ready();
   if (outcome.ok()) {
     // A first look, so a refusal (a run in progress) comes before the check.

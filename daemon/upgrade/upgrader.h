@@ -53,6 +53,9 @@ struct UpgradeSources {
   // Pending (true) or over (false): connections then read only what they
   // count at once, so the execve loses no byte (server/http_server.h).
   std::function<void(bool)> handing_over;
+  // true once the reads stopped by handing_over(true) have completed and
+  // their bytes are counted (HttpServer::FirstReadsSettled()).
+  std::function<bool()> reads_settled;
   // Idle contexts (run/context_handover.cc), asked first: they mark their
   // interpreters for `execs`, or refuse while a run is in progress.
   std::function<Result<json::Array>(std::vector<int>& fds)> contexts;
@@ -101,6 +104,8 @@ class Upgrader {
   // Until the daemon is quiet of what cannot be handed over midway, or the
   // refusal that names what was still in progress.
   asio::awaitable<Status> AwaitQuiet(int64_t attempt);
+  // Until the reads stopped when the upgrade became pending completed.
+  asio::awaitable<Status> AwaitReadsSettled();
   asio::awaitable<Status> Check(const std::string& binary);
   Result<HandoverState> Gather(std::vector<int>& fds, int64_t attempt);
   Status Replace(const std::string& binary, int64_t attempt);
