@@ -214,8 +214,10 @@ class WriteTest(FileTestCase):
         self.assertFalse(os.path.exists(self.path("u")))
 
     def test_chunked_upload_is_written_whole(self):
+        # 4 MiB: more than the daemon's 1 MiB write queue, so the blocks it
+        # gathers the body into are written, recycled and refilled many times.
         conn = self.daemon.connection()
-        chunks = [os.urandom(70_000) for _ in range(5)]
+        chunks = [os.urandom(70_000) for _ in range(60)]
         conn.request("PUT", url("/v1/fs/file", path=self.path("chunked")), body=iter(chunks),
                      headers=self.daemon.headers(), encode_chunked=True)
         resp = conn.getresponse()

@@ -202,6 +202,7 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
         channel->Close();
         return w;
       }
+      channel->Recycle(std::move(*chunk));
     }
     if (channel->closed()) {
       return Status::Error(ErrorCode::kTransport, "the upload ended early");

@@ -39,29 +39,31 @@ asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& e
 
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted) {
   // Body chunks (at most one socket read each) are gathered into blocks of
-  // kPumpBlockBytes, so the job wakes and writes once per block.
-  std::string block;
+  // kPumpBlockBytes, so the job wakes and writes once per block. A block is
+  // handed over before a chunk would overflow it, so it is never regrown,
+  // and the blocks the job has written come back through the channel to be
+  // refilled (ByteChannel::Recycle).
+  std::string block = channel.TakeSpare();
   for (;;) {
     Result<std::string_view> chunk = co_await req.ReadBody();
     if (!chunk.ok()) {
       channel.Close();
       co_return chunk.status();
     }
-    if (!chunk->empty()) {
-      if (block.capacity() < kPumpBlockBytes) block.reserve(kPumpBlockBytes);
-      block.append(*chunk);
-      if (block.size() < kPumpBlockBytes && !req.body_complete()) continue;
-    }
-    if (!block.empty()) {
+    bool end = chunk->empty();
+    bool full = !block.empty() && block.size() + chunk->size() > kPumpBlockBytes;
+    if (full || (end && !block.empty())) {
       counted.Inc(block.size());
       bool taken = co_await channel.AsyncPush(std::move(block));
       if (!taken) co_return Status::Ok();
-      block = std::string();
+      block = channel.TakeSpare();
     }
-    if (chunk->empty()) {
+    if (end) {
       channel.Finish();
       co_return Status::Ok();
     }
+    if (block.capacity() < kPumpBlockBytes) block.reserve(kPumpBlockBytes);
+    block.append(*chunk);
   }
 }
 

@@ -84,6 +84,23 @@ std::optional<std::string> ByteChannel::Pop() {
   return out;
 }
 
+void ByteChannel::Recycle(std::string used) {
+  std::lock_guard lock(mu_);
+  if (closed_ || spare_bytes_ + used.capacity() > capacity_) return;  // freed here
+  used.clear();
+  spare_bytes_ += used.capacity();
+  spares_.push_back(std::move(used));
+}
+
+std::string ByteChannel::TakeSpare() {
+  std::lock_guard lock(mu_);
+  if (spares_.empty()) return std::string();
+  std::string out = std::move(spares_.back());
+  spares_.pop_back();
+  spare_bytes_ -= out.capacity();
+  return out;
+}
+
 void ByteChannel::Finish() {
   std::lock_guard lock(mu_);
   finished_ = true;
@@ -96,6 +113,8 @@ void ByteChannel::Close() {
   closed_ = true;
   queue_.clear();
   queued_bytes_ = 0;
+  spares_.clear();
+  spare_bytes_ = 0;
   cv_.notify_all();
   WakeIoLocked();
 }
@@ -106,6 +125,8 @@ bool ByteChannel::closed() const {
 }
 
 Result<std::string_view> ByteChannel::Source::Read() {
+  if (current_.capacity() > 0) ch_->Recycle(std::move(current_));
+  current_ = std::string();
   std::optional<std::string> next = ch_->Pop();
   if (!next) {
     if (ch_->closed()) {

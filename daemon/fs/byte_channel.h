@@ -8,6 +8,13 @@
 // disconnect, daemon shutdown); the other side then sees the end with
 // closed() true. Finish() is the producer's clean end of stream.
 //
+// The consumer can hand a drained buffer back (Recycle) and the producer
+// take it for its next block (TakeSpare): a large upload then reuses the
+// same few blocks instead of allocating one per block on the io thread and
+// freeing it on the worker, which made glibc map, fault in and trim fresh
+// pages for every block (measured: twice the daemon's CPU for a 1 GiB
+// upload; docs/BENCHMARKS.md). Spares are bounded by the capacity too.
+//
 // Thread-safety: the Async* members run on the io executor given at
 // construction; the blocking members on any other thread; Close() and the
 // queries anywhere. Keep it in a shared_ptr: wake-ups posted to the io
@@ -22,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agentd/trees/byte_stream.h"
 
@@ -41,6 +49,12 @@ class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
   // Worker side.
   bool Push(std::string bytes);
   std::optional<std::string> Pop();
+
+  // Buffer reuse, from either side: Recycle keeps `used` (emptied, its
+  // capacity kept) while the spares hold less than `capacity` bytes, else
+  // frees it; TakeSpare answers a kept one, or an empty string.
+  void Recycle(std::string used);
+  std::string TakeSpare();
 
   void Finish();
   void Close();
@@ -77,6 +91,8 @@ class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
   std::condition_variable cv_;
   std::deque<std::string> queue_;
   size_t queued_bytes_ = 0;
+  std::vector<std::string> spares_;
+  size_t spare_bytes_ = 0;  // their capacities
   bool finished_ = false;
   bool closed_ = false;
   bool io_waiting_ = false;

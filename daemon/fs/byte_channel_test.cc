@@ -86,3 +86,37 @@ TEST_CASE("the registry closes every live channel at shutdown", "[channel]") {
   CHECK_FALSE(a->Push("late"));
   CHECK(registry.Make(io.get_executor(), 10)->closed());
 }
+
+TEST_CASE("a buffer the consumer recycles is the producer's next block, emptied", "[channel]") {
+  asio::io_context io;
+  auto ch = std::make_shared<ByteChannel>(io.get_executor(), 1000);
+  CHECK(ch->TakeSpare().capacity() < 400);  // none yet: a fresh string
+  std::string used;
+  used.reserve(400);
+  used = "written";
+  const char* memory = used.data();
+  ch->Recycle(std::move(used));
+  std::string spare = ch->TakeSpare();
+  CHECK(spare.data() == memory);  // the same allocation, not a new one
+  CHECK(spare.empty());
+  CHECK(spare.capacity() >= 400);
+  CHECK(ch->TakeSpare().capacity() < 400);  // handed out once
+}
+
+TEST_CASE("recycled buffers are kept only up to the channel's capacity", "[channel]") {
+  asio::io_context io;
+  auto ch = std::make_shared<ByteChannel>(io.get_executor(), 1000);
+  for (int i = 0; i < 3; ++i) {
+    std::string used;
+    used.reserve(400);
+    ch->Recycle(std::move(used));
+  }
+  int kept = 0;
+  while (ch->TakeSpare().capacity() >= 400) ++kept;
+  CHECK(kept == 2);  // a third would hold 1200 bytes for a 1000-byte channel
+  ch->Close();
+  std::string late;
+  late.reserve(400);
+  ch->Recycle(std::move(late));
+  CHECK(ch->TakeSpare().capacity() < 400);  // a closed channel keeps nothing
+}
