@@ -35,6 +35,7 @@
 #include "limits/limiter.h"
 #include "limits/tenant_cgroup.h"
 #include "proc/exec_holder.h"
+#include "proc/probe_child.h"
 #include "proc/reaper.h"
 #include "proc/refusal_filter.h"
 #include "proc/runtime_probe.h"
@@ -267,7 +268,14 @@ class ExecEngine {
   void ScheduleRelease(const SharedRecord& rec, std::chrono::milliseconds delay);
   void Release(const SharedRecord& rec);
   Result<std::optional<Credentials>> ResolveIdentity(const ExecStartRequest& request);
-  Status OpenRestriction();
+  // The restricted profile's read-only paths, their probe started in
+  // OpenRestriction and judged in SettleRestriction once it is waited for.
+  struct RestrictionProbe {
+    size_t probe = 0;
+    std::vector<std::string> paths;
+  };
+  Result<RestrictionProbe> OpenRestriction(ProbeChildren& probes);
+  Status SettleRestriction(const ProbeChildren& probes, RestrictionProbe& started);
   Result<std::optional<Credentials>> ResolveRestrictedIdentity(const ExecStartRequest& request);
   Status CheckCapacity() const;
   Result<Started> Insert(const std::string& id, std::string fingerprint, Prepared prepared,
@@ -320,7 +328,10 @@ class ExecEngine {
   // Takes over the cgroup a predecessor made for `rec` (exec/group_state.h);
   // logged when it cannot, and the kernel alone enforces the limits then.
   void AdoptGroup(ExecRecord& rec, const json::Object& state);
-  void OpenTenantCgroup();
+  // Makes the tenant cgroup and starts its join probe (none when it is
+  // unavailable); SettleTenantCgroup judges it once it is waited for.
+  std::optional<size_t> OpenTenantCgroup(ProbeChildren& probes);
+  void SettleTenantCgroup(const ProbeChildren& probes, std::optional<size_t> join);
   // exec_process.cc: the egress programs (limits/egress_guard.h), attached
   // right before the spawn; released with their final counts at the end.
   Status AttachEgress(const SharedRecord& rec);

@@ -156,7 +156,7 @@ AGENTD_CHILD_SIDE int JoinCgroup(const void* procs_fd) {
 }
 }  // namespace
 
-void ExecEngine::OpenTenantCgroup() {
+std::optional<size_t> ExecEngine::OpenTenantCgroup(ProbeChildren& probes) {
   // The base the last daemon on this state dir made its groups in: if it
   // crashed, its tenant's processes are still there (limits/tenant_cgroup.h).
   std::string record = state_dir_ + "/tenant-cgroup";
@@ -171,13 +171,18 @@ void ExecEngine::OpenTenantCgroup() {
           json::Object().Set("error", written.message()));
     }
   }
-  if (tenant_cgroup_.available()) {
-    // Made is not yet joinable: moving a process needs write access to
-    // the group it leaves, which a non-delegated guest may lack. A
-    // throwaway child tries, so no exec's spawn fails on it later.
-    int fd = tenant_cgroup_.leaf_procs_fd();
+  if (!tenant_cgroup_.available()) return std::nullopt;
+  // Made is not yet joinable: moving a process needs write access to
+  // the group it leaves, which a non-delegated guest may lack. A
+  // throwaway child tries, so no exec's spawn fails on it later.
+  int fd = tenant_cgroup_.leaf_procs_fd();
+  return probes.Start(JoinCgroup, &fd);
+}
+
+void ExecEngine::SettleTenantCgroup(const ProbeChildren& probes, std::optional<size_t> join) {
+  if (join) {
     std::string why;
-    int err = RunInProbeChild(JoinCgroup, &fd, &why);
+    int err = probes.Outcome(*join, &why);
     if (err > 0) {
       why = "cannot move a process into " + tenant_cgroup_.dir() + "/run (" + std::strerror(err) +
             ")";

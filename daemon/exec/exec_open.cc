@@ -44,14 +44,35 @@ Status ExecEngine::Open() {
   std::vector<StoredExec> stored = LoadAndTakeOverEgress();
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
-  OpenTenantCgroup();
-  AGENTD_RETURN_IF_ERROR(OpenRestriction());
-  network_unavailable_ = ProbeEmptyNetwork();
-  scratch_unavailable_ = ProbeScratchMount();
+  // The start-up probes (proc/probe_child.h) run together: each child is
+  // forked at once, the egress probe (programs loaded here, no child) runs
+  // in this thread meanwhile, and then all are waited for. A start pays
+  // for the slowest of them, not their sum (docs/ARCHITECTURE.md,
+  // "Start-up"). Every verdict is in before Open returns, so before the
+  // daemon listens: health never reports a capability a probe has not
+  // confirmed, and no exec starts on one.
+  ProbeChildren probes;
+  std::optional<size_t> join = OpenTenantCgroup(probes);
+  Result<RestrictionProbe> restriction = OpenRestriction(probes);
+  if (!restriction.ok()) return restriction.status();
+  size_t network = StartEmptyNetworkProbe(probes);
+  size_t scratch = StartScratchMountProbe(probes);
+  egress_host_.Open(options_.egress_enforcer);
+  probes.WaitAll();
+  SettleTenantCgroup(probes, join);
+  AGENTD_RETURN_IF_ERROR(SettleRestriction(probes, *restriction));
+  network_unavailable_ = EmptyNetworkVerdict(probes, network);
+  scratch_unavailable_ = ScratchMountVerdict(probes, scratch);
+  // Dead daemons' bare tenant groups (one directory walk of every group
+  // beside ours) go off the start path: nothing waits for them.
+  if (!tenant_cgroup_.sweep_parent().empty()) {
+    asio::post(blocking_, [parent = tenant_cgroup_.sweep_parent()] {
+      TenantCgroup::SweepStale(parent);
+    });
+  }
   if (!scratch_unavailable_.empty()) {
     Log(LogLevel::kInfo, "disk_bytes unavailable", json::Object().Set("why", scratch_unavailable_));
   }
-  egress_host_.Open(options_.egress_enforcer);
   if (!egress_host_.available()) {
     Log(LogLevel::kInfo, "egress policy unavailable",
         json::Object().Set("why", egress_host_.why()));
@@ -98,7 +119,7 @@ Status ExecEngine::Open() {
   return Status::Ok();
 }
 
-Status ExecEngine::OpenRestriction() {
+Result<ExecEngine::RestrictionProbe> ExecEngine::OpenRestriction(ProbeChildren& probes) {
   // Compiled once here: the spawn child may not allocate (proc/spawn.h).
   if (SeccompFilterSupported(&restricted_unavailable_)) {
     Result<std::unique_ptr<RefusalFilter>> filter = BuildRefusalFilter();
@@ -119,9 +140,14 @@ Status ExecEngine::OpenRestriction() {
   }
   Result<std::vector<std::string>> paths = ResolveReadonlyPaths(optional, options_.readonly_paths);
   if (!paths.ok()) return paths.status();
-  readonly_unavailable_ = ProbeReadonlyMounts(*paths);
+  size_t probe = StartReadonlyMountsProbe(probes, *paths);
+  return RestrictionProbe{probe, std::move(*paths)};
+}
+
+Status ExecEngine::SettleRestriction(const ProbeChildren& probes, RestrictionProbe& started) {
+  readonly_unavailable_ = ReadonlyMountsVerdict(probes, started.probe);
   if (readonly_unavailable_.empty()) {
-    readonly_paths_ = std::move(*paths);
+    readonly_paths_ = std::move(started.paths);
   } else if (!options_.readonly_paths.empty()) {
     return Status::InvalidRequest("--readonly-path " + options_.readonly_paths.front() + ": " +
                                   readonly_unavailable_);

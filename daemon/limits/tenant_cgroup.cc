@@ -147,8 +147,13 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
       return;
     }
     std::string parent = JoinPath(mount, own);
-    RemoveStaleTenantGroups(parent);
-    if (!adopted_.empty() && ::access(adopted_.c_str(), F_OK) != 0) adopted_.clear();  // was empty
+    sweep_parent_ = parent;
+    // The predecessor's base alone is swept here: a bare one is nothing
+    // to adopt (the sweep of the others runs later, elsewhere).
+    if (!adopted_.empty() && InInitialPidNamespace() && ChildGroups(adopted_).empty() &&
+        ::rmdir(adopted_.c_str()) == 0) {
+      adopted_.clear();
+    }
     base_ = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
     if (::mkdir(base_.c_str(), 0755) != 0 && errno != EEXIST) {
       why_ = "cannot create " + base_ + ": " + std::strerror(errno);
@@ -165,6 +170,8 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
   }
   why_.clear();
 }
+
+void TenantCgroup::SweepStale(const std::string& parent) { RemoveStaleTenantGroups(parent); }
 
 Status TenantCgroup::MakeGeneration(int64_t generation) {
   std::string dir = base_ + "/g" + std::to_string(generation);

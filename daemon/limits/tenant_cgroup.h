@@ -59,6 +59,13 @@ class TenantCgroup {
   // failure the mechanism becomes unavailable (why() says why) and the
   // next resets use the subreaper tree.
   std::string Advance(int64_t generation);
+  // Where the bare bases of dead daemons beside this one are swept ("" when
+  // nowhere): a walk of every group there, which ExecEngine::Open leaves to
+  // its blocking pool instead of making every start wait for it.
+  const std::string& sweep_parent() const { return sweep_parent_; }
+  // Removes the bare "agentd-tenant-<pid>" groups of dead daemons in
+  // `parent` (never this daemon's own). Any thread: it touches no member.
+  static void SweepStale(const std::string& parent);
   // Gives the mechanism up (the start-up probe could not join the leaf).
   void Disable(std::string why);
 
@@ -79,8 +86,9 @@ class TenantCgroup {
   Status MakeGeneration(int64_t generation);
 
   std::string base_;
-  bool own_base_ = false;  // made here (removed on Close), not the Limiter's
-  std::string enable_;     // "+memory +pids ..." copied from the base
+  std::string sweep_parent_;  // where SweepStale looks ("" when nothing to sweep)
+  bool own_base_ = false;     // made here (removed on Close), not the Limiter's
+  std::string enable_;        // "+memory +pids ..." copied from the base
   std::string dir_;
   std::string adopted_;
   static inline const std::string kNone;

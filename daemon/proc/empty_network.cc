@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "proc/child_side.h"
-#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -34,9 +33,13 @@ AGENTD_CHILD_SIDE int EnterEmptyNetwork() {
   return err;
 }
 
-std::string ProbeEmptyNetwork() {
+size_t StartEmptyNetworkProbe(ProbeChildren& probes) {
+  return probes.Start([](const void*) { return EnterEmptyNetwork(); }, nullptr);
+}
+
+std::string EmptyNetworkVerdict(const ProbeChildren& probes, size_t i) {
   std::string why;
-  int err = RunInProbeChild([](const void*) { return EnterEmptyNetwork(); }, nullptr, &why);
+  int err = probes.Outcome(i, &why);
   if (err <= 0) return err == 0 ? "" : why;
   why = "cannot create a network namespace with loopback (" + std::string(std::strerror(err)) + ")";
   if (err == EPERM) why += ": it needs CAP_SYS_ADMIN and a seccomp policy that allows unshare";

@@ -21,21 +21,41 @@ namespace {
 
 }  // namespace
 
-int RunInProbeChild(int (*step)(const void* arg), const void* arg, std::string* why) {
+size_t ProbeChildren::Start(int (*step)(const void* arg), const void* arg) {
   // A plain fork by raw system call: the child touches only its own copy
   // of memory and exits; libc's fork handlers have nothing to do here.
   long pid = ::syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-  if (pid < 0) {
-    *why = std::string("cannot create a probe process: ") + std::strerror(errno);
-    return -1;
-  }
   if (pid == 0) ProbeChild(step, arg);
-  int status = 0;
-  while (::waitpid(static_cast<pid_t>(pid), &status, __WALL) < 0 && errno == EINTR) {
+  if (pid < 0)
+    return Settled(-1, std::string("cannot create a probe process: ") + std::strerror(errno));
+  children_.push_back(Child{pid, -1, {}});
+  return children_.size() - 1;
+}
+
+size_t ProbeChildren::Settled(int err, std::string why) {
+  children_.push_back(Child{-1, err, std::move(why)});
+  return children_.size() - 1;
+}
+
+void ProbeChildren::WaitAll() {
+  for (Child& c : children_) {
+    if (c.pid < 0) continue;
+    int status = 0;
+    while (::waitpid(static_cast<pid_t>(c.pid), &status, __WALL) < 0 && errno == EINTR) {
+    }
+    c.pid = -1;
+    if (WIFEXITED(status)) {
+      c.err = WEXITSTATUS(status);
+    } else {
+      c.why = "the probe process was killed by signal " + std::to_string(WTERMSIG(status));
+    }
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  *why = "the probe process was killed by signal " + std::to_string(WTERMSIG(status));
-  return -1;
+}
+
+int ProbeChildren::Outcome(size_t i, std::string* why) const {
+  const Child& c = children_.at(i);
+  if (c.err < 0) *why = c.why;
+  return c.err;
 }
 
 }  // namespace agentd

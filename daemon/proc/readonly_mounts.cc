@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "proc/child_side.h"
-#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -91,18 +90,22 @@ AGENTD_CHILD_SIDE int ApplyReadonlyMounts(const char* const* paths, size_t count
   return 0;
 }
 
-std::string ProbeReadonlyMounts(const std::vector<std::string>& paths) {
-  if (paths.empty()) return "";
-  std::vector<const char*> c_paths;
+size_t StartReadonlyMountsProbe(ProbeChildren& probes, const std::vector<std::string>& paths) {
+  if (paths.empty()) return probes.Settled(0, "");
+  std::vector<const char*> c_paths;  // the child's own copy is taken at the fork
   for (const std::string& p : paths) c_paths.push_back(p.c_str());
-  std::string why;
-  int err = RunInProbeChild(
+  return probes.Start(
       [](const void* arg) {
         const auto* list = static_cast<const std::vector<const char*>*>(arg);
         const char* failed = nullptr;
         return ApplyReadonlyMounts(list->data(), list->size(), &failed);
       },
-      &c_paths, &why);
+      &c_paths);
+}
+
+std::string ReadonlyMountsVerdict(const ProbeChildren& probes, size_t i) {
+  std::string why;
+  int err = probes.Outcome(i, &why);
   if (err <= 0) return err == 0 ? "" : why;
   why = "cannot bind paths read-only in a private mount namespace (" +
         std::string(std::strerror(err)) + ")";

@@ -7,7 +7,7 @@
 // The namespace is a slave of the guest's: mounts the guest makes later
 // still reach the exec, the exec's binds never reach the guest. Creating
 // it needs CAP_SYS_ADMIN (a root daemon outside a default Docker seccomp
-// profile); ProbeReadonlyMounts() finds out at start-up in a throwaway
+// profile); a probe finds out at start-up in a throwaway
 // child, so an exec never runs with less than it reports.
 #pragma once
 
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agentd/protocol/status.h"
+#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -36,8 +37,11 @@ Result<std::vector<std::string>> ResolveReadonlyPaths(const std::vector<std::str
 // with `*failed` the path it failed on (nullptr: the namespace itself).
 int ApplyReadonlyMounts(const char* const* paths, size_t count, const char** failed);
 
-// Whether this daemon can apply `paths`: "" when a throwaway child could,
-// else one sentence saying why not.
-std::string ProbeReadonlyMounts(const std::vector<std::string>& paths);
+// Starts the probe: can this daemon apply `paths`? (A throwaway child
+// tries; none for an empty list.)
+size_t StartReadonlyMountsProbe(ProbeChildren& probes, const std::vector<std::string>& paths);
+// Once `probes` are waited for: "" when child `i` could, else one
+// sentence saying why not.
+std::string ReadonlyMountsVerdict(const ProbeChildren& probes, size_t i);
 
 }  // namespace agentd

@@ -63,12 +63,16 @@ TEST_CASE("a sibling whose name merely starts like a listed path is kept", "[rea
 TEST_CASE("the probe answers why when the daemon cannot mount, and nothing when it can",
           "[readonly_mounts]") {
   Tree t;
-  std::string why = ProbeReadonlyMounts({t.root + "/other"});
+  ProbeChildren probes;
+  size_t other = StartReadonlyMountsProbe(probes, {t.root + "/other"});
+  size_t none = StartReadonlyMountsProbe(probes, {});
+  probes.WaitAll();
+  std::string why = ReadonlyMountsVerdict(probes, other);
   if (::geteuid() != 0) {
     CHECK(why.find("cannot bind paths read-only") != std::string::npos);
   }
   // Either way the probe's namespace stayed its own: the path is still
   // writable here.
   CHECK(::access((t.root + "/other").c_str(), W_OK) == 0);
-  CHECK(ProbeReadonlyMounts({}).empty());
+  CHECK(ReadonlyMountsVerdict(probes, none).empty());
 }

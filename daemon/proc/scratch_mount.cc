@@ -12,7 +12,6 @@
 
 #include "agentd/trees/posix_error.h"
 #include "proc/child_side.h"
-#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -28,18 +27,22 @@ AGENTD_CHILD_SIDE int MountScratch(const char* path, int mount_fd, bool in_own_n
   return 0;
 }
 
-std::string ProbeScratchMount() {
+size_t StartScratchMountProbe(ProbeChildren& probes) {
   Result<ScratchDisk> disk = ScratchDisk::Make(65536);
   if (!disk.ok()) {
-    return "cannot make a tmpfs for the exec (" + disk.status().message() +
-           "): it needs CAP_SYS_ADMIN, a kernel with fsopen (5.2) and a seccomp policy that "
-           "allows it";
+    return probes.Settled(-1, "cannot make a tmpfs for the exec (" + disk.status().message() +
+                                  "): it needs CAP_SYS_ADMIN, a kernel with fsopen (5.2) and a "
+                                  "seccomp policy that allows it");
   }
-  std::string why;
+  // The child has its own copy of the descriptor: the tmpfs may go here.
   int fd = disk->fd();
-  int err = RunInProbeChild(
-      [](const void* arg) { return MountScratch("/", *static_cast<const int*>(arg), false); }, &fd,
-      &why);
+  return probes.Start(
+      [](const void* arg) { return MountScratch("/", *static_cast<const int*>(arg), false); }, &fd);
+}
+
+std::string ScratchMountVerdict(const ProbeChildren& probes, size_t i) {
+  std::string why;
+  int err = probes.Outcome(i, &why);
   if (err <= 0) return err == 0 ? "" : why;
   why = "cannot mount a tmpfs in a mount namespace of the exec's own (" +
         std::string(std::strerror(err)) + ")";

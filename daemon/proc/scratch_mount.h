@@ -8,7 +8,7 @@
 // before the exec runs until after it ended, with no lookup to race.
 //
 // Mounting needs CAP_SYS_ADMIN (a root daemon outside a default Docker
-// seccomp profile); ProbeScratchMount() finds out at start-up in a
+// seccomp profile); a probe finds out at start-up in a
 // throwaway child, and a daemon that cannot answers the request with
 // limit_unsupported instead of running it without the bound.
 #pragma once
@@ -18,6 +18,7 @@
 
 #include "agentd/protocol/status.h"
 #include "agentd/trees/unique_fd.h"
+#include "proc/probe_child.h"
 
 namespace agentd {
 
@@ -27,9 +28,12 @@ namespace agentd {
 // Returns 0 or the errno.
 int MountScratch(const char* path, int mount_fd, bool in_own_namespace);
 
-// "" when a throwaway child could mount a tmpfs in a namespace of its own,
-// else one sentence saying why not.
-std::string ProbeScratchMount();
+// Starts the probe: a throwaway child mounts a tmpfs in a namespace of
+// its own.
+size_t StartScratchMountProbe(ProbeChildren& probes);
+// Once `probes` are waited for: "" when child `i` could, else one
+// sentence saying why not.
+std::string ScratchMountVerdict(const ProbeChildren& probes, size_t i);
 
 // The daemon's handle on an exec's scratch tmpfs: made before the spawn,
 // it keeps the tmpfs reachable after the exec's processes are gone (so a
