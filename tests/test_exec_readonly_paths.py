@@ -121,6 +121,36 @@ class ReadonlyPathsTest(unittest.TestCase):
         self.assertNotIn("readonly_why", restricted)
 
 
+class ReadonlyPathsAtStartTest(unittest.TestCase):
+    """The start-up probes run together (docs/ARCHITECTURE.md, "Start-up"),
+    and each verdict is in before the daemon listens: the first request,
+    sent the moment the daemon says it listens, already gets what health
+    reports."""
+
+    def test_the_first_restricted_exec_after_start_is_bound_read_only_as_health_says(self):
+        skip_unless_root()
+        tmp = tempfile.mkdtemp(prefix="agentd-readonly-start-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.chmod(tmp, 0o755)
+        ro = os.path.join(tmp, "ro")
+        os.mkdir(ro)
+        os.chmod(ro, 0o777)
+        with Daemon("--readonly-path", ro) as d:
+            # Before anything else: were the verdict settled after the
+            # listen, this exec would run with no read-only bind at all.
+            obj, _, err = run(d, "first", {
+                "argv": ["sh", "-c", "echo x > %s/first" % ro],
+                "profile": "restricted"})
+            self.assertIn("Read-only file system", err.decode())
+            self.assertFalse(os.path.exists(os.path.join(ro, "first")))
+            status, health = d.json("GET", "/v1/health")
+            self.assertEqual(status, 200)
+            real = os.path.realpath(ro)
+            self.assertIn(real, health["profiles"]["restricted"]["readonly_paths"])
+            self.assertEqual(obj["restriction"]["readonly_paths"],
+                             health["profiles"]["restricted"]["readonly_paths"])
+
+
 class ReadonlyPathsFlagsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
