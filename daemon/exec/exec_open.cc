@@ -66,9 +66,8 @@ Status ExecEngine::Open() {
   // Dead daemons' bare tenant groups (one directory walk of every group
   // beside ours) go off the start path: nothing waits for them.
   if (!tenant_cgroup_.sweep_parent().empty()) {
-    asio::post(blocking_, [parent = tenant_cgroup_.sweep_parent()] {
-      TenantCgroup::SweepStale(parent);
-    });
+    asio::post(blocking_,
+               [parent = tenant_cgroup_.sweep_parent()] { TenantCgroup::SweepStale(parent); });
   }
   if (!scratch_unavailable_.empty()) {
     Log(LogLevel::kInfo, "disk_bytes unavailable", json::Object().Set("why", scratch_unavailable_));
