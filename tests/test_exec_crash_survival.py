@@ -398,6 +398,41 @@ class LostRunTest(unittest.TestCase):
             self.assertEqual((s, r["stdout"]), (200, "1 0\n"), r)
 
 
+    def test_a_run_whose_resync_timed_out_answers_context_gone_after_another_crash(self):
+        with Daemon() as d, tempfile.TemporaryDirectory() as tmp:
+            gate = os.path.join(tmp, "gate")
+            os.mkfifo(gate)  # never opened for writing: the cell waits past its deadline
+            began = os.path.join(tmp, "began")
+            create_python_contexts(self, d, "stuck")
+            stuck = {"code": "open(%r, 'w').close()\nopen(%r).read()" % (began, gate),
+                     "run_id": "stuck", "timeout_sec": 3}
+            cut = []
+
+            def run_stuck():
+                try:
+                    d.json("POST", "/v1/contexts/stuck/run", stuck, timeout=60)
+                except OSError as e:  # the daemon died under it
+                    cut.append(e)
+            runner = threading.Thread(target=run_stuck)
+            runner.start()
+            wait_until(lambda: os.path.exists(began), what="the cell began")
+            restart_after_kill(d)
+            runner.join()
+            self.assertEqual(len(cut), 1)
+            # The resync waits for the lost cell until its deadline, then
+            # ends the interpreter: the retry says the context is gone.
+            s, b = d.json("POST", "/v1/contexts/stuck/run", stuck, timeout=60)
+            self.assertEqual((s, b["error"]["code"], b["error"].get("lost_run")),
+                             (410, "context_gone", "stuck"), b)
+            restart_after_kill(d)
+            s, again = d.json("POST", "/v1/contexts/stuck/run", stuck, timeout=60)
+            self.assertEqual((s, again["error"]["code"], again["error"].get("lost_run")),
+                             (410, "context_gone", "stuck"), again)
+            s, b = d.json("POST", "/v1/contexts/stuck/run", {"code": "1", "run_id": "other"})
+            self.assertEqual((s, b["error"]["code"]), (410, "context_gone"), b)
+            self.assertNotIn("lost_run", b["error"])
+
+
 class ContextCrashTest(unittest.TestCase):
     """Without holders (--exec-holder=off) a context's interpreter does not
     survive a SIGKILL of the daemon: the next daemon lists it as ended,

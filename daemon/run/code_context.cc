@@ -163,6 +163,12 @@ Status CodeContext::GoneError() const {
   return s;
 }
 
+Status CodeContext::LostRunGone(const std::string& run_id) const {
+  Status gone = GoneError();
+  gone.With("lost_run", run_id);
+  return gone;
+}
+
 void CodeContext::NoteEnd(std::string reason) {
   if (ended_reason_) return;
   if (exec_ && exec_->finished()) {
@@ -185,6 +191,17 @@ std::shared_ptr<CodeContext> CodeContext::Lost(ExecEngine& engine, asio::thread_
   c->killed_by_ = note.info.killed_by;
   c->limit_ = note.info.limit;
   c->lost_ = std::move(note);
+  // A run a resync gave up on ended the context: its retry still says so.
+  for (const ContextNote::Answered& a : c->lost_->answered) {
+    if (!a.lost || !a.lost->context_gone) continue;
+    auto p = std::make_shared<Pending>();
+    p->request.run_id = a.run_id;
+    p->digest = a.digest;
+    p->lost = a.lost;
+    p->answer = c->LostRunGone(a.run_id);
+    p->done = true;
+    c->replay_.push_back(std::move(p));
+  }
   return c;
 }
 
@@ -228,7 +245,7 @@ ContextNote CodeContext::NoteOf(const Pending* running, bool answers) {
     note.err_at = err_at_;
     for (const std::shared_ptr<Pending>& p : replay_) {
       // An answer, or one an earlier crash took: never run again.
-      bool kept = p->answer.ok() || p->answer.status().code() == ErrorCode::kRunLost;
+      bool kept = p->answer.ok() || p->answer.status().code() == ErrorCode::kRunLost || p->lost;
       if (!p->done || !kept || !p->request.run_id) continue;
       note.answered.push_back({*p->request.run_id, p->digest, std::nullopt, p->lost});
       if (answers && p->answer.ok()) note.answered.back().answer = *p->answer;

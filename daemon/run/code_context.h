@@ -138,6 +138,8 @@ class CodeContext : public std::enable_shared_from_this<CodeContext> {
                                int64_t timeout_sec, std::chrono::system_clock::time_point deadline);
   void NoteEnd(std::string reason);
   Status GoneError() const;
+  // GoneError() naming the run a resync gave up on (run/context_takeback.cc).
+  Status LostRunGone(const std::string& run_id) const;
 
   ExecEngine& engine_;
   asio::thread_pool& blocking_;

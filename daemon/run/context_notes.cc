@@ -71,8 +71,10 @@ std::optional<ContextNote> DecodeContextNote(const json::Value& doc) {
       if (const json::Value* lost = e.Find("lost"); lost && lost->is_object()) {
         const json::Value* ran = lost->Find("ran");
         const json::Value* code = lost->Find("exit_code");
+        const json::Value* gone = lost->Find("context_gone");
         kept.lost = LostRun{ran && ran->is_bool() && ran->as_bool(),
-                            code && code->is_int() ? std::optional(code->as_int()) : std::nullopt};
+                            code && code->is_int() ? std::optional(code->as_int()) : std::nullopt,
+                            gone && gone->is_bool() && gone->as_bool()};
       }
       note.answered.push_back(std::move(kept));
     }
@@ -106,6 +108,7 @@ json::Object EncodeContextNote(const ContextNote& note) {
       if (a.lost) {
         json::Object lost = json::Object().Set("ran", a.lost->ran);
         if (a.lost->exit_code) lost.Set("exit_code", *a.lost->exit_code);
+        if (a.lost->context_gone) lost.Set("context_gone", true);
         e.Set("lost", std::move(lost));
       }
       answered.emplace_back(std::move(e));

@@ -39,6 +39,10 @@ namespace agentd {
 struct LostRun {
   bool ran = false;
   std::optional<int64_t> exit_code;
+  // The resync found no answer by the run's deadline: the interpreter was
+  // ended with it, and the run's retry answers 410 context_gone with
+  // lost_run (also after a later crash, from the ended context's note).
+  bool context_gone = false;
 };
 
 // The one description of a context that outlives its daemon: written to

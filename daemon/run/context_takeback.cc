@@ -183,9 +183,8 @@ asio::awaitable<void> CodeContext::Resync(const std::shared_ptr<Pending>& lost, 
       lost->lost = LostRun{ran, lost_exit};
       lost->answer = RunLost(request_.id, *lost->request.run_id, true, ran, lost_exit);
     } else {
-      Status gone = GoneError();
-      gone.With("lost_run", *lost->request.run_id);
-      lost->answer = gone;
+      lost->lost = LostRun{ran, lost_exit, true};
+      lost->answer = LostRunGone(*lost->request.run_id);
     }
   }
   lost->done = true;
