@@ -97,11 +97,15 @@ bool IsDeadDaemonBase(std::string_view dir) {
 // (ENODEV, exit 126). A crashed daemon's tree is ended and removed by the
 // successor on its state dir instead (adopted at Open, ended by its first
 // reset); one nobody restarts stays, empty, until the machine reboots.
+// The caller has checked InInitialPidNamespace() (a file read and two
+// stats: once per sweep, not once per group). True when `dir` was removed.
+bool RemoveIfBareDeadBase(const std::string& dir) {
+  return IsDeadDaemonBase(dir) && ChildGroups(dir).empty() && ::rmdir(dir.c_str()) == 0;
+}
+
 void RemoveStaleTenantGroups(const std::string& parent) {
   if (!InInitialPidNamespace()) return;
-  for (const std::string& dir : ChildGroups(parent)) {
-    if (IsDeadDaemonBase(dir) && ChildGroups(dir).empty()) (void)::rmdir(dir.c_str());
-  }
+  for (const std::string& dir : ChildGroups(parent)) (void)RemoveIfBareDeadBase(dir);
 }
 
 }  // namespace
@@ -150,8 +154,7 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
     sweep_parent_ = parent;
     // The predecessor's base alone is swept here: a bare one is nothing
     // to adopt (the sweep of the others runs later, elsewhere).
-    if (!adopted_.empty() && InInitialPidNamespace() && ChildGroups(adopted_).empty() &&
-        ::rmdir(adopted_.c_str()) == 0) {
+    if (!adopted_.empty() && InInitialPidNamespace() && RemoveIfBareDeadBase(adopted_)) {
       adopted_.clear();
     }
     base_ = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
