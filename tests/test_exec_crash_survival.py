@@ -260,6 +260,25 @@ def create_python_contexts(test, d, *ids):
         test.assertEqual(s, 201, made)
 
 
+def send_run_until_began(d, context, run, began):
+    """POSTs `run` to `context` on a thread and returns once the cell has
+    begun (it creates the file `began`): the thread, and the list where the
+    request's error lands when the daemon dies under it. The caller kills
+    the daemon, then joins the thread."""
+    cut = []
+
+    def send():
+        try:
+            d.json("POST", "/v1/contexts/%s/run" % context, run, timeout=60)
+        except OSError as e:  # the daemon died under it
+            cut.append(e)
+    runner = threading.Thread(target=send)
+    runner.start()
+    # The interpreter has the cell (not only the daemon): it made the file.
+    wait_until(lambda: os.path.exists(began), what="the cell began")
+    return runner, cut
+
+
 class ContextSurvivalTest(unittest.TestCase):
     """Under holders (the default) a context survives a SIGKILL of the
     daemon: its interpreter's holder keeps it running with the context's
@@ -278,19 +297,9 @@ class ContextSurvivalTest(unittest.TestCase):
             self.assertEqual((s, r["stdout"]), (200, "set\n"), r)
             s, before = d.json("GET", "/v1/contexts/keep")
             began = os.path.join(tmp, "began")
-            cut = []
             stuck = {"code": "open(%r, 'w').close()\nopen(%r).read()\ny = 7\nprint('late')"
                      % (began, gate), "run_id": "stuck"}
-
-            def run_stuck():
-                try:
-                    d.json("POST", "/v1/contexts/busy/run", stuck, timeout=60)
-                except OSError as e:  # the daemon died under it
-                    cut.append(e)
-            runner = threading.Thread(target=run_stuck)
-            runner.start()
-            # The interpreter has the cell (not only the daemon): it made the file.
-            wait_until(lambda: os.path.exists(began), what="the cell began")
+            runner, cut = send_run_until_began(d, "busy", stuck, began)
             busy_before = d.json("GET", "/v1/contexts/busy")[1]
             restart_after_kill(d)
             runner.join()
@@ -348,16 +357,7 @@ class LostRunTest(unittest.TestCase):
             cut_run = {"code": "cuts = globals().get('cuts', 0) + 1\nopen(%r, 'w').close()\n"
                                "if cuts == 1: open(%r).read()\nraise SystemExit(5)"
                        % (began, gate), "run_id": "cut"}
-            cut = []
-
-            def run_cut():
-                try:
-                    d.json("POST", "/v1/contexts/ran/run", cut_run, timeout=60)
-                except OSError as e:  # the daemon died under it
-                    cut.append(e)
-            runner = threading.Thread(target=run_cut)
-            runner.start()
-            wait_until(lambda: os.path.exists(began), what="the cell began")
+            runner, cut = send_run_until_began(d, "ran", cut_run, began)
             d.kill()
             runner.join()
             self.assertEqual(len(cut), 1)
@@ -406,16 +406,7 @@ class LostRunTest(unittest.TestCase):
             create_python_contexts(self, d, "stuck")
             stuck = {"code": "open(%r, 'w').close()\nopen(%r).read()" % (began, gate),
                      "run_id": "stuck", "timeout_sec": 3}
-            cut = []
-
-            def run_stuck():
-                try:
-                    d.json("POST", "/v1/contexts/stuck/run", stuck, timeout=60)
-                except OSError as e:  # the daemon died under it
-                    cut.append(e)
-            runner = threading.Thread(target=run_stuck)
-            runner.start()
-            wait_until(lambda: os.path.exists(began), what="the cell began")
+            runner, cut = send_run_until_began(d, "stuck", stuck, began)
             restart_after_kill(d)
             runner.join()
             self.assertEqual(len(cut), 1)
