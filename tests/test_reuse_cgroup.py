@@ -55,6 +55,20 @@ def cgroup2_mount():
     return None
 
 
+def pid_with_cmdline(argv):
+    """The pid (in this PID namespace) of a process whose argv is `argv`, or None."""
+    want = ("\0".join(argv) + "\0").encode()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    if f.read() == want:
+                        return int(name)
+            except OSError:
+                pass
+    return None
+
+
 def leave_grandchild(d, exec_id):
     start(d, exec_id, {"argv": ["python3", "-c", DOUBLE_FORK]})
     wait_exit(d, exec_id)
@@ -211,6 +225,38 @@ class ResetByCgroupTest(unittest.TestCase):
         start(self.d, "after", {"argv": ["true"]})
         obj = wait_exit(self.d, "after")
         self.assertEqual((obj["exit_code"], obj["error"]), (0, None), obj)
+
+
+class PidNamespaceNeighboursTest(unittest.TestCase):
+    def test_two_daemons_that_are_both_pid_1_in_one_cgroup_reset_only_their_own_tenant(self):
+        # Both name their base by their own pid, 1; they shared one base
+        # (and one generation group), so one's reset ended the other's execs.
+        if not shutil.which("unshare") or os.geteuid() != 0:
+            self.skipTest("needs root and unshare for a PID namespace")
+        wrapper = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+        daemons = []
+        for _ in range(2):
+            d = Daemon(wrapper=wrapper)
+            self.addCleanup(d.close)
+            self.addCleanup(d.kill)
+            status, health = d.json("GET", "/v1/health", auth=False)
+            self.assertEqual(status, 200)
+            if health["reset_processes"]["mode"] != "cgroup":
+                self.skipTest("no tenant cgroup here: " +
+                              health["reset_processes"].get("cgroup_unavailable", "?"))
+            daemons.append(d)
+        first, second = daemons
+        marker = "%d.%d" % (os.getpid(), id(self))  # sleep's argument, to find it from here
+        start(first, "long", {"argv": ["sleep", marker]})
+        host_pid = wait_until(lambda: pid_with_cmdline(["sleep", marker]),
+                              what="the first daemon's exec to run")
+        status, report = reset(second, "r1")
+        self.assertEqual((status, report["clean"]), (200, True), report)
+        # The reset's answer comes after its group is empty: the first
+        # daemon's exec is dead by now if it was part of it.
+        self.assertTrue(pid_alive(host_pid))
+        status, obj = first.json("GET", "/v1/execs/long")
+        self.assertEqual((status, obj["state"]), (200, "running"), obj)
 
 
 class ResetWithoutCgroupTest(unittest.TestCase):

@@ -103,6 +103,35 @@ bool RemoveIfBareDeadBase(const std::string& dir) {
   return IsDeadDaemonBase(dir) && ChildGroups(dir).empty() && ::rmdir(dir.c_str()) == 0;
 }
 
+// This daemon's base: "agentd-tenant-<pid>", or with "-<n>" added when
+// that name is taken. The pid is this daemon's in its own PID namespace,
+// so daemons in different namespaces sharing a cgroup (two `--init`
+// guests, `unshare --pid`) both are pid 1: sharing one base, the reset of
+// either ended the other's tenant. A taken name is reused only when it is
+// the one this state dir recorded and carries this pid: an upgrade in
+// place, whose generation's execs run in it. (IsDeadDaemonBase reads the
+// pid before the "-<n>".)
+Result<std::string> MakeOwnBase(const std::string& parent, const std::string& previous_base) {
+  std::string stem = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
+  if (previous_base == stem || (previous_base.starts_with(stem + "-") &&
+                                previous_base.find('/', stem.size()) == std::string::npos)) {
+    struct stat st;
+    if (::stat(previous_base.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return previous_base;
+  }
+  constexpr int kMaxNames = 64;
+  for (int n = 1; n <= kMaxNames; ++n) {
+    std::string name = n == 1 ? stem : stem + "-" + std::to_string(n);
+    if (::mkdir(name.c_str(), 0755) == 0) return name;
+    if (errno != EEXIST) {
+      return Status::Error(ErrorCode::kIoError,
+                           "cannot create " + name + ": " + std::strerror(errno));
+    }
+  }
+  return Status::Error(ErrorCode::kIoError, "cannot create " + stem + ": it and " +
+                                                std::to_string(kMaxNames - 1) +
+                                                " numbered names are taken");
+}
+
 void RemoveStaleTenantGroups(const std::string& parent) {
   if (!InInitialPidNamespace()) return;
   for (const std::string& dir : ChildGroups(parent)) (void)RemoveIfBareDeadBase(dir);
@@ -157,11 +186,12 @@ void TenantCgroup::Open(bool wanted, const std::string& limiter_parent, int64_t 
     if (!adopted_.empty() && InInitialPidNamespace() && RemoveIfBareDeadBase(adopted_)) {
       adopted_.clear();
     }
-    base_ = JoinPath(parent, "agentd-tenant-" + std::to_string(::getpid()));
-    if (::mkdir(base_.c_str(), 0755) != 0 && errno != EEXIST) {
-      why_ = "cannot create " + base_ + ": " + std::strerror(errno);
+    Result<std::string> made = MakeOwnBase(parent, previous_base);
+    if (!made.ok()) {
+      why_ = made.status().message();
       return;
     }
+    base_ = std::move(*made);
     own_base_ = true;
   }
   enable_ = EnableString(ReadCgroupText(base_ + "/cgroup.subtree_control"));
