@@ -70,6 +70,22 @@ class WritePreconditionTest(EtagTestCase):
         s, h, b = self.put(p, b"fresh")
         self.assertEqual((s, b["etag"], h["etag"]), (200, tag_of(b"fresh"), tag_of(b"fresh")))
 
+    def test_a_write_of_many_blocks_answers_the_tag_of_every_byte_in_order(self):
+        # 3 MiB of distinct bytes: a dozen of the daemon's 256 KiB blocks,
+        # hashed on a thread beside the writer; with Content-Length and chunked.
+        data = os.urandom(3 << 20)
+        s, h, b = self.put(self.path("big"), data)
+        self.assertEqual((s, b["etag"], h["etag"]), (200, tag_of(data), tag_of(data)))
+        conn = self.daemon.connection()
+        pieces = [data[i:i + 100_000] for i in range(0, len(data), 100_000)]
+        conn.request("PUT", url("/v1/fs/file", path=self.path("big-chunked")), body=iter(pieces),
+                     headers=self.daemon.headers(), encode_chunked=True)
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+        self.assertEqual((resp.status, answer["etag"]), (200, tag_of(data)))
+        s, h, _ = self.daemon.request("GET", url("/v1/fs/stat", path=self.path("big-chunked")))
+        self.assertEqual(h["etag"], tag_of(data))
+
     def test_a_write_with_the_current_tag_replaces_the_file(self):
         p = self.put_file("f", b"v1")
         s, _, b = self.put(p, b"v2", {"If-Match": tag_of(b"v1")})

@@ -17,6 +17,7 @@
 #include "api/request_ownership.h"
 #include "api/routes.h"
 #include "fs/atomic_file.h"
+#include "fs/background_hasher.h"
 #include "fs/file_read.h"
 #include "fs/line_scanner.h"
 #include "metrics/daemon_metrics.h"
@@ -194,6 +195,9 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   auto io = co_await asio::this_coro::executor;
   std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
   auto write = [file = std::move(*created), channel]() mutable -> Result<FileStat> {
+    // Written blocks are hashed on another thread, which hands them back
+    // to the channel for refilling (fs/background_hasher.h).
+    BackgroundHasher hasher([channel](std::string block) { channel->Recycle(std::move(block)); });
     for (;;) {
       std::optional<std::string> chunk = channel->Pop();
       if (!chunk) break;
@@ -202,12 +206,12 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
         channel->Close();
         return w;
       }
-      channel->Recycle(std::move(*chunk));
+      hasher.Add(std::move(*chunk));
     }
     if (channel->closed()) {
       return Status::Error(ErrorCode::kTransport, "the upload ended early");
     }
-    return file.Commit();
+    return file.Commit(hasher.Finish());
   };
   auto job = PoolJob<Result<FileStat>>::Start(r.fs.jobs(), io, std::move(write));
   Status body = co_await PumpBody(req, *channel, metrics::Daemon().file_bytes_in);

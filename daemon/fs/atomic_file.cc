@@ -120,14 +120,13 @@ Status AtomicFile::Write(std::string_view data) {
       }
       return PosixError(errno, "cannot write", display_);
     }
-    hasher_.Update(data.substr(0, static_cast<size_t>(n)));
     written_ += static_cast<uint64_t>(n);
     data.remove_prefix(static_cast<size_t>(n));
   }
   return Status::Ok();
 }
 
-Result<FileStat> AtomicFile::Commit() {
+Result<FileStat> AtomicFile::Commit(std::string etag) {
   if (::fsync(file_.get()) != 0) {
     if (IsNoSpace(errno)) return NoSpaceWhileWriting(dir_.get(), written_, display_);
     return PosixError(errno, "cannot flush", display_);
@@ -155,7 +154,7 @@ Result<FileStat> AtomicFile::Commit() {
   struct stat st;
   if (::fstat(file_.get(), &st) != 0) return PosixError(errno, "cannot stat", display_);
   FileStat out = MakeFileStat(st, display_, std::nullopt);
-  out.etag = hasher_.Finish();
+  out.etag = std::move(etag);
   return out;
 }
 

@@ -12,8 +12,9 @@
 // mode, owner (when root) and extended attributes carry over.
 //
 // With FileTags, Commit() holds the target entry's lock across the
-// precondition check (if any) and the rename, and answers the new
-// content's ETag, hashed from the bytes as they were written.
+// precondition check (if any) and the rename. The new content's ETag is
+// the caller's to compute from the bytes it writes (an upload hashes on
+// another thread, fs/background_hasher.h); Commit() answers it.
 //
 // Blocking; one thread at a time.
 #pragma once
@@ -59,8 +60,8 @@ class AtomicFile {
   // Appends; ENOSPC is 507 insufficient_storage with real numbers.
   Status Write(std::string_view data);
   // Makes the new content visible under the target name; the stat object
-  // of the written file.
-  Result<FileStat> Commit();
+  // of the written file, with `etag` (the tag of every byte written).
+  Result<FileStat> Commit(std::string etag);
   uint64_t written() const { return written_; }
 
  private:
@@ -78,7 +79,6 @@ class AtomicFile {
   uint64_t expected_ = 0;
   Precondition precondition_;
   FileTags* tags_ = nullptr;
-  TagHasher hasher_;
   bool committed_ = false;
 };
 

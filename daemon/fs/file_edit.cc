@@ -80,7 +80,7 @@ Result<EditResponse> EditFile(const ConfinedRoot& root, const RelPath& rel, cons
   Result<AtomicFile> out = AtomicFile::Create(root, rel, opts);
   if (!out.ok()) return out.status();
   AGENTD_RETURN_IF_ERROR(out->Write(*after));
-  Result<FileStat> written = out->Commit();
+  Result<FileStat> written = out->Commit(FileTags::OfBytes(*after));
   if (!written.ok()) return written.status();
   EditResponse answer;
   answer.path = rel.display;

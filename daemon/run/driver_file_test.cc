@@ -14,13 +14,14 @@ using namespace agentd;
 
 namespace {
 
-struct TempDir {
+// Named apart from testing::TempDir, which a unity batch may bring in.
+struct DriverTempDir {
   std::string path;
-  TempDir() {
+  DriverTempDir() {
     char tmpl[] = "/tmp/agentd-driver-XXXXXX";
     path = ::mkdtemp(tmpl);
   }
-  ~TempDir() { std::filesystem::remove_all(path); }
+  ~DriverTempDir() { std::filesystem::remove_all(path); }
 };
 
 std::string Slurp(const std::string& path) {
@@ -34,7 +35,7 @@ std::string Slurp(const std::string& path) {
 
 TEST_CASE("driver file: the shared copy is written once, readable by all, named by content",
           "[run]") {
-  TempDir t;
+  DriverTempDir t;
   DriverFile d("ts-run", "driver();\n", t.path + "/shared", t.path + "/private");
   std::optional<std::string> p = d.Ensure(false);
   REQUIRE(p);
@@ -50,7 +51,7 @@ TEST_CASE("driver file: the shared copy is written once, readable by all, named 
 }
 
 TEST_CASE("driver file: a copy changed on disk is replaced before it is used", "[run]") {
-  TempDir t;
+  DriverTempDir t;
   DriverFile d("ts-run", "driver();\n", t.path, "");
   std::string p = d.Ensure(false).value();
   std::ofstream(p) << "evil();\n";
@@ -74,7 +75,7 @@ TEST_CASE(
     "driver file: a directory others can write is refused; the private copy serves only "
     "the daemon's own identity",
     "[run]") {
-  TempDir t;
+  DriverTempDir t;
   std::string shared = t.path + "/shared";
   REQUIRE(::mkdir(shared.c_str(), 0777) == 0);
   REQUIRE(::chmod(shared.c_str(), 0777) == 0);
