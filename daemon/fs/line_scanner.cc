@@ -2,8 +2,9 @@
 
 #include <cstring>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define AGENTD_COUNT_AVX2 1
 #endif
 
 namespace agentd {
@@ -25,10 +26,8 @@ size_t CountScalar(const char* p, size_t n) {
   return count;
 }
 
-}  // namespace
-
-size_t CountNewlines(const char* p, size_t n) {
 #if defined(__SSE2__)
+size_t CountSse2(const char* p, size_t n) {
   size_t count = 0;
   const __m128i newline = _mm_set1_epi8('\n');
   while (n >= 16) {
@@ -47,9 +46,56 @@ size_t CountNewlines(const char* p, size_t n) {
     n -= rounds * 16;
   }
   return count + CountScalar(p, n);
-#else
-  return CountScalar(p, n);
+}
 #endif
+
+#if defined(AGENTD_COUNT_AVX2)
+// As CountSse2, 32 bytes a step: a search counts every newline of a file
+// for the line numbers, so this runs over all of a large log.
+__attribute__((target("avx2"))) size_t CountAvx2(const char* p, size_t n) {
+  size_t count = 0;
+  const __m256i newline = _mm256_set1_epi8('\n');
+  while (n >= 32) {
+    size_t rounds = n / 32 < 255 ? n / 32 : 255;
+    __m256i acc = _mm256_setzero_si256();
+    for (size_t i = 0; i < rounds; ++i) {
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      acc = _mm256_sub_epi8(acc, _mm256_cmpeq_epi8(v, newline));
+      p += 32;
+    }
+    __m256i sums = _mm256_sad_epu8(acc, _mm256_setzero_si256());
+    count += static_cast<size_t>(_mm256_extract_epi64(sums, 0)) +
+             static_cast<size_t>(_mm256_extract_epi64(sums, 1)) +
+             static_cast<size_t>(_mm256_extract_epi64(sums, 2)) +
+             static_cast<size_t>(_mm256_extract_epi64(sums, 3));
+    n -= rounds * 32;
+  }
+  return count + CountScalar(p, n);
+}
+
+bool CpuHasAvx2() {
+  __builtin_cpu_init();  // may run before the constructors that set it up
+  return __builtin_cpu_supports("avx2");
+}
+// Decided once per process, before main.
+const bool kHasAvx2 = CpuHasAvx2();
+#endif
+
+}  // namespace
+
+size_t CountNewlinesWith(const char* p, size_t n, NewlineCount how) {
+#if defined(AGENTD_COUNT_AVX2)
+  if (how == NewlineCount::kAvx2 && kHasAvx2) return CountAvx2(p, n);
+#endif
+#if defined(__SSE2__)
+  if (how != NewlineCount::kBytes) return CountSse2(p, n);
+#endif
+  (void)how;
+  return CountScalar(p, n);
+}
+
+size_t CountNewlines(const char* p, size_t n) {
+  return CountNewlinesWith(p, n, NewlineCount::kAvx2);
 }
 
 std::optional<size_t> FindNthNewline(const char* p, size_t n, uint64_t k, size_t* counted) {

@@ -4,8 +4,8 @@
 // a '\n'; the bytes after the last '\n' (if any) are one more line. "\r"
 // is an ordinary byte, so CRLF lines come back byte-identical.
 //
-// Newlines are counted 16 bytes at a time (SSE2) where available; a
-// memchr loop elsewhere. Not thread-safe; one scanner per read.
+// Newlines are counted 32 bytes at a time (AVX2) where the CPU has it, 16
+// (SSE2) on other x86-64; a memchr loop elsewhere. Not thread-safe; one scanner per read.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +47,10 @@ class LineRangeScanner {
 
 // The number of '\n' bytes in [p, p + n).
 size_t CountNewlines(const char* p, size_t n);
+// The same, comparing at most `how` wide (narrower where the build or CPU
+// lacks it); tests pin each width.
+enum class NewlineCount { kBytes, kSse2, kAvx2 };
+size_t CountNewlinesWith(const char* p, size_t n, NewlineCount how);
 // The offset of the k-th '\n' (k >= 1) in [p, p + n), or nullopt when
 // there are fewer; `*counted` receives how many were seen in that case.
 std::optional<size_t> FindNthNewline(const char* p, size_t n, uint64_t k, size_t* counted);

@@ -108,11 +108,22 @@ TEST_CASE("newline counting agrees with a byte loop at every alignment", "[lines
     if (rng() % 5 == 0) c = '\n';
   }
   for (size_t off : {size_t{0}, size_t{1}, size_t{15}, size_t{17}}) {
-    for (size_t n : {size_t{0}, size_t{5}, size_t{16}, size_t{4079}, size_t{69000}}) {
+    for (size_t n : {size_t{0}, size_t{5}, size_t{16}, size_t{31}, size_t{33}, size_t{4079},
+                     size_t{8191}, size_t{69000}}) {
       size_t naive = 0;
       for (size_t i = off; i < off + n; ++i) naive += text[i] == '\n';
       CHECK(CountNewlines(text.data() + off, n) == naive);
+      // Each width on its own (one the CPU lacks falls back to a narrower).
+      for (NewlineCount how : {NewlineCount::kBytes, NewlineCount::kSse2, NewlineCount::kAvx2}) {
+        INFO("width " << static_cast<int>(how) << " off " << off << " n " << n);
+        CHECK(CountNewlinesWith(text.data() + off, n, how) == naive);
+      }
     }
+  }
+  // Nothing but newlines: every byte-wise counter reaches its limit.
+  std::string all(20000, '\n');
+  for (NewlineCount how : {NewlineCount::kBytes, NewlineCount::kSse2, NewlineCount::kAvx2}) {
+    CHECK(CountNewlinesWith(all.data() + 3, all.size() - 3, how) == all.size() - 3);
   }
   size_t counted = 0;
   CHECK(FindNthNewline("a\nb\nc", 5, 2, &counted) == 3u);

@@ -18,12 +18,13 @@ struct Scanned {
   FileScanResult result;
 };
 
-Scanned ScanText(const std::string& content, const char* pattern, FileScanOptions o = {0, 1024}) {
+Scanned ScanText(const std::string& content, const char* pattern, FileScanOptions o = {0, 1024},
+                 LineMatcherOptions mo = {}) {
   testing::TempDir dir;
   dir.Write("f", content);
   int fd = ::open((dir / "f").c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(fd >= 0);
-  auto m = LineMatcher::Compile(pattern, {});
+  auto m = LineMatcher::Compile(pattern, mo);
   REQUIRE(m.ok());
   FileScanner scanner(*m, o);
   Scanned out;
@@ -168,4 +169,51 @@ TEST_CASE("a known size ends the scan without a read that confirms the end") {
   ::close(p[1]);
   REQUIRE(r.ok());
   CHECK(matches == 1);
+}
+
+TEST_CASE("matches found through the required literal keep their lines, columns and context") {
+  // `conf_` is the pattern's required literal: lines holding it that do
+  // not match, a match split by the first read block's end, and context
+  // around each match. The expected lines are known by construction.
+  std::string text;
+  std::vector<int64_t> want;  // line numbers of the matches
+  int64_t line = 0;
+  auto add = [&](const std::string& l, bool match) {
+    text += l + "\n";
+    ++line;
+    if (match) want.push_back(line);
+  };
+  add("conf_table_12 conf_ conf_x_abc", false);  // the literal, thrice, no match
+  add("prefix conf_table_123 suffix", true);
+  while (text.size() + 40 < kSearchReadBytes) add("filler conf_ line without a match", false);
+  // The first read block ends inside this line's match.
+  text += std::string(kSearchReadBytes - 10 - text.size(), 'y');
+  add(" conf_entry_007 end", true);
+  add("conf_ABC_123", false);  // upper case: no match unless case is ignored
+  add("after the boundary", false);
+  add("last conf_size_999", true);
+  for (bool ignore_case : {false, true}) {
+    for (const char* pattern : {"conf_[a-z]+_\\d{3}\\b", "zzz_never|conf_[a-z]+_\\d{3}\\b"}) {
+      INFO("pattern " << pattern << " ignore_case " << ignore_case);
+      LineMatcherOptions mo;
+      mo.ignore_case = ignore_case;
+      auto s = ScanText(text, pattern, {1, 1024}, mo);
+      std::vector<int64_t> got;
+      for (auto& v : s.lines) got.push_back(Int(v, "line"));
+      std::vector<int64_t> expect = want;
+      if (ignore_case) expect.insert(expect.end() - 1, want[1] + 1);  // conf_ABC_123
+      REQUIRE(got == expect);
+      CHECK(Int(s.lines[0], "column") == 8);
+      CHECK(s.lines[0].Find("before")->as_array()[0].as_string() ==
+            "conf_table_12 conf_ conf_x_abc");
+      CHECK(s.lines[0].Find("after")->as_array()[0].as_string() ==
+            "filler conf_ line without a match");
+      // The match across the block boundary: its text, column and context.
+      const json::Value& cross = s.lines[1];
+      CHECK(Str(cross, "text").substr(Str(cross, "text").size() - 19) == " conf_entry_007 end");
+      CHECK(Int(cross, "column") == static_cast<int64_t>(Str(cross, "text").size() - 17));
+      CHECK(cross.Find("after")->as_array()[0].as_string() == "conf_ABC_123");
+      CHECK(s.result.matches == expect.size());
+    }
+  }
 }
