@@ -170,6 +170,64 @@ class RawOutputTest(DaemonTestCase):
         self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(data).hexdigest())
 
 
+    def test_a_follower_that_catches_up_has_the_whole_chunk_before_the_stream_waits(self):
+        # A chunk's closing CRLF rides with the next chunk's size line, so
+        # a follower that caught up must be sent it before the daemon
+        # waits for output: a client that hands on whole chunks would
+        # otherwise hold the last bytes until the exec prints again.
+        start(self.daemon, "raw-5", {"command": "printf a; read go; printf b",
+                                      "stdin_stream": True})
+        s = socket.create_connection(("127.0.0.1", self.daemon.port))
+        self.addCleanup(s.close)
+        s.sendall(b"GET /v1/execs/raw-5/stdout?follow=1 HTTP/1.1\r\nHost: x\r\n"
+                  b"Authorization: Bearer test-token\r\nConnection: close\r\n\r\n")
+        raw = b""
+        while not raw.partition(b"\r\n\r\n")[2].startswith(b"1\r\na"):
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, raw)
+            raw += chunk
+        # The daemon sends the CRLF in the turn that sent the byte, before
+        # it waits; a request answered after that turn orders the check.
+        self.assertEqual(self.daemon.request("GET", "/v1/health")[0], 200)
+        s.setblocking(False)
+        try:
+            raw += s.recv(4096)
+        except BlockingIOError:
+            pass
+        self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"1\r\na\r\n")
+        s.setblocking(True)
+        self.daemon.json("POST", "/v1/execs/raw-5/stdin?offset=0&eof=1", b"go\n")
+        while not raw.endswith(b"0\r\n\r\n"):
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, raw)
+            raw += chunk
+        self.assertEqual(raw.partition(b"\r\n\r\n")[2], b"1\r\na\r\n1\r\nb\r\n0\r\n\r\n")
+
+    def test_a_writer_that_outruns_the_pump_gets_a_larger_pipe_and_exact_bytes(self):
+        # A 1 MiB write wakes the pump only once the 256 KiB pipe is full,
+        # so the pump's turn moves a whole pipe and grows it to 1 MiB. The
+        # child reads its pipe's size after each block; the bytes that went
+        # through the grown pipe must be exact from any cursor.
+        child = ("import fcntl, sys\n"
+                 "out = sys.stdout.buffer\n"
+                 "for i in range(64):\n"
+                 "    out.write(bytes([i]) * 65536 + bytes(range(256)) * 3840)\n"
+                 "    out.flush()\n"
+                 "    if fcntl.fcntl(1, 1032) >= 1 << 20: break\n"
+                 "sys.stderr.write('%d %d' % (fcntl.fcntl(1, 1032), i + 1))\n")
+        obj, out, err = run(self.daemon, "raw-6", {"argv": ["python3", "-c", child]})
+        self.assertEqual(obj["exit_code"], 0, err)
+        size, blocks = map(int, err.split())
+        self.assertEqual(size, 1 << 20, "the pipe was not grown after %d MiB" % blocks)
+        data = b"".join(bytes([i]) * 65536 + bytes(range(256)) * 3840 for i in range(blocks))
+        self.assertEqual(out, data)
+        middle = len(data) // 2 + 12345
+        self.assertEqual(read_stream(self.daemon, "raw-6", "stdout", middle), data[middle:])
+        status, headers, body = self.daemon.request(
+            "GET", "/v1/execs/raw-6/stdout?from=%d&follow=1" % middle)
+        self.assertEqual((status, headers["agentd-from"], body), (200, str(middle), data[middle:]))
+
+
 class EventStreamTest(DaemonTestCase):
     def test_events_carry_output_then_exit_with_both_cursors(self):
         start(self.daemon, "sse-1", {"command": "printf out; printf err >&2; exit 4"})

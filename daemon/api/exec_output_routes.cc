@@ -18,7 +18,10 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
   OutputLog::Pin pin = exec.Pin(stream, cursor);
   auto last_check = ChangeSignal::Clock::now();
   for (;;) {
-    if (cursor < log.retained_from()) co_return;  // lost: cut the stream
+    if (cursor < log.retained_from()) {  // lost: cut the stream after whole chunks
+      (void)co_await res.Flush();
+      co_return;
+    }
     if (cursor < log.next()) {
       uint64_t len = std::min(log.next() - cursor, kSendBytes);
       pin.Move(cursor);
@@ -31,6 +34,7 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
       co_await res.End();
       co_return;
     }
+    if (Status flushed = co_await res.Flush(); !flushed.ok()) co_return;
     auto now = ChangeSignal::Clock::now();
     if (now - last_check >= kKeepaliveInterval) {
       if (req.PeerClosed()) co_return;

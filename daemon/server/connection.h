@@ -82,7 +82,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // callers build the vector first or use the one-buffer form.)
   asio::awaitable<Status> WriteAll(std::vector<asio::const_buffer> buffers);
   asio::awaitable<Status> WriteAll(asio::const_buffer buffer);
-  asio::awaitable<Status> SendFile(int fd, uint64_t offset, uint64_t length);
+  // `prefix`, then `length` bytes of `fd` from `offset` (sendfile).
+  asio::awaitable<Status> SendFile(std::string_view prefix, int fd, uint64_t offset,
+                                   uint64_t length);
   // For a route that switched protocols (101): the bytes the client sent
   // past the request head, which belong to the new protocol. From then on
   // the route owns the byte stream and the connection closes after it.

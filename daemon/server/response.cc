@@ -1,6 +1,7 @@
 #include "server/response.h"
 
 #include <charconv>
+#include <cstring>
 
 #include "log/log.h"
 #include "server/connection.h"
@@ -102,35 +103,58 @@ asio::awaitable<Status> Response::Write(std::string_view bytes) {
   body_bytes_ += bytes.size();
   if (!chunked_) co_return co_await conn_.WriteAll(asio::buffer(bytes));
   char size_line[24];
-  auto [end, ec] = std::to_chars(size_line, size_line + 16, bytes.size(), 16);
-  *end++ = '\r';
-  *end++ = '\n';
+  char* begin = ChunkLine(size_line, bytes.size());
   std::vector<asio::const_buffer> buffers{
-      asio::buffer(size_line, static_cast<size_t>(end - size_line)), asio::buffer(bytes),
-      asio::buffer("\r\n", 2)};
+      asio::buffer(begin, static_cast<size_t>(size_line + sizeof(size_line) - begin)),
+      asio::buffer(bytes), asio::buffer("\r\n", 2)};
   co_return co_await conn_.WriteAll(std::move(buffers));
+}
+
+char* Response::ChunkLine(char (&line)[24], uint64_t size) {
+  // Written from the back: the owed end of the previous chunk goes first.
+  char hex[16];
+  auto [hex_end, ec] = std::to_chars(hex, hex + sizeof(hex), size, 16);
+  size_t hex_len = static_cast<size_t>(hex_end - hex);
+  char* begin = line + sizeof(line) - 2 - hex_len;
+  std::memcpy(begin, hex, hex_len);
+  std::memcpy(line + sizeof(line) - 2, "\r\n", 2);
+  if (crlf_owed_) {
+    begin -= 2;
+    std::memcpy(begin, "\r\n", 2);
+    crlf_owed_ = false;
+  }
+  return begin;
 }
 
 asio::awaitable<Status> Response::WriteFromFile(int fd, uint64_t offset, uint64_t length) {
   if (length == 0 || head_only_) co_return Status::Ok();
   body_bytes_ += length;
-  if (chunked_) {
-    char size_line[24];
-    auto [end, ec] = std::to_chars(size_line, size_line + 16, length, 16);
-    *end++ = '\r';
-    *end++ = '\n';
-    AGENTD_CO_RETURN_IF_ERROR(
-        co_await conn_.WriteAll(asio::buffer(size_line, static_cast<size_t>(end - size_line))));
-  }
-  AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendFile(fd, offset, length));
-  if (chunked_) AGENTD_CO_RETURN_IF_ERROR(co_await conn_.WriteAll(asio::buffer("\r\n", 2)));
+  if (!chunked_) co_return co_await conn_.SendFile({}, fd, offset, length);
+  char size_line[24];
+  char* begin = ChunkLine(size_line, length);
+  std::string_view prefix(begin, static_cast<size_t>(size_line + sizeof(size_line) - begin));
+  AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendFile(prefix, fd, offset, length));
+  // The chunk's closing CRLF goes out with whatever comes next (the next
+  // chunk's size line, the last chunk, or Flush before a wait), not as a
+  // two-byte segment of its own.
+  crlf_owed_ = true;
   co_return Status::Ok();
+}
+
+asio::awaitable<Status> Response::Flush() {
+  if (!crlf_owed_) co_return Status::Ok();
+  crlf_owed_ = false;
+  co_return co_await conn_.WriteAll(asio::buffer("\r\n", 2));
 }
 
 asio::awaitable<void> Response::End() {
   if (finished_) co_return;
   Status ended = Status::Ok();
-  if (chunked_) ended = co_await conn_.WriteAll(asio::buffer("0\r\n\r\n", 5));
+  if (chunked_) {
+    std::string_view last = crlf_owed_ ? "\r\n0\r\n\r\n" : "0\r\n\r\n";
+    crlf_owed_ = false;
+    ended = co_await conn_.WriteAll(asio::buffer(last));
+  }
   finished_ = ended.ok();
 }
 

@@ -47,8 +47,12 @@ class Response {
                                 std::optional<uint64_t> content_length, const Headers& extra = {});
   asio::awaitable<Status> Write(std::string_view bytes);
   // Sends `length` bytes of `fd` from `offset` with sendfile (no copy
-  // through user space).
+  // through user space). In a chunked stream the chunk's closing CRLF is
+  // owed until the next write, End or Flush.
   asio::awaitable<Status> WriteFromFile(int fd, uint64_t offset, uint64_t length);
+  // Sends what a chunked stream owes (the last chunk's CRLF), so that a
+  // client that waits for whole chunks has them: before a stream waits.
+  asio::awaitable<Status> Flush();
   // Ends a stream (its last chunk).
   asio::awaitable<void> End();
   // Answers "101 Switching Protocols" to `protocol` (Upgrade: protocol).
@@ -70,12 +74,16 @@ class Response {
   std::string Head(int status, std::string_view content_type, std::optional<uint64_t> length,
                    const Headers& extra);
 
+  // Fills the back of `line` with "[CRLF owed]HEX CRLF"; returns its start.
+  char* ChunkLine(char (&line)[24], uint64_t size);
+
   Connection& conn_;
   bool head_only_;
   bool started_ = false;
   bool finished_ = false;
   bool chunked_ = false;
   bool close_after_ = false;
+  bool crlf_owed_ = false;
   int status_ = 0;
   uint64_t body_bytes_ = 0;
 };
