@@ -34,9 +34,15 @@ Result<std::unique_ptr<FsService>> FsService::Create(const DaemonConfig& config)
 
 FsService::~FsService() { Shutdown(); }
 
+asio::thread_pool& FsService::jobs() {
+  if (!jobs_) jobs_ = std::make_unique<asio::thread_pool>(kFsJobThreads);
+  return *jobs_;
+}
+
 void FsService::Shutdown() {
   channels_.CloseAll();
-  jobs_.join();
+  // After the io loop: a pool not started by now never will be.
+  if (jobs_) jobs_->join();
 }
 
 }  // namespace agentd

@@ -6,8 +6,11 @@
 //
 // Long jobs get their own pool so that a few multi-GiB uploads cannot
 // starve the shared blocking pool that short operations (stat, mkdir,
-// exec bookkeeping) use. Built in main.cc; outlives the server. Shutdown()
-// closes every channel, so jobs blocked on one return, and joins the pool.
+// exec bookkeeping) use. Its threads start with the first long job, not
+// with the daemon: eight thread starts were a third of the daemon's own
+// start-up time (docs/ARCHITECTURE.md, "Start-up"). Built in main.cc;
+// outlives the server. Shutdown() closes every channel, so jobs blocked on
+// one return, and joins the pool.
 #pragma once
 
 #include <asio.hpp>
@@ -36,7 +39,9 @@ class FsService {
 
   const PathPolicy& policy() const { return policy_; }
   const ConfinedRoot& root() const { return root_; }
-  asio::thread_pool& jobs() { return jobs_; }
+  // Started on the first call. Only the io thread calls it (every route
+  // runs there), so no lock.
+  asio::thread_pool& jobs();
   ChannelRegistry& channels() { return channels_; }
   // ETags and the entry locks of guarded writes (fs/file_tags.h).
   FileTags& tags() { return tags_; }
@@ -49,7 +54,7 @@ class FsService {
 
   PathPolicy policy_;
   ConfinedRoot root_;
-  asio::thread_pool jobs_{kFsJobThreads};
+  std::unique_ptr<asio::thread_pool> jobs_;
   ChannelRegistry channels_;
   FileTags tags_;
 };
