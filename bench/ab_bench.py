@@ -16,7 +16,9 @@ shared machine.
   tp    output throughput (exec_bench.py's rows): one exec printing N bytes
         (1 GiB) read over the raw route and over SSE, from a daemon of each
         build, state on tmpfs; `head -c` through loopback TCP in the same
-        rounds.
+        rounds. Also the daemon's CPU and voluntary context switches per
+        GiB of the raw row, which load from other work moves less than
+        the rates.
 
 Usage: bench/ab_bench.py A_AGENTD B_AGENTD scan|rt|tp [--n N] [--rounds R]
 Prints medians (and p99 for rt) and B/A. Swap A and B for a second run:
@@ -101,6 +103,21 @@ def round_trip(binaries, n, rounds):
                   p, len(times[0]), a / 1000, a / f, b / 1000, b / f, f / 1000, b / a))
 
 
+def daemon_cost(pid):
+    """(CPU seconds of all the daemon's threads, their voluntary context
+    switches): what a stream costs the daemon beside its wall-clock rate,
+    which load from other work moves far more."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    switches = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/status" % (pid, task)) as f:
+            switches += sum(int(line.split()[1]) for line in f
+                            if line.startswith("voluntary_ctxt_switches"))
+    return cpu, switches
+
+
 def throughput(binaries, size, rounds):
     daemons = []
     try:
@@ -109,11 +126,15 @@ def throughput(binaries, size, rounds):
                                   "--retention-total-bytes", str(8 * GIB), "--ack-ttl-sec", "0",
                                   state_parent="/dev/shm"))
         base, raw, sse = [], [[] for _ in binaries], [[] for _ in binaries]
+        cost = [[] for _ in binaries]  # per GiB of the raw row: (CPU s, switches)
         for r in range(rounds):
             base.append(baseline_socket(size))
             order = list(enumerate(daemons))
             for k, d in order if r % 2 == 0 else reversed(order):
+                before = daemon_cost(d.proc.pid)
                 raw[k].append(stream_exec(d, "raw-%d" % r, "stdout?follow=1", size)[0])
+                after = daemon_cost(d.proc.pid)
+                cost[k].append(tuple((a - b) * GIB / size for a, b in zip(after, before)))
                 sse[k].append(stream_exec(d, "sse-%d" % r, "events", size)[0])
                 conn = d.conn()
                 for exec_id in ("raw-%d" % r, "sse-%d" % r):
@@ -132,6 +153,10 @@ def throughput(binaries, size, rounds):
                   " ".join("%.2f" % (x / b) for x, b in zip(raw[k], base)), mib(med(sse[k])),
                   med(s / x for s, x in zip(sse[k], raw[k])),
                   " ".join("%.2f" % (s / x) for s, x in zip(sse[k], raw[k]))))
+    for k, name in enumerate("AB"):
+        print("%s: the daemon per GiB of raw: %.2f s CPU (rounds %s), %.0f voluntary switches" % (
+            name, med(c[0] for c in cost[k]), " ".join("%.2f" % c[0] for c in cost[k]),
+            med(c[1] for c in cost[k])))
     print("B/A: raw %.3f, SSE %.3f (medians of round ratios)" % (
         med(b / a for a, b in zip(raw[0], raw[1])), med(b / a for a, b in zip(sse[0], sse[1]))))
 

@@ -34,7 +34,12 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
       co_await res.End();
       co_return;
     }
-    if (Status flushed = co_await res.Flush(); !flushed.ok()) co_return;
+    if (res.flush_owed()) {
+      // The flush can wait for room in the socket, and output or the end
+      // that arrives meanwhile notifies no one: look again before sleeping.
+      if (Status flushed = co_await res.Flush(); !flushed.ok()) co_return;
+      continue;
+    }
     auto now = ChangeSignal::Clock::now();
     if (now - last_check >= kKeepaliveInterval) {
       if (req.PeerClosed()) co_return;

@@ -34,8 +34,9 @@ using SystemClock = std::chrono::system_clock;
 constexpr int kOutputPipeBytes = 256 * 1024;
 // The buffer of a pipe whose writer outran the pump (one turn moved a whole
 // kOutputPipeBytes): four times fewer wake-ups of the pump and of the
-// writer per byte (issue 27, docs/BENCHMARKS.md "Raw output: the pipe").
-// Only such streams pay it, and pipe pages are taken as they fill.
+// writer per byte (issue 27, docs/BENCHMARKS.md "Raw output: the pipe and
+// the chunk framing"). Only such streams pay it, and a pipe takes its
+// pages only as they fill.
 constexpr int kFastOutputPipeBytes = 1 << 20;
 // A pump moves at most this much before letting other work run.
 constexpr uint64_t kPumpTurnBytes = 4 << 20;

@@ -12,7 +12,7 @@
 // using that memory, libc state included): it keeps duplicates of the
 // read ends of the command's stdout and stderr pipes (the command never
 // meets a pipe without a reader, so never SIGPIPE; while no daemon reads,
-// it blocks once the 256 KiB pipe buffer is full), waits for the command
+// it blocks once the pipe buffer, 256 KiB or 1 MiB, is full), waits for the command
 // with WNOWAIT (the exit status stays in the kernel and the command's pid
 // and process group cannot be reused before a daemon has recorded it), and
 // reports over its connection to the daemon: the exit status and time.

@@ -53,6 +53,7 @@ class Response {
   // Sends what a chunked stream owes (the last chunk's CRLF), so that a
   // client that waits for whole chunks has them: before a stream waits.
   asio::awaitable<Status> Flush();
+  bool flush_owed() const { return crlf_owed_; }
   // Ends a stream (its last chunk).
   asio::awaitable<void> End();
   // Answers "101 Switching Protocols" to `protocol` (Upgrade: protocol).
