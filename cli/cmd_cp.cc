@@ -61,7 +61,14 @@ int Upload(Context& ctx, const std::string& local, const std::string& remote) {
   client::WriteOptions w;
   w.mode = st.st_mode & 07777;  // the file keeps its mode, exec bits included
   w.parents = ctx.args().Has("parents");
-  Result<FileStat> written = ctx.client().WriteFileFrom(remote, source, w);
+  // A regular file goes with Content-Length by sendfile (the daemon checks
+  // free space first; the bytes skip this process); anything else (a pipe,
+  // a device) is streamed chunked through the buffer.
+  Result<FileStat> written =
+      S_ISREG(st.st_mode)
+          ? ctx.client().WriteFileFromFd(remote, fd, static_cast<uint64_t>(st.st_size), w)
+          : ctx.client().WriteFileFrom(remote, source, w);
+  if (written.ok() && S_ISREG(st.st_mode)) progress.Add(written->size);
   ::close(fd);
   progress.Done();
   if (!written.ok()) return ctx.out().Fail(written.status());

@@ -225,6 +225,13 @@ asio::awaitable<Result<FileStat>> AsyncClient::WriteFile(std::string path, std::
                                    std::move(options));
 }
 
+asio::awaitable<Result<FileStat>> AsyncClient::WriteFileFromFd(std::string path, int fd,
+                                                               uint64_t size,
+                                                               WriteOptions options) {
+  co_return co_await WriteFileFromFdCall(*transport_, std::move(path), fd, size,
+                                         std::move(options));
+}
+
 asio::awaitable<Result<FileStat>> AsyncClient::WriteFileFrom(std::string path, ByteSource source,
                                                              WriteOptions options) {
   co_return co_await WriteFileFromCall(*transport_, std::move(path), std::move(source),

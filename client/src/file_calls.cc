@@ -87,6 +87,20 @@ asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string pa
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
+asio::awaitable<Result<FileStat>> WriteFileFromFdCall(Transport& t, std::string path, int fd,
+                                                      uint64_t size, WriteOptions options) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = WriteTarget(path, options);
+  req.content_type = "application/octet-stream";
+  AddPreconditions(req, options.guard);
+  req.file = FileBody{fd, size};
+  // Each attempt sends the file from its start: as safe to retry as
+  // WriteFile, unless guarded.
+  req.idempotent = !Guarded(options.guard);
+  co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
+}
+
 asio::awaitable<Result<FileStat>> StatCall(Transport& t, std::string path, bool follow) {
   HttpRequest req;
   req.target = PathQuery("/v1/fs/stat", path) + (follow ? "&follow=1" : "");

@@ -17,6 +17,8 @@ asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
                                                 std::string contents, WriteOptions options);
 asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,
                                                     ByteSource source, WriteOptions options);
+asio::awaitable<Result<FileStat>> WriteFileFromFdCall(Transport& t, std::string path, int fd,
+                                                      uint64_t size, WriteOptions options);
 asio::awaitable<Result<FileStat>> StatCall(Transport& t, std::string path, bool follow);
 asio::awaitable<Result<ListResponse>> ListCall(Transport& t, std::string path);
 asio::awaitable<Result<FileStat>> MakeDirCall(Transport& t, MkdirRequest request);

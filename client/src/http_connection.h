@@ -31,6 +31,10 @@ class HttpConnection {
   // Writes bytes (a request head, a body, a chunk).
   asio::awaitable<Status> Write(std::vector<asio::const_buffer> buffers, Deadline deadline);
   asio::awaitable<Status> Write(std::string_view bytes, Deadline deadline);
+  // Writes the first `length` bytes of the regular file `fd` with
+  // sendfile(2) (the kernel moves them; none pass through this process).
+  // A file shorter than `length` is io_error and closes the connection.
+  asio::awaitable<Status> SendFile(int fd, uint64_t length, Deadline deadline);
 
   // Reads the response head. `head_request` tells the parser there is no body.
   // With `keep_on_timeout` a passing deadline leaves the connection open

@@ -110,6 +110,8 @@ std::string Transport::RequestHead(const HttpRequest& request, bool expect_conti
   if (!request.content_type.empty()) head += "Content-Type: " + request.content_type + "\r\n";
   if (request.source) {
     head += "Transfer-Encoding: chunked\r\n";
+  } else if (request.file.fd >= 0) {
+    head += "Content-Length: " + std::to_string(request.file.length) + "\r\n";
   } else if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
     head += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
   }
@@ -121,6 +123,8 @@ std::string Transport::RequestHead(const HttpRequest& request, bool expect_conti
 
 asio::awaitable<Status> Transport::SendBody(HttpConnection& c, const HttpRequest& request,
                                             Deadline deadline) {
+  if (request.file.fd >= 0)
+    co_return co_await c.SendFile(request.file.fd, request.file.length, deadline);
   if (!request.source) co_return co_await c.Write(std::string_view(request.body), deadline);
   for (;;) {
     Result<std::string_view> chunk = co_await request.source();
@@ -151,10 +155,15 @@ asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpReques
   // daemon makes from the head alone (507 for a size beyond free space,
   // 413, 401) arrives before any of it is sent, and is not lost to a
   // connection the daemon closes while the body is still in flight.
-  bool expect = request.source || request.body.size() > kExpectContinueBytes;
+  bool expect = request.source || request.body.size() > kExpectContinueBytes ||
+                (request.file.fd >= 0 && request.file.length > kExpectContinueBytes);
   std::string head = RequestHead(request, expect);
   *sent = true;
-  if (!expect) {
+  if (!expect && request.file.fd >= 0) {
+    Status s = co_await c.Write(head, deadline);
+    if (s.ok()) s = co_await SendBody(c, request, deadline);
+    if (!s.ok()) co_return s;
+  } else if (!expect) {
     std::vector<asio::const_buffer> buffers{asio::buffer(head), asio::buffer(request.body)};
     Status s = co_await c.Write(std::move(buffers), deadline);
     if (!s.ok()) co_return s;
@@ -238,7 +247,10 @@ asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
     // A streamed body cannot be sent again once any of it went out.
     bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
     if (!a.ok()) {
-      if (may_retry && (!sent || request.idempotent)) continue;
+      // A local file that is shorter than declared (io_error) would be
+      // again: only the connection's faults are retried.
+      bool local = a.status().code() == ErrorCode::kIoError;
+      if (may_retry && !local && (!sent || request.idempotent)) continue;
       co_return a.status();
     }
     bool retryable = false;

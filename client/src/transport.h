@@ -26,12 +26,21 @@ namespace agentd::client {
 // A streamed request body: returns the next chunk, empty at the end.
 using BodySource = std::function<asio::awaitable<Result<std::string_view>>()>;
 
+// A request body taken from an open regular file: its first `length`
+// bytes, sent with Content-Length by sendfile(2), so they never pass
+// through the client's memory. Each attempt sends from offset 0 again.
+struct FileBody {
+  int fd = -1;  // not owned
+  uint64_t length = 0;
+};
+
 struct HttpRequest {
   std::string method = "GET";
   std::string target;
   Headers headers;
   std::string body;   // used when `source` is empty
   BodySource source;  // streamed with chunked encoding; never retried once started
+  FileBody file;      // used when file.fd >= 0 (and `source` is empty)
   std::string content_type;
   bool idempotent = false;
   // Added to the per-attempt deadline (a long poll's wait).

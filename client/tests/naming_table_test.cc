@@ -45,6 +45,7 @@ using namespace agentd::client;
   X(ReadFileWithEtag)        \
   X(WriteFile)               \
   X(WriteFileFrom)           \
+  X(WriteFileFromFd)         \
   X(Stat)                    \
   X(ListDir)                 \
   X(MakeDir)                 \
@@ -81,7 +82,7 @@ TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClie
 #define AGENTD_CLIENT_OP(name) names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
-  CHECK(names.size() == 47);
+  CHECK(names.size() == 48);
 }
 
 TEST_CASE("every error code has its error class, and an unknown code is UnknownError",

@@ -215,6 +215,12 @@ class AsyncClient {
   asio::awaitable<Result<FileStat>> WriteFileFrom(std::string path, ByteSource source) {
     return WriteFileFrom(std::move(path), std::move(source), WriteOptions{});
   }
+  // The same from the first `size` bytes of the open regular file `fd`
+  // (not closed here), sent with Content-Length by sendfile(2): the bytes
+  // never pass through this process, and the daemon checks free space
+  // before it reads them. Retried like WriteFile (from the start again).
+  asio::awaitable<Result<FileStat>> WriteFileFromFd(std::string path, int fd, uint64_t size,
+                                                    WriteOptions options);
   asio::awaitable<Result<FileStat>> Stat(std::string path, bool follow);
   asio::awaitable<Result<FileStat>> Stat(std::string path) { return Stat(std::move(path), false); }
   asio::awaitable<Result<ListResponse>> ListDir(std::string path);

@@ -125,6 +125,10 @@ class Client {
   Result<FileStat> WriteFileFrom(std::string path, ByteSource source, WriteOptions options = {}) {
     return Wait(async_.WriteFileFrom(std::move(path), std::move(source), std::move(options)));
   }
+  Result<FileStat> WriteFileFromFd(std::string path, int fd, uint64_t size,
+                                   WriteOptions options = {}) {
+    return Wait(async_.WriteFileFromFd(std::move(path), fd, size, std::move(options)));
+  }
   Result<FileStat> Stat(std::string path, bool follow = false) {
     return Wait(async_.Stat(std::move(path), follow));
   }
