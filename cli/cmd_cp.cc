@@ -63,12 +63,13 @@ int Upload(Context& ctx, const std::string& local, const std::string& remote) {
   w.parents = ctx.args().Has("parents");
   // A regular file goes with Content-Length by sendfile (the daemon checks
   // free space first; the bytes skip this process); anything else (a pipe,
-  // a device) is streamed chunked through the buffer.
+  // a device) is streamed chunked through the buffer, and so is a file
+  // that says it is empty (procfs makes its content up when read).
+  bool whole = S_ISREG(st.st_mode) && st.st_size > 0;
   Result<FileStat> written =
-      S_ISREG(st.st_mode)
-          ? ctx.client().WriteFileFromFd(remote, fd, static_cast<uint64_t>(st.st_size), w)
-          : ctx.client().WriteFileFrom(remote, source, w);
-  if (written.ok() && S_ISREG(st.st_mode)) progress.Add(written->size);
+      whole ? ctx.client().WriteFileFromFd(remote, fd, static_cast<uint64_t>(st.st_size), w)
+            : ctx.client().WriteFileFrom(remote, source, w);
+  if (written.ok() && whole) progress.Add(written->size);
   ::close(fd);
   progress.Done();
   if (!written.ok()) return ctx.out().Fail(written.status());

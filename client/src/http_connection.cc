@@ -3,6 +3,8 @@
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -137,12 +139,39 @@ asio::awaitable<Status> HttpConnection::Write(std::string_view bytes, Deadline d
   co_return co_await Write(std::move(buffers), deadline);
 }
 
+namespace {
+
+// sendfile(2) has no MSG_NOSIGNAL: a daemon that closed the connection
+// would kill the calling process with SIGPIPE. The signal is blocked on
+// this thread for the call, and one it raised is taken back (not one that
+// was pending before).
+ssize_t SendFileNoSignal(int socket, int fd, off_t* offset, size_t count) {
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigpending(&pending);
+  bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  ssize_t n = ::sendfile(socket, fd, offset, count);
+  int err = errno;
+  if (n < 0 && err == EPIPE && !was_pending) {
+    timespec zero{};
+    while (sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = err;
+  return n;
+}
+
+}  // namespace
+
 asio::awaitable<Status> HttpConnection::SendFile(int fd, uint64_t length, Deadline deadline) {
   off_t offset = 0;
   while (static_cast<uint64_t>(offset) < length) {
     // One call moves at most 2 GiB less a page (Linux); ask for 1 GiB.
     size_t step = static_cast<size_t>(std::min<uint64_t>(length - offset, 1ull << 30));
-    ssize_t n = ::sendfile(socket_.native_handle(), fd, &offset, step);
+    ssize_t n = SendFileNoSignal(socket_.native_handle(), fd, &offset, step);
     if (n > 0) continue;
     if (n == 0) {
       Close();
@@ -153,6 +182,16 @@ asio::awaitable<Status> HttpConnection::SendFile(int fd, uint64_t length, Deadli
           .With("length", length);
     }
     if (errno == EINTR) continue;
+    if (errno == EIO || errno == EINVAL || errno == ENOSYS || errno == EOVERFLOW) {
+      // The local file's fault (unreadable, or not one sendfile can read):
+      // io_error, which is not retried.
+      int err = errno;
+      Close();
+      co_return Status::Error(ErrorCode::kIoError,
+                              std::string("cannot send the file: ") + std::strerror(err))
+          .With("sent", static_cast<uint64_t>(offset))
+          .With("errno", static_cast<int64_t>(err));
+    }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       asio::error_code ec(errno, asio::system_category());
       Close();

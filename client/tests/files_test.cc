@@ -1,9 +1,16 @@
 // The client's file calls against a real daemon.
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
 
 #include "agentd/client/client.h"
 #include "daemon_process.h"
@@ -102,6 +109,73 @@ TEST_CASE("files: a write from an open file sends it whole, or leaves the old fi
   CHECK(cut.status().code() == ErrorCode::kIoError);
   CHECK(c.ReadFile(remote).value() == data);
   ::close(fd);
+}
+
+TEST_CASE("files: a daemon that closes during a write from an open file is an error, not SIGPIPE",
+          "[client][files]") {
+  // sendfile(2) has no MSG_NOSIGNAL. On a unix socket whose reader closed
+  // it raises SIGPIPE, whose default action ends this test process.
+  char dir_template[] = "/tmp/agentd-sigpipe-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  std::string dir = dir_template;
+  std::string local = dir + "/local.bin";
+  std::string data(4u << 20, 'x');  // beyond Expect's threshold and the socket's buffer
+  {
+    std::FILE* f = std::fopen(local.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
+    std::fclose(f);
+  }
+  // A fake daemon: it closes a GET at once (the client's protocol probe),
+  // and answers a PUT's head with 100 Continue, then closes unread.
+  std::string path = dir + "/fake.sock";
+  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::listen(listener, 8) == 0);
+  std::atomic<bool> stop{false};
+  std::thread fake([listener, &stop] {
+    for (;;) {
+      int c = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      if (stop) {  // the test's last connection, made to end this loop
+        ::close(c);
+        return;
+      }
+      std::string head;
+      char buf[4096];
+      while (head.find("\r\n\r\n") == std::string::npos) {
+        ssize_t n = ::read(c, buf, sizeof(buf));
+        if (n <= 0) break;
+        head.append(buf, static_cast<size_t>(n));
+      }
+      if (head.starts_with("PUT")) {
+        static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        (void)!::write(c, kContinue, sizeof(kContinue) - 1);
+      }
+      ::close(c);
+    }
+  });
+  ClientOptions o;
+  o.url = "unix:" + path;
+  o.max_attempts = 1;
+  Client c(o);
+  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  auto cut = c.WriteFileFromFd("/remote.bin", fd, data.size());
+  ::close(fd);
+  stop = true;
+  int last = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(::connect(last, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  fake.join();
+  ::close(last);
+  ::close(listener);
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.status().code() == ErrorCode::kTransport);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("files: metadata calls and their errors", "[client][files]") {
