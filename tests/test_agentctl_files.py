@@ -1,6 +1,7 @@
 """agentctl's file commands against a live daemon: cat (lines, bytes), put
 (modes), stat, ls, mkdir, mv, rm, and cp of files and whole trees."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -103,6 +104,30 @@ class FileCommandsTest(AgentctlTestCase):
         with open(back, "rb") as f:
             self.assertEqual(f.read(), b"#!/bin/sh\necho hi\n")
         self.assertEqual(stat.S_IMODE(os.stat(back).st_mode), 0o751)
+
+    def test_cp_of_a_large_file_lands_whole_with_its_tag(self):
+        # A regular file goes with Content-Length by sendfile: 3 MiB and a
+        # bit, more than one of agentctl's former 256 KiB reads and the
+        # daemon's write blocks.
+        local = os.path.join(self.dir, "big.bin")
+        data = os.urandom((3 << 20) + 4321)
+        with open(local, "wb") as f:
+            f.write(data)
+        remote = os.path.join(self.dir, "big-remote.bin")
+        r, env = self.envelope("cp", local, "guest:" + remote)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(env["result"]["etag"], '"sha256:%s"' % hashlib.sha256(data).hexdigest())
+        with open(remote, "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_cp_of_a_proc_file_copies_what_reading_it_gives(self):
+        # procfs says such a file is empty (st_size 0) and makes its content
+        # up when read: it is streamed, not sent as the 0 bytes its size says.
+        remote = os.path.join(self.dir, "cmdline")
+        r = self.ctl("cp", "/proc/self/cmdline", "guest:" + remote)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(remote, "rb") as f:
+            self.assertIn(b"agentctl", f.read())
 
     def test_cp_tree_round_trip_keeps_symlinks_modes_and_empty_dirs(self):
         src = os.path.join(self.dir, "src")
