@@ -471,16 +471,7 @@ asio::awaitable<Status> Connection::SendFile(std::string_view prefix, int fd, ui
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN) {
-      broken_ = true;
-      co_return Status::Error(
-          ErrorCode::kTransport,
-          std::string("connection lost writing the response: ") + std::strerror(errno));
-    }
-    Arm(limits_.io_timeout);
-    auto [ec] = co_await socket_.async_wait(Socket::wait_write, kUseNothrow);
-    Disarm();
-    if (ec) co_return LostConnection(ec, "writing the response");
+    if (Status room = co_await AwaitRoom(n < 0 ? errno : EAGAIN); !room.ok()) co_return room;
   }
   off_t off = static_cast<off_t>(offset);
   uint64_t left = length;
@@ -496,17 +487,22 @@ asio::awaitable<Status> Connection::SendFile(std::string_view prefix, int fd, ui
           .With("missing_bytes", left);
     }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN) {
-      broken_ = true;
-      co_return Status::Error(
-          ErrorCode::kTransport,
-          std::string("connection lost writing the response: ") + std::strerror(errno));
-    }
-    Arm(limits_.io_timeout);
-    auto [ec] = co_await socket_.async_wait(Socket::wait_write, kUseNothrow);
-    Disarm();
-    if (ec) co_return LostConnection(ec, "writing the response");
+    if (Status room = co_await AwaitRoom(errno); !room.ok()) co_return room;
   }
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> Connection::AwaitRoom(int send_errno) {
+  if (send_errno != EAGAIN) {
+    broken_ = true;
+    co_return Status::Error(
+        ErrorCode::kTransport,
+        std::string("connection lost writing the response: ") + std::strerror(send_errno));
+  }
+  Arm(limits_.io_timeout);
+  auto [ec] = co_await socket_.async_wait(Socket::wait_write, kUseNothrow);
+  Disarm();
+  if (ec) co_return LostConnection(ec, "writing the response");
   co_return Status::Ok();
 }
 

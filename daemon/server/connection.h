@@ -107,6 +107,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Arm(std::chrono::milliseconds timeout);
   void Disarm();
   Status LostConnection(const asio::error_code& ec, std::string_view during);
+  // After a non-blocking send that moved nothing (send_errno): waits for
+  // room in the socket on EAGAIN, else marks the connection broken.
+  asio::awaitable<Status> AwaitRoom(int send_errno);
 
   Socket socket_;
   const ServerLimits& limits_;
