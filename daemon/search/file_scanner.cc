@@ -92,7 +92,8 @@ std::vector<size_t> InvalidUtf8Offsets(std::string_view text, size_t limit) {
 }
 
 Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Emit& emit,
-                                         off_t size, ScanRange range) {
+                                         off_t size, ScanRange range,
+                                         const std::string_view* content) {
   FileScanResult result;
   // Made at the first match: most files have none.
   std::string prefix;
@@ -169,10 +170,17 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
     size_t old = len;
     if (buf_.size() < old + kSearchReadBytes) buf_.resize(old + kSearchReadBytes);
     ssize_t n;
-    do {
-      n = whole ? ::read(fd, buf_.data() + old, kSearchReadBytes)
-                : ::pread(fd, buf_.data() + old, kSearchReadBytes, off);
-    } while (n < 0 && errno == EINTR);
+    if (content) {
+      // The whole file, read by the caller: its one block.
+      std::memcpy(buf_.data() + old, content->data(), content->size());
+      n = static_cast<ssize_t>(content->size());
+      content = nullptr;
+    } else {
+      do {
+        n = whole ? ::read(fd, buf_.data() + old, kSearchReadBytes)
+                  : ::pread(fd, buf_.data() + old, kSearchReadBytes, off);
+      } while (n < 0 && errno == EINTR);
+    }
     if (n < 0) return PosixError(errno, "cannot read", std::string(path));
     len = old + static_cast<size_t>(n);
     off += n;

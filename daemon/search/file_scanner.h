@@ -85,12 +85,24 @@ class FileScanner {
   // stat'ed; a file still growing is read on while reads fill the buffer).
   // Errors: reads that fail (io_error) and match failures.
   Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit, off_t size = -1,
-                              ScanRange range = {});
+                              ScanRange range = {}) {
+    return Scan(fd, path, emit, size, range, nullptr);
+  }
+  // The same for a whole file already read (`content`, read from offset 0
+  // by a read that returned less than asked: the file's end), shorter than
+  // kSearchReadBytes: the answer Scan gives on the file.
+  Result<FileScanResult> ScanContent(std::string_view content, std::string_view path,
+                                     const Emit& emit) {
+    return Scan(-1, path, emit, static_cast<off_t>(content.size()), {}, &content);
+  }
 
   const std::shared_ptr<const LineMatcher>& matcher() const { return matcher_; }
   const FileScanOptions& options() const { return opts_; }
 
  private:
+  Result<FileScanResult> Scan(int fd, std::string_view path, const Emit& emit, off_t size,
+                              ScanRange range, const std::string_view* content);
+
   std::shared_ptr<const LineMatcher> matcher_;
   LineMatcher::Scratch scratch_;
   FileScanOptions opts_;

@@ -30,6 +30,11 @@ constexpr size_t kMaxScanHelpers = 4;
 
 }  // namespace
 
+FileBatch::FileBatch(UniqueFd dir) : dir_(std::move(dir)) {
+  static std::atomic<uint64_t> next{1};
+  serial_ = next.fetch_add(1, std::memory_order_relaxed);
+}
+
 void FileBatch::Add(std::string_view name, std::string_view path, size_t walk_at, bool followed,
                     uint64_t unreadable_before) {
   File f{text_.size(), 0, path.size(), walk_at, unreadable_before, followed};

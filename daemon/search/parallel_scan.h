@@ -38,7 +38,7 @@ namespace agentd {
 // Consecutive files of one directory, as the walk listed them.
 class FileBatch {
  public:
-  explicit FileBatch(UniqueFd dir) : dir_(std::move(dir)) {}
+  explicit FileBatch(UniqueFd dir);
 
   void Add(std::string_view name, std::string_view path, size_t walk_at, bool followed,
            uint64_t unreadable_before);
@@ -49,6 +49,9 @@ class FileBatch {
   std::string_view path(size_t i) const;
   std::string_view walk_path(size_t i) const { return path(i).substr(files_[i].walk_at); }
   bool followed(size_t i) const { return files_[i].followed; }
+  // Unique in the process: tells this batch from a later one made at the
+  // same address.
+  uint64_t serial() const { return serial_; }
   // Entries the walk could not open between the file before and this one.
   uint64_t unreadable_before(size_t i) const { return files_[i].unreadable_before; }
 
@@ -59,6 +62,7 @@ class FileBatch {
     bool followed;
   };
   UniqueFd dir_;
+  uint64_t serial_;
   std::string text_;  // names (NUL-terminated) and paths, back to back
   std::vector<File> files_;
 };

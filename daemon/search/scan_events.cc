@@ -72,13 +72,18 @@ bool ScanOpenedFile(FileScanner& scanner, const UniqueFd& fd, std::string_view p
   struct stat st;
   // A FIFO or device swapped in since the listing is not read.
   if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return sink.Unreadable(1);
+  return ScanRegularFile(scanner, fd.get(), st.st_size, path, sink);
+}
+
+bool ScanRegularFile(FileScanner& scanner, int fd, off_t size, std::string_view path,
+                     ScanSink& sink, const std::string_view* content) {
   if (!sink.FileStart()) return false;
   const FileScanOptions& o = scanner.options();
   const FileScanner::Emit emit = [&](std::string_view line) { return sink.Match(line); };
-  Result<FileScanResult> r =
-      o.split_parts > 1 && st.st_size >= o.split_min_bytes
-          ? SplitScan(scanner, fd.get(), path, emit, st.st_size, o.split_parts)
-          : scanner.Scan(fd.get(), path, emit, st.st_size);
+  Result<FileScanResult> r = content ? scanner.ScanContent(*content, path, emit)
+                             : o.split_parts > 1 && size >= o.split_min_bytes
+                                 ? SplitScan(scanner, fd, path, emit, size, o.split_parts)
+                                 : scanner.Scan(fd, path, emit, size);
   if (!r.ok()) return sink.FileEnd(FileOutcome::kUnreadable);
   if (r->stopped) return false;
   if (r->binary) return sink.FileEnd(FileOutcome::kBinary);

@@ -70,5 +70,10 @@ class ScanLog : public ScanSink {
 // the sink says stop.
 bool ScanOpenedFile(FileScanner& scanner, const UniqueFd& fd, std::string_view path,
                     ScanSink& sink);
+// The same once the open file `fd` is known to be a regular file of
+// `size` bytes; `content`, when given, is the whole file already read
+// (FileScanner::ScanContent).
+bool ScanRegularFile(FileScanner& scanner, int fd, off_t size, std::string_view path,
+                     ScanSink& sink, const std::string_view* content = nullptr);
 
 }  // namespace agentd

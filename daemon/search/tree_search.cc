@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "search/file_prefetch.h"
 #include "search/file_scanner.h"
 #include "search/parallel_scan.h"
 #include "search/search_tally.h"
@@ -31,11 +32,9 @@ Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
       FileScanOptions o = scan_opts;
       o.cancel = cancel;
       auto scanner = std::make_shared<FileScanner>(matcher_, o);
-      return [scanner, &walk](const FileBatch& b, size_t i, ScanSink& sink) {
-        // O_NONBLOCK: a FIFO swapped in since the listing must not hang us.
-        UniqueFd fd = walk.OpenListed(b.dir_fd(), b.name(i), b.walk_path(i), b.followed(i),
-                                      O_RDONLY | O_NONBLOCK);
-        return ScanOpenedFile(*scanner, fd, b.path(i), sink);
+      auto prefetch = std::make_shared<FilePrefetch>(walk, opts_.io_ring);
+      return [scanner, prefetch](const FileBatch& b, size_t i, ScanSink& sink) {
+        return prefetch->Scan(*scanner, b, i, sink);
       };
     };
     ParallelScan scan(ScanHelperThreads(opts_.scan_threads), make_scan, tally);

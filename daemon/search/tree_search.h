@@ -38,6 +38,10 @@ struct SearchOptions {
   // is scanned in as many parts (search/split_scan.h). The answer is the
   // same for every value.
   size_t scan_threads = 0;
+  // Open, stat and read small files a window at a time through io_uring
+  // where the kernel offers it (search/file_prefetch.h); false: a system
+  // call each. The answer is the same either way.
+  bool io_ring = true;
 };
 
 class TreeSearch {

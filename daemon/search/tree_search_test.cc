@@ -58,7 +58,9 @@ void MakeTree(const testing::TempDir& d) {
 
 }  // namespace
 
-TEST_CASE("a search on several threads answers what one thread answers, bounds included") {
+TEST_CASE(
+    "a search on several threads, through the io ring or not, answers what one thread answers, "
+    "bounds included") {
   testing::TempDir d;
   MakeTree(d);
   const std::pair<uint64_t, uint64_t> bounds[] = {{1, 1 << 20},  {7, 1 << 20},   {150, 1 << 20},
@@ -72,12 +74,18 @@ TEST_CASE("a search on several threads answers what one thread answers, bounds i
         o.max_results = max_results;
         o.max_bytes = max_bytes;
         o.scan_threads = 1;
+        o.io_ring = false;
         std::string one = Search(d, "hit", o);
         INFO("follow " << follow << " context " << context << " max_results " << max_results
                        << " max_bytes " << max_bytes);
-        for (size_t threads : {2, 3}) {
-          o.scan_threads = threads;
-          CHECK(Search(d, "hit", o) == one);
+        for (size_t threads : {1, 2, 3}) {
+          for (bool ring : {false, true}) {
+            if (threads == 1 && !ring) continue;
+            o.scan_threads = threads;
+            o.io_ring = ring;
+            INFO("threads " << threads << " io_ring " << ring);
+            CHECK(Search(d, "hit", o) == one);
+          }
         }
       }
     }

@@ -53,7 +53,8 @@ bool PathFilterMatches(const std::string& pattern, const std::string& walk_path)
   return WildMatch(pattern, slash == std::string::npos ? walk_path : walk_path.substr(slash + 1));
 }
 
-size_t TreeWalk::PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top) {
+size_t TreeWalk::PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top,
+                                 const std::vector<DirEntry>& listed) {
   size_t pushed = 0;
   if (repo_top) {
     // .git/info/exclude ranks below the top directory's own .gitignore.
@@ -69,10 +70,16 @@ size_t TreeWalk::PushIgnoreFiles(int fd, const std::string& walk_path, bool repo
       }
     }
   }
+  // Only names the listing holds are opened (most directories have
+  // neither: two failed opens each, saved).
+  auto listed_has = [&](const char* name) {
+    return std::any_of(listed.begin(), listed.end(),
+                       [&](const DirEntry& e) { return e.name == name; });
+  };
   auto rules = std::make_shared<IgnoreRules>();
   // .ignore after .gitignore: its rules win (as in ripgrep).
-  rules->Add(ReadSmallFile(fd, ".gitignore"));
-  rules->Add(ReadSmallFile(fd, ".ignore"));
+  if (listed_has(".gitignore")) rules->Add(ReadSmallFile(fd, ".gitignore"));
+  if (listed_has(".ignore")) rules->Add(ReadSmallFile(fd, ".ignore"));
   if (!rules->empty()) {
     ignores_.Push({rules, walk_path, ""});
     ++pushed;
@@ -167,7 +174,7 @@ WalkStep TreeWalk::Dir(int fd, const std::string& walk_path, int depth,
   if (opts_.gitignore) {
     bool top = std::any_of(entries.begin(), entries.end(),
                            [](const DirEntry& e) { return e.name == ".git"; });
-    pushed = PushIgnoreFiles(fd, walk_path, top);
+    pushed = PushIgnoreFiles(fd, walk_path, top, entries);
   }
   WalkStep result = WalkStep::kContinue;
   for (const DirEntry& e : entries) {

@@ -81,9 +81,10 @@ class TreeWalk {
  private:
   WalkStep Dir(int fd, const std::string& walk_path, int depth, std::vector<DirEntry> entries,
                const std::function<WalkStep(const WalkEntry&)>& visit);
-  // Pushes the ignore frames of the directory `fd` (at `walk_path`);
-  // returns how many.
-  size_t PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top);
+  // Pushes the ignore frames of the directory `fd` (at `walk_path`) whose
+  // entries are `listed`; returns how many.
+  size_t PushIgnoreFiles(int fd, const std::string& walk_path, bool repo_top,
+                         const std::vector<DirEntry>& listed);
   void PushAncestorIgnores();
   UniqueFd OpenFollowed(std::string_view walk_path, int flags) const;
 
