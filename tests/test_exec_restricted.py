@@ -234,6 +234,21 @@ class RestrictedDefaultTest(unittest.TestCase):
             obj, out, _ = run(d, "opt-out", {"argv": ["id", "-u"], "profile": "unrestricted"})
             self.assertEqual((obj["profile"], out.strip()), ("unrestricted", b"0"))
 
+    def test_the_first_exec_after_start_runs_under_the_filter_health_reports(self):
+        # The filter is compiled while the start-up probes run
+        # (docs/ARCHITECTURE.md, "Start-up"), and is in before the daemon
+        # listens: the first request, sent the moment the daemon listens,
+        # already runs under it. Were it compiled after the listen, this
+        # exec would run without it (or be refused).
+        with Daemon("--default-profile", "restricted") as d:
+            obj, out, err = run(d, "first", {"argv": ["cat", "/proc/self/status"]})
+            self.assertEqual((obj["exit_code"], obj["profile"]), (0, "restricted"), err)
+            self.assertEqual(status_fields(out.decode())["Seccomp"].strip(), "2")
+            self.assertGreater(obj["restriction"]["seccomp_refused_syscalls"], 20)
+            status, health = d.json("GET", "/v1/health")
+            self.assertEqual(status, 200)
+            self.assertIs(health["profiles"]["restricted"]["seccomp"], True)
+
     def test_missing_restricted_user_is_a_clear_400(self):
         with Daemon("--restricted-user", "agentd-no-such-user") as d:
             s, body = d.json("PUT", "/v1/execs/x", {"argv": ["true"], "profile": "restricted"})

@@ -275,6 +275,7 @@ class ExecEngine {
     std::vector<std::string> paths;
   };
   Result<RestrictionProbe> OpenRestriction(ProbeChildren& probes);
+  void BuildSeccompFilter();
   Status SettleRestriction(const ProbeChildren& probes, RestrictionProbe& started);
   Result<std::optional<Credentials>> ResolveRestrictedIdentity(const ExecStartRequest& request);
   Status CheckCapacity() const;

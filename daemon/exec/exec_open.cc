@@ -45,10 +45,13 @@ Status ExecEngine::Open() {
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
   // The start-up probes (proc/probe_child.h) run together: each child is
-  // forked at once, the egress probe (programs loaded here, no child) runs
-  // in this thread meanwhile, and then all are waited for. A start pays
-  // for the slowest of them, not their sum (docs/ARCHITECTURE.md,
-  // "Start-up"). Every verdict is in before Open returns, so before the
+  // forked at once, the seccomp filter is compiled and the egress probe
+  // (programs loaded here, no child) runs in this thread meanwhile, and
+  // then all are waited for. A start pays for the slowest of them, not
+  // their sum (docs/ARCHITECTURE.md, "Start-up"). The filter comes after
+  // the forks: compiled before them, its heap went into each child's copy
+  // and the children started later (docs/BENCHMARKS.md, "Start to first
+  // health"). Every verdict is in before Open returns, so before the
   // daemon listens: health never reports a capability a probe has not
   // confirmed, and no exec starts on one.
   ProbeChildren probes;
@@ -57,6 +60,7 @@ Status ExecEngine::Open() {
   if (!restriction.ok()) return restriction.status();
   size_t network = StartEmptyNetworkProbe(probes);
   size_t scratch = StartScratchMountProbe(probes);
+  BuildSeccompFilter();
   egress_host_.Open(options_.egress_enforcer);
   probes.WaitAll();
   SettleTenantCgroup(probes, join);
@@ -118,7 +122,7 @@ Status ExecEngine::Open() {
   return Status::Ok();
 }
 
-Result<ExecEngine::RestrictionProbe> ExecEngine::OpenRestriction(ProbeChildren& probes) {
+void ExecEngine::BuildSeccompFilter() {
   // Compiled once here: the spawn child may not allocate (proc/spawn.h).
   if (SeccompFilterSupported(&restricted_unavailable_)) {
     Result<std::unique_ptr<RefusalFilter>> filter = BuildRefusalFilter();
@@ -128,6 +132,9 @@ Result<ExecEngine::RestrictionProbe> ExecEngine::OpenRestriction(ProbeChildren& 
       restricted_unavailable_ = filter.status().message();
     }
   }
+}
+
+Result<ExecEngine::RestrictionProbe> ExecEngine::OpenRestriction(ProbeChildren& probes) {
   // The defaults, the daemon's binary and its state are bound where the
   // daemon can; paths the operator named must be, or the daemon does not
   // start (an exec never runs with less than the operator asked for).
