@@ -1,5 +1,7 @@
 """Single files: streamed reads and atomic writes (docs/PROTOCOL.md, "Files")."""
 
+import hashlib
+import json
 import os
 import shutil
 import socket
@@ -8,7 +10,8 @@ import tempfile
 import time
 import unittest
 
-from lib.agentd_test import Daemon, DaemonTestCase, error_code
+from lib.agentd_test import (Daemon, DaemonTestCase, error_code, parse_raw_responses,
+                             read_until_close)
 from lib.fs_helpers import listing, url
 
 
@@ -225,6 +228,75 @@ class WriteTest(FileTestCase):
         self.assertEqual(resp.status, 200)
         with open(self.path("chunked"), "rb") as f:
             self.assertEqual(f.read(), b"".join(chunks))
+
+    def test_content_length_upload_is_exact_and_the_next_request_on_the_connection_is_kept(self):
+        # A Content-Length body is received from the socket straight into
+        # the daemon's write blocks: 4 MiB and a bit (not a whole number of
+        # blocks), sent in one go with the head, and a second request right
+        # behind it. The bytes land exactly, the answer's tag is their
+        # SHA-256, and the GET behind the body is answered, not swallowed.
+        data = os.urandom((4 << 20) + 12_345)
+        target = self.path("exact")
+        head = ("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                "Content-Length: %d\r\n\r\n" %
+                (url("/v1/fs/file", path=target), self.daemon.token, len(data)))
+        get = ("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+               "Connection: close\r\n\r\n" % (url("/v1/fs/stat", path=target),
+                                                  self.daemon.token))
+        s = socket.create_connection(("127.0.0.1", self.daemon.port))
+        s.sendall(head.encode() + data + get.encode())
+        answers = parse_raw_responses(read_until_close(s))
+        s.close()
+        self.assertEqual([a[0] for a in answers], [200, 200])
+        tag = '"sha256:%s"' % hashlib.sha256(data).hexdigest()
+        self.assertEqual(json.loads(answers[0][2])["etag"], tag)
+        self.assertEqual(json.loads(answers[1][2])["size"], len(data))
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_content_length_body_in_small_pieces_after_100_continue(self):
+        # The client waits for 100 Continue, then sends the body in pieces
+        # smaller than a socket read: each lands where the last one ended.
+        pieces = [os.urandom(1000 + 997 * i) for i in range(40)]
+        data = b"".join(pieces)
+        target = self.path("pieces")
+        s = socket.create_connection(("127.0.0.1", self.daemon.port))
+        s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Length: %d\r\nExpect: 100-continue\r\n\r\n" %
+                   (url("/v1/fs/file", path=target), self.daemon.token, len(data))).encode())
+        self.assertTrue(s.recv(64).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"))
+        for piece in pieces:
+            s.sendall(piece)
+        s.shutdown(socket.SHUT_WR)
+        answers = parse_raw_responses(read_until_close(s))
+        s.close()
+        self.assertEqual(answers[0][0], 200)
+        self.assertEqual(json.loads(answers[0][2])["etag"],
+                         '"sha256:%s"' % hashlib.sha256(data).hexdigest())
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_a_body_shorter_than_its_content_length_leaves_the_old_file(self):
+        # The client sends 3 MB of a declared 10 MB and ends its side: the
+        # daemon sees the end mid-body, keeps the old file, removes the
+        # temporary, and serves the next connection.
+        with open(self.path("short"), "wb") as f:
+            f.write(b"original")
+        s = socket.create_connection(("127.0.0.1", self.daemon.port))
+        s.sendall(("PUT %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Content-Length: 10000000\r\n\r\n" %
+                   (url("/v1/fs/file", path=self.path("short")), self.daemon.token)).encode() +
+                  b"y" * 3_000_000)
+        s.shutdown(socket.SHUT_WR)
+        read_until_close(s)  # the daemon closes: the request can never complete
+        s.close()
+        deadline = time.time() + 5
+        while time.time() < deadline and listing(self.dir) != ["short"]:
+            time.sleep(0.05)
+        self.assertEqual(listing(self.dir), ["short"])
+        with open(self.path("short"), "rb") as f:
+            self.assertEqual(f.read(), b"original")
+        self.assertEqual(self.get(self.path("short"))[2], b"original")
 
     def test_dropped_connection_leaves_the_old_file_and_no_temporary(self):
         with open(self.path("keep"), "wb") as f:

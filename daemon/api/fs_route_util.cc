@@ -38,32 +38,39 @@ asio::awaitable<void> RefuseMidBody(Request& req, Response& res, const Status& e
 }
 
 asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Counter& counted) {
-  // Body chunks (at most one socket read each) are gathered into blocks of
-  // kPumpBlockBytes, so the job wakes and writes once per block. A block is
-  // handed over before a chunk would overflow it, so it is never regrown,
-  // and the blocks the job has written come back through the channel to be
-  // refilled (ByteChannel::Recycle).
-  std::string block = channel.TakeSpare();
+  // The body is read into blocks of kPumpBlockBytes, so the job wakes and
+  // writes once per block; a Content-Length body straight from the socket
+  // (Request::ReadBodyInto: no copy through the connection's buffer). The
+  // blocks the job has written come back through the channel at their
+  // size (ByteChannel::Recycle), so a refill overwrites them: neither
+  // allocated nor zeroed again.
   for (;;) {
-    Result<std::string_view> chunk = co_await req.ReadBody();
-    if (!chunk.ok()) {
-      channel.Close();
-      co_return chunk.status();
+    std::string block = channel.TakeSpare();
+    block.resize(kPumpBlockBytes);
+    size_t filled = 0;
+    bool end = false;
+    while (filled < block.size()) {
+      Result<size_t> n = co_await req.ReadBodyInto(block.data() + filled, block.size() - filled);
+      if (!n.ok()) {
+        channel.Close();
+        co_return n.status();
+      }
+      if (*n == 0) {
+        end = true;
+        break;
+      }
+      filled += *n;
     }
-    bool end = chunk->empty();
-    bool full = !block.empty() && block.size() + chunk->size() > kPumpBlockBytes;
-    if (full || (end && !block.empty())) {
-      counted.Inc(block.size());
+    if (filled > 0) {
+      block.resize(filled);
+      counted.Inc(filled);
       bool taken = co_await channel.AsyncPush(std::move(block));
       if (!taken) co_return Status::Ok();
-      block = channel.TakeSpare();
     }
     if (end) {
       channel.Finish();
       co_return Status::Ok();
     }
-    if (block.capacity() < kPumpBlockBytes) block.reserve(kPumpBlockBytes);
-    block.append(*chunk);
   }
 }
 

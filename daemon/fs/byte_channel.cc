@@ -86,8 +86,7 @@ std::optional<std::string> ByteChannel::Pop() {
 
 void ByteChannel::Recycle(std::string used) {
   std::lock_guard lock(mu_);
-  if (closed_ || spare_bytes_ + used.capacity() > capacity_) return;  // freed here
-  used.clear();
+  if (closed_ || spare_bytes_ + used.capacity() > kSpareFactor * capacity_) return;  // freed
   spare_bytes_ += used.capacity();
   spares_.push_back(std::move(used));
 }

@@ -351,6 +351,78 @@ asio::awaitable<Result<std::string_view>> Connection::NextBodyChunk() {
   }
 }
 
+asio::awaitable<Result<size_t>> Connection::ReadBodyInto(char* dst, size_t cap) {
+  if (cap == 0) co_return size_t{0};
+  for (;;) {
+    if (!body_queue_.empty()) {
+      std::string_view& span = body_queue_.front();
+      size_t n = std::min(cap, span.size());
+      std::memcpy(dst, span.data(), n);
+      span.remove_prefix(n);
+      if (span.empty()) body_queue_.pop_front();
+      co_return n;
+    }
+    if (message_complete_) co_return size_t{0};
+    if (broken_) co_return Status::Error(ErrorCode::kTransport, "request body unavailable");
+    std::optional<uint64_t> left = parser_.BodyLeft();
+    if (!left || begin_ < end_) {
+      // A chunked body, or bytes already in the buffer: its next span.
+      Result<std::string_view> chunk = co_await NextBodyChunk();
+      if (!chunk.ok()) co_return chunk.status();
+      if (chunk->empty()) co_return size_t{0};
+      body_queue_.push_front(*chunk);  // still in the buffer: taken above
+      continue;
+    }
+    const std::string* expect = parser_.head().Header("expect");
+    if (expect && !continue_sent_ && strcasecmp(expect->c_str(), "100-continue") == 0) {
+      continue_sent_ = true;
+      AGENTD_CO_RETURN_IF_ERROR(co_await WriteAll(asio::buffer(kContinue)));
+    }
+    // The buffer is empty: the socket's bytes go straight to `dst`, never
+    // past the body's end (what follows is the next request's).
+    size_t want = static_cast<size_t>(std::min<uint64_t>(cap, *left));
+    ssize_t n = ::recv(socket_.native_handle(), dst, want, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // The wait may take what is left of the window: a trickle that never
+      // fills the window's byte quota is cut like a stall.
+      auto waiting_since = Clock::now();
+      Arm(std::chrono::duration_cast<std::chrono::milliseconds>(limits_.io_timeout -
+                                                                body_window_waited_));
+      auto [ec] = co_await socket_.async_wait(Socket::wait_read, kUseNothrow);
+      Disarm();
+      body_window_waited_ += Clock::now() - waiting_since;
+      if (ec) co_return LostConnection(ec, "reading the request body");
+      continue;
+    }
+    if (n <= 0) {
+      asio::error_code ec = n == 0 ? asio::error_code(asio::error::eof)
+                                   : asio::error_code(errno, asio::system_category());
+      co_return LostConnection(ec, "reading the request body");
+    }
+    size_t got = static_cast<size_t>(n);
+    body_window_bytes_ += got;
+    if (body_window_bytes_ >= limits_.min_body_bytes_per_window) {
+      body_window_waited_ = {};
+      body_window_bytes_ = 0;
+    }
+    // The parser still counts the body (its end, and the next message).
+    Result<RequestParser::Progress> progress = parser_.Feed(std::string_view(dst, got));
+    if (!progress.ok()) {
+      broken_ = true;
+      co_return progress.status();
+    }
+    size_t body = 0;
+    for (std::string_view span : progress->body) body += span.size();
+    if (progress->consumed != got || body != got) {
+      broken_ = true;
+      co_return Status::Internal("the parser did not take a Content-Length body whole");
+    }
+    if (progress->message_complete) message_complete_ = true;
+    co_return got;
+  }
+}
+
 asio::awaitable<bool> Connection::DrainBody() {
   if (message_complete_) co_return true;
   const std::string* expect = parser_.head().Header("expect");

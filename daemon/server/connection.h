@@ -77,6 +77,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // For Request and Response; see their headers for the contracts.
   asio::awaitable<Result<std::string_view>> NextBodyChunk();
+  // Up to `cap` bytes of the body into `dst`; 0 at its end. A
+  // Content-Length body is received from the socket straight into `dst`
+  // once the bytes read with the head are used up (no copy through the
+  // connection's buffer); a chunked one goes through it.
+  asio::awaitable<Result<size_t>> ReadBodyInto(char* dst, size_t cap);
   bool body_complete() const { return message_complete_; }
   // (GCC 12 cannot pass a braced list into a co_await expression, so
   // callers build the vector first or use the one-buffer form.)

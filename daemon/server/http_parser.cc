@@ -132,6 +132,12 @@ void RequestParser::NextMessage() {
   if (llhttp_get_errno(&impl_->parser) == HPE_PAUSED) llhttp_resume(&impl_->parser);
 }
 
+std::optional<uint64_t> RequestParser::BodyLeft() const {
+  if (!in_message_ || head_.chunked || !head_.content_length) return std::nullopt;
+  // llhttp counts a Content-Length body down as it consumes it.
+  return impl_->parser.content_length;
+}
+
 Result<RequestParser::Progress> RequestParser::Feed(std::string_view data) {
   Progress progress;
   impl_->progress = &progress;

@@ -61,6 +61,9 @@ class RequestParser {
 
   // The head of the current message (valid after head_complete).
   RequestHead& head() { return head_; }
+  // Inside a Content-Length body: the bytes of it still to be fed
+  // (nullopt for a chunked body or outside a body).
+  std::optional<uint64_t> BodyLeft() const;
   bool in_message() const { return in_message_; }
 
  private:

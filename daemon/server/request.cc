@@ -21,6 +21,10 @@ std::string_view Request::Param(std::string_view name) const {
 
 asio::awaitable<Result<std::string_view>> Request::ReadBody() { return conn_.NextBodyChunk(); }
 
+asio::awaitable<Result<size_t>> Request::ReadBodyInto(char* dst, size_t cap) {
+  return conn_.ReadBodyInto(dst, cap);
+}
+
 bool Request::body_complete() const { return conn_.body_complete(); }
 
 asio::awaitable<Result<std::string>> Request::ReadBodyAll(size_t limit) {

@@ -49,6 +49,10 @@ class Request {
   // The view is valid until the next call. A client that disconnects or
   // stalls mid-body yields an error Status.
   asio::awaitable<Result<std::string_view>> ReadBody();
+  // Up to `cap` bytes of the body copied into `dst`; 0 once it has ended.
+  // A Content-Length body is received straight into `dst` (one copy less
+  // than ReadBody for a large upload). Errors as ReadBody.
+  asio::awaitable<Result<size_t>> ReadBodyInto(char* dst, size_t cap);
   // The whole body, refused with 413 payload_too_large (naming `limit` and
   // the declared or received size) when it exceeds `limit` bytes.
   asio::awaitable<Result<std::string>> ReadBodyAll(size_t limit);
