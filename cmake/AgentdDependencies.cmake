@@ -59,6 +59,14 @@ target_include_directories(agentd_pcre2 SYSTEM INTERFACE ${AGENTD_PCRE2_INCLUDE}
 target_compile_definitions(agentd_pcre2 INTERFACE PCRE2_CODE_UNIT_WIDTH=8 PCRE2_STATIC)
 target_link_libraries(agentd_pcre2 INTERFACE ${AGENTD_LIBPCRE2_A})
 
+# liburing (liburing-dev) static archive: the search's per-file calls
+# through an io_uring (daemon/search/io_ring.h; docs/BUILDING.md says why).
+find_library(AGENTD_LIBURING_A NAMES liburing.a REQUIRED)
+find_path(AGENTD_LIBURING_INCLUDE NAMES liburing.h REQUIRED)
+add_library(agentd_liburing INTERFACE)
+target_include_directories(agentd_liburing SYSTEM INTERFACE ${AGENTD_LIBURING_INCLUDE})
+target_link_libraries(agentd_liburing INTERFACE ${AGENTD_LIBURING_A})
+
 # nettle (nettle-dev) static archive, for SHA-256 only: the files' ETags
 # (daemon/fs/file_tags.cc; docs/BUILDING.md says why nettle).
 find_library(AGENTD_LIBNETTLE_A NAMES libnettle.a REQUIRED)

@@ -50,6 +50,7 @@ NOTICE_FOR_ARCHIVE = {
     "libseccomp.a": "libseccomp",
     "libpcre2.a": "PCRE2",  # libpcre2-8.a, its version-like suffix dropped below
     "libnettle.a": "Nettle",
+    "liburing.a": "liburing",
     "libc.a": "GNU C Library (glibc)",
     "libm.a": "GNU C Library (glibc)",
     "libpthread.a": "GNU C Library (glibc)",

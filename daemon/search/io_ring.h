@@ -1,11 +1,9 @@
-// IoRing: a small io_uring (the kernel's submission and completion queues,
-// set up with raw system calls; Debian ships no static liburing) for the
-// search's per-file calls. A search of many small files makes four calls
-// per file (open, stat, read, close), and on this kind of guest each
-// system call's entry and exit costs more than the work it does; through
-// a ring, one io_uring_enter carries one step for a whole window of files
-// (docs/BENCHMARKS.md, "Search": 0.28 s of CPU for 100,000 files against
-// 0.68 s by system calls).
+// IoRing: a small io_uring (through liburing, Debian's liburing-dev,
+// linked statically; docs/BUILDING.md) for the search's per-file calls. A search of many small
+// files makes four calls per file (open, stat, read, close), and on this kind of guest each system
+// call's entry and exit costs more than the work it does; through a ring, one io_uring_enter
+// carries one step for a whole window of files (docs/BENCHMARKS.md, "Search": 0.28 s of CPU for
+// 100,000 files against 0.68 s by system calls).
 //
 // Requests are queued, then Run submits them all and waits for every
 // completion. The ring is made only where the kernel offers every
@@ -21,8 +19,8 @@
 #include <memory>
 
 struct statx;
+struct io_uring;
 struct io_uring_sqe;
-struct io_uring_cqe;
 
 namespace agentd {
 
@@ -53,25 +51,14 @@ class IoRing {
 
  private:
   IoRing() = default;
-  ::io_uring_sqe* Next(uint8_t opcode, int fd, uint32_t tag);
+  // The next submission entry, tagged; null only when more than
+  // capacity() were queued (a caller's error).
+  ::io_uring_sqe* Next(uint32_t tag);
 
-  int fd_ = -1;
+  std::unique_ptr<::io_uring> ring_;
+  bool initialized_ = false;  // io_uring_queue_init succeeded: exit it
   unsigned entries_ = 0;
   unsigned queued_ = 0;
-  void* sq_map_ = nullptr;
-  size_t sq_map_bytes_ = 0;
-  void* cq_map_ = nullptr;  // == sq_map_ with a single mapping
-  size_t cq_map_bytes_ = 0;
-  void* sqe_map_ = nullptr;
-  size_t sqe_map_bytes_ = 0;
-  unsigned* sq_tail_ = nullptr;
-  unsigned sq_mask_ = 0;
-  unsigned* sq_array_ = nullptr;
-  unsigned* cq_head_ = nullptr;
-  unsigned* cq_tail_ = nullptr;
-  unsigned cq_mask_ = 0;
-  ::io_uring_cqe* cqes_ = nullptr;
-  ::io_uring_sqe* sqes_ = nullptr;
 };
 
 }  // namespace agentd
