@@ -84,6 +84,7 @@ asio::awaitable<bool> SendChannel(ByteChannel& channel, Response& res, metrics::
       co_return false;
     }
     if (counted) counted->Inc(chunk->size());
+    channel.Recycle(std::move(*chunk));  // the producer's next buffer (TarWriter)
   }
 }
 

@@ -80,7 +80,8 @@ asio::awaitable<Status> PumpBody(Request& req, ByteChannel& channel, metrics::Co
 // The other direction: writes every block a job pushes into `channel` to
 // the response body until the job finishes the channel. False when the
 // client went away (the channel is then closed, which stops the job's
-// next push). Each block written is added to `counted` when given.
+// next push). Each block written is added to `counted` when given, and
+// handed back to the channel for the job to refill (ByteChannel::Recycle).
 asio::awaitable<bool> SendChannel(ByteChannel& channel, Response& res,
                                   metrics::Counter* counted = nullptr);
 

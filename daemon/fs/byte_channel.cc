@@ -139,8 +139,14 @@ Result<std::string_view> ByteChannel::Source::Read() {
 }
 
 Status ByteChannel::Sink::Write(std::string_view bytes) {
+  std::string copy = ch_->TakeSpare();
+  copy.assign(bytes);
+  return WriteOwned(std::move(copy));
+}
+
+Status ByteChannel::Sink::WriteOwned(std::string&& bytes) {
   if (bytes.empty()) return Status::Ok();
-  if (!ch_->Push(std::string(bytes))) {
+  if (!ch_->Push(std::move(bytes))) {
     return Status::Error(ErrorCode::kTransport, "the client stopped reading");
   }
   return Status::Ok();

@@ -54,7 +54,8 @@ class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
   // bytes stale, its size and capacity kept: a refill to the same size
   // overwrites them, with nothing to zero) while the spares hold less than
   // kSpareFactor times `capacity` bytes, else frees it; TakeSpare answers
-  // a kept one, or an empty string. A taker that appends clears it first.
+  // a kept one, or an empty string. A taker that appends clears it first;
+  // one that fills it in place (TarWriter) overwrites the stale bytes.
   // The factor covers every block an upload has in circulation at once
   // (the queue's, the writer's, the hasher's queue and its own: 12 of
   // 256 KiB for a 1 MiB channel): with fewer kept, the rest were freed
@@ -82,6 +83,8 @@ class ByteChannel : public std::enable_shared_from_this<ByteChannel> {
    public:
     explicit Sink(std::shared_ptr<ByteChannel> ch) : ch_(std::move(ch)) {}
     Status Write(std::string_view bytes) override;
+    Status WriteOwned(std::string&& bytes) override;
+    std::string TakeBuffer() override { return ch_->TakeSpare(); }
 
    private:
     std::shared_ptr<ByteChannel> ch_;

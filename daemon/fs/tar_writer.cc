@@ -4,7 +4,9 @@
 #include <archive_entry.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "agentd/trees/posix_error.h"
 
@@ -22,8 +24,7 @@ struct TarWriter::Archive {
 struct TarWriterAccess {
   static la_ssize_t Write(TarWriter* w, const void* data, size_t size) {
     if (w->discard_) return static_cast<la_ssize_t>(size);
-    w->chunk_.append(static_cast<const char*>(data), size);
-    if (w->chunk_.size() >= kTarChunkBytes && !w->Flush().ok()) return -1;
+    if (!w->Append(static_cast<const char*>(data), size).ok()) return -1;
     return static_cast<la_ssize_t>(size);
   }
 };
@@ -34,7 +35,12 @@ la_ssize_t WriteCallback(archive*, void* client, const void* data, size_t size) 
   return TarWriterAccess::Write(static_cast<TarWriter*>(client), data, size);
 }
 
-constexpr size_t kReadBytes = 256 * 1024;
+// A chunk is sent once it holds kTarChunkBytes; the room past that lets a
+// read into the chunk stay large (at least kMinInPlaceRead) without
+// flushing short chunks.
+constexpr size_t kMinInPlaceRead = 64 * 1024;
+constexpr size_t kChunkAlloc = kTarChunkBytes + kMinInPlaceRead;
+constexpr size_t kReadBytes = 256 * 1024;  // a compressed archive's reads
 
 struct EntryDeleter {
   void operator()(archive_entry* e) const { archive_entry_free(e); }
@@ -56,7 +62,7 @@ EntryPtr MakeEntry(const std::string& name, const struct stat& st) {
 
 TarWriter::TarWriter(ByteSink& sink, TarCompression compression)
     : sink_(sink), compression_(compression), archive_(new Archive) {
-  chunk_.reserve(kTarChunkBytes + 16 * 1024);
+  chunk_.resize(kChunkAlloc);
 }
 
 TarWriter::~TarWriter() {
@@ -73,10 +79,33 @@ Status TarWriter::Failure(std::string_view during) {
                                                 "): " + (why ? why : "unknown error"));
 }
 
+Status TarWriter::Append(const char* data, size_t size) {
+  if (data == chunk_.data() + fill_ && size <= chunk_.size() - fill_) {
+    fill_ += size;  // read into place by AddFile
+    adopted_ += size;
+  } else {
+    if (fill_ + size > chunk_.size()) AGENTD_RETURN_IF_ERROR(Flush());
+    if (size > chunk_.size()) {  // larger than a chunk (a long extended header): on its own
+      Status s = sink_.Write(std::string_view(data, size));
+      if (!s.ok()) sink_error_ = s;
+      return s;
+    }
+    std::memmove(chunk_.data() + fill_, data, size);
+    fill_ += size;
+  }
+  if (fill_ >= kTarChunkBytes) return Flush();
+  return Status::Ok();
+}
+
 Status TarWriter::Flush() {
-  if (chunk_.empty()) return Status::Ok();
-  Status s = sink_.Write(chunk_);
-  chunk_.clear();
+  if (fill_ == 0) return Status::Ok();
+  chunk_.resize(fill_);
+  fill_ = 0;
+  Status s = sink_.WriteOwned(std::move(chunk_));
+  // A buffer the reader is done with, or a new one; its old bytes are
+  // overwritten, and only what lies past its old size is zeroed here.
+  chunk_ = sink_.TakeBuffer();
+  chunk_.resize(kChunkAlloc);
   if (!s.ok()) sink_error_ = s;
   return s;
 }
@@ -86,8 +115,10 @@ Status TarWriter::Open() {
   archive_write_set_format_pax(a);
   if (compression_ == TarCompression::kGzip) archive_write_add_filter_gzip(a);
   if (compression_ == TarCompression::kZstd) archive_write_add_filter_zstd(a);
-  // Data arrives in whole records; pad only the last one to 512 bytes.
-  archive_write_set_bytes_in_last_block(a, 1);
+  // Unblocked: every write reaches WriteCallback as it is made (whole
+  // 512-byte records), never copied into libarchive's own block buffer
+  // first, and nothing pads the end.
+  archive_write_set_bytes_per_block(a, 0);
   if (archive_write_open(a, this, nullptr, WriteCallback, nullptr) != ARCHIVE_OK) {
     return Failure("opening");
   }
@@ -125,17 +156,32 @@ Status TarWriter::AddFile(const std::string& name, const struct stat& st, int fd
   if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return Failure("writing a file header");
   uint64_t left =
       archive_entry_size_is_set(entry) ? static_cast<uint64_t>(archive_entry_size(entry)) : 0;
-  std::unique_ptr<char[]> buf(new char[kReadBytes]);
+  // Uncompressed, the data is read into the chunk where it will be sent
+  // (Append adopts it); a compressor reads it from a buffer of its own.
+  bool in_place = compression_ == TarCompression::kNone;
+  if (!in_place && left > 0 && !read_buf_) read_buf_.reset(new char[kReadBytes]);
   off_t off = 0;
   while (left > 0) {
-    ssize_t n = ::pread(fd, buf.get(), std::min<uint64_t>(left, kReadBytes), off);
+    char* dst = read_buf_.get();
+    size_t want = std::min<uint64_t>(left, kReadBytes);
+    if (in_place) {
+      if (chunk_.size() - fill_ < kMinInPlaceRead && !Flush().ok()) return sink_error_;
+      dst = chunk_.data() + fill_;
+      want = std::min<uint64_t>(left, chunk_.size() - fill_);
+    }
+    ssize_t n = ::pread(fd, dst, want, off);
     if (n < 0) {
       if (errno == EINTR) continue;
       return PosixError(errno, "cannot read", name);
     }
     if (n == 0) break;  // shrank: archive_write_finish_entry pads with zeros
-    if (archive_write_data(a, buf.get(), static_cast<size_t>(n)) < 0) {
+    uint64_t adopted = adopted_;
+    if (archive_write_data(a, dst, static_cast<size_t>(n)) < 0) {
       return Failure("writing file data");
+    }
+    if (in_place && adopted_ - adopted != static_cast<uint64_t>(n)) {
+      // libarchive wrote something else in between: never send stale bytes.
+      return Status::Internal("the archive writer did not pass file data through");
     }
     off += n;
     left -= static_cast<uint64_t>(n);

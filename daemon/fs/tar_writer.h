@@ -8,7 +8,12 @@
 // detected by device and inode (libarchive's link resolver: the first name
 // carries the data, later names are links to it), and optional gzip or zstd
 // compression at their default levels. Output is gathered into chunks of
-// kTarChunkBytes before it reaches the sink. Not thread-safe.
+// kTarChunkBytes or a little more before it reaches the sink, which takes
+// each chunk whole (ByteSink::WriteOwned) and can hand it back for reuse
+// (ByteSink::TakeBuffer). Uncompressed, a file's data is read straight into
+// the chunk: libarchive (writing unblocked) passes the same bytes back to
+// the write callback, which finds them already in place, so file data is
+// copied once, by pread. Not thread-safe.
 #pragma once
 
 #include <sys/stat.h>
@@ -45,12 +50,16 @@ class TarWriter {
   friend struct TarWriterAccess;  // libarchive's write callback
   struct Archive;
   Status Failure(std::string_view during);
+  Status Append(const char* data, size_t size);
   Status Flush();
 
   ByteSink& sink_;
   TarCompression compression_;
   std::unique_ptr<Archive> archive_;
-  std::string chunk_;
+  std::string chunk_;  // sized kChunkAlloc; the first fill_ bytes are the output
+  size_t fill_ = 0;
+  uint64_t adopted_ = 0;              // bytes Append found already in place
+  std::unique_ptr<char[]> read_buf_;  // compressed archives only
   Status sink_error_;
   bool discard_ = false;  // set while tearing down: late output is dropped
 };
