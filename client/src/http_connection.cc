@@ -3,6 +3,7 @@
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/sendfile.h>
@@ -214,7 +215,7 @@ asio::awaitable<Status> HttpConnection::SendFile(int fd, uint64_t length, Deadli
   co_return Status::Ok();
 }
 
-asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool keep_on_timeout) {
+void HttpConnection::CompactBuffer() {
   if (begin_ == end_) {
     begin_ = end_ = 0;
   } else if (begin_ > 0) {
@@ -222,6 +223,10 @@ asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool
     end_ -= begin_;
     begin_ = 0;
   }
+}
+
+asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool keep_on_timeout) {
+  CompactBuffer();
   // What the socket already holds is taken at once; the deadline's timer
   // is armed only for a read that has to wait. (Arming and cancelling a
   // timer around every read cost more than the read on a fast download.)
@@ -293,32 +298,77 @@ asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request
   co_return parser_.head();
 }
 
-asio::awaitable<Result<std::string_view>> HttpConnection::ReadBody(Deadline deadline) {
+std::optional<Result<std::string_view>> HttpConnection::NextBuffered() {
   for (;;) {
-    if (body_next_ < body_.size()) co_return body_[body_next_++];
+    if (body_next_ < body_.size()) return body_[body_next_++];
     body_.clear();
     body_next_ = 0;
-    if (message_done_) co_return std::string_view();
-    if (begin_ < end_) {
-      Status s = FeedParser();
-      if (!s.ok()) co_return s;
-      if (!body_.empty() || message_done_) continue;
-    }
+    if (message_done_) return std::string_view();
+    if (begin_ == end_) return std::nullopt;
+    Status s = FeedParser();
+    if (!s.ok()) return s;
+    if (body_.empty() && !message_done_) return std::nullopt;
+  }
+}
+
+Status HttpConnection::AfterRead(size_t got) {
+  if (got > 0) return FeedParser();
+  Result<ResponseParser::Progress> fin = parser_.Finish();
+  keep_alive_ = false;
+  if (!fin.ok() || (!fin->message_complete && !message_done_)) {
+    Close();
+    return Status::Error(ErrorCode::kTransport, "the daemon closed the connection mid-response");
+  }
+  message_done_ = true;
+  return Status::Ok();
+}
+
+asio::awaitable<Result<std::string_view>> HttpConnection::ReadBody(Deadline deadline) {
+  for (;;) {
+    if (std::optional<Result<std::string_view>> next = NextBuffered()) co_return std::move(*next);
     Result<size_t> n = co_await ReadSome(deadline);
     if (!n.ok()) co_return n.status();
-    if (*n == 0) {
-      Result<ResponseParser::Progress> fin = parser_.Finish();
-      keep_alive_ = false;
-      if (!fin.ok() || (!fin->message_complete && !message_done_)) {
-        Close();
-        co_return Status::Error(ErrorCode::kTransport,
-                                "the daemon closed the connection mid-response");
-      }
-      message_done_ = true;
-      continue;
-    }
-    Status s = FeedParser();
+    Status s = AfterRead(*n);
     if (!s.ok()) co_return s;
+  }
+}
+
+Result<std::string_view> HttpConnection::ReadBodyBlocking(Deadline deadline) {
+  for (;;) {
+    if (std::optional<Result<std::string_view>> next = NextBuffered()) return std::move(*next);
+    Result<size_t> n = ReadSomeBlocking(deadline);
+    if (!n.ok()) return n.status();
+    Status s = AfterRead(*n);
+    if (!s.ok()) return s;
+  }
+}
+
+Result<size_t> HttpConnection::ReadSomeBlocking(Deadline deadline) {
+  CompactBuffer();
+  int fd = socket_.native_handle();  // non-blocking: poll(2) does the waiting
+  for (;;) {
+    ssize_t n = ::recv(fd, buf_.data() + end_, buf_.size() - end_, 0);
+    if (n >= 0) {
+      end_ += static_cast<size_t>(n);
+      return static_cast<size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      asio::error_code ec(errno, asio::system_category());
+      Close();
+      return Lost(ec, "reading the answer");
+    }
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      Close();
+      return Timeout("waiting for the daemon's answer");
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30))) < 0 && errno != EINTR) {
+      asio::error_code ec(errno, asio::system_category());
+      Close();
+      return Lost(ec, "waiting for the daemon's answer");
+    }
   }
 }
 

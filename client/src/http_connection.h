@@ -11,6 +11,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,10 @@ class HttpConnection {
   void DiscardAfterUse() { keep_alive_ = false; }
   // The next body chunk; empty at the end of the body. Valid until the next call.
   asio::awaitable<Result<std::string_view>> ReadBody(Deadline deadline);
+  // The same, blocking in poll(2) instead of suspending: for a worker
+  // thread while no coroutine uses the connection (a tree download's
+  // extractor reads the body itself, so no block crosses threads).
+  Result<std::string_view> ReadBodyBlocking(Deadline deadline);
   // The rest of the body, refused beyond `limit` bytes.
   asio::awaitable<Result<std::string>> ReadBodyAll(size_t limit, Deadline deadline);
 
@@ -59,6 +64,12 @@ class HttpConnection {
 
  private:
   asio::awaitable<Result<size_t>> ReadSome(Deadline deadline, bool keep_on_timeout = false);
+  Result<size_t> ReadSomeBlocking(Deadline deadline);
+  void CompactBuffer();
+  // What ReadBody answers without reading the socket: a chunk, the end, or
+  // nullopt (read more); after a read of `got` bytes (0: the peer closed).
+  std::optional<Result<std::string_view>> NextBuffered();
+  Status AfterRead(size_t got);
   Status FeedParser();
 
   asio::generic::stream_protocol::socket socket_;

@@ -64,6 +64,12 @@ asio::awaitable<Result<std::string_view>> ResponseStream::Read(Deadline deadline
   co_return chunk;
 }
 
+Result<std::string_view> ResponseStream::ReadBlocking(Deadline deadline) {
+  Result<std::string_view> chunk = conn_->ReadBodyBlocking(deadline);
+  if (chunk.ok() && chunk->empty()) done_ = true;
+  return chunk;
+}
+
 Transport::Transport(asio::any_io_executor executor, ClientOptions options)
     : executor_(std::move(executor)), options_(std::move(options)) {
   Result<Endpoint> e = ParseUrl(options_.url);

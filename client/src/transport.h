@@ -83,6 +83,9 @@ class ResponseStream {
   const ResponseHead& head() const { return head_; }
   // The next chunk, empty at the end; `deadline` bounds the wait for it.
   asio::awaitable<Result<std::string_view>> Read(Deadline deadline);
+  // The same from a worker thread, blocking, while no coroutine uses the
+  // stream (HttpConnection::ReadBodyBlocking).
+  Result<std::string_view> ReadBlocking(Deadline deadline);
   HttpConnection& connection() { return *conn_; }
 
  private:

@@ -200,12 +200,17 @@ class PipeSource : public ByteSource {
 }  // namespace
 
 Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir, const TarCaps& caps) {
+  PipeSource source(in_fd);
+  return ExtractTreeTar(source, local_dir, caps);
+}
+
+Result<TreeStats> ExtractTreeTar(ByteSource& source, const std::string& local_dir,
+                                 const TarCaps& caps) {
   if (::mkdir(local_dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return PosixError(errno, "cannot create local directory", local_dir);
   }
   UniqueFd dir(::open(local_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return PosixError(errno, "cannot open local directory", local_dir);
-  PipeSource source(in_fd);
   ExtractOptions opts;
   opts.caps = caps;  // the host keeps the file's owner: nothing is chowned
   Result<TarUploadResponse> out = ExtractTar(source, dir.get(), local_dir, opts);

@@ -1,12 +1,13 @@
 // Local halves of tree transfer, built on libarchive (the only client files
-// that include it). Both block; the client runs them on a worker thread
-// joined to the request through a pipe.
+// that include it). Both block; the client runs them on a worker thread,
+// joined to an upload's request through a pipe and fed a download's body
+// spans in place (tree_transfer.cc).
 //
 // WriteTreeTar: a tar (pax) of `local_dir`'s contents, names relative to
 // it, with full fidelity: modes, mtimes, symlinks as symlinks, hard links
 // as hard links, empty directories. Never follows a symlink.
 //
-// ExtractTreeTar: extracts a tar from `in_fd` under `local_dir` (created if
+// ExtractTreeTar: extracts a tar from `in_fd` (or `source`) under `local_dir` (created if
 // missing) with the daemon's own extraction (agentd/trees/tar_extract.h),
 // so a hostile guest meets the same defenses as a hostile upload: absolute
 // names, ".." components, writes through symlinks, hard links to anything
@@ -36,6 +37,8 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
                                TarCompression compression);
 // The caps are the daemon's upload defaults (docs/CLIENT.md, "Trees").
 Result<TreeStats> ExtractTreeTar(int in_fd, const std::string& local_dir,
+                                 const TarCaps& caps = TarCaps{});
+Result<TreeStats> ExtractTreeTar(ByteSource& source, const std::string& local_dir,
                                  const TarCaps& caps = TarCaps{});
 
 }  // namespace agentd::client

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <asio/experimental/concurrent_channel.hpp>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -32,21 +33,20 @@ std::string_view CompressionName(TarCompression c) {
   return "none";
 }
 
-// A worker thread running `work(fd)`; its result arrives on a channel so a
+// A worker thread running `work()`; its result arrives on a channel so a
 // coroutine can await it without blocking the executor.
 class Worker {
  public:
   template <typename Work>
-  Worker(asio::any_io_executor ex, int fd, Work work) : channel_(ex, 1) {
-    thread_ = std::thread([this, fd, work = std::move(work)]() mutable {
+  Worker(asio::any_io_executor ex, Work work) : channel_(ex, 1) {
+    thread_ = std::thread([this, work = std::move(work)]() mutable {
       // A closed pipe must be an EPIPE error here, not a process-killing
       // SIGPIPE; a signal left pending on this thread dies with it.
       sigset_t pipe_only;
       sigemptyset(&pipe_only);
       sigaddset(&pipe_only, SIGPIPE);
       pthread_sigmask(SIG_BLOCK, &pipe_only, nullptr);
-      Result<TreeStats> r = work(fd);
-      ::close(fd);
+      Result<TreeStats> r = work();
       channel_.try_send(asio::error_code(), std::move(r));
     });
   }
@@ -63,6 +63,28 @@ class Worker {
  private:
   ResultChannel channel_;
   std::thread thread_;
+};
+
+// A download's body as the extractor's source: the worker thread reads the
+// socket itself (blocking, the deadline bounding each wait) and extracts
+// from the connection's buffer where the bytes landed, as `tar x` reads its
+// stdin. Handing blocks from the io thread cost a wake-up of each thread
+// per block; a pipe between them, two more copies of every byte
+// (docs/BENCHMARKS.md, "Tree download: where the time went").
+class BodySource : public ByteSource {
+ public:
+  BodySource(ResponseStream& stream, std::chrono::milliseconds timeout, Status& transfer)
+      : stream_(stream), timeout_(timeout), transfer_(transfer) {}
+  Result<std::string_view> Read() override {
+    Result<std::string_view> chunk = stream_.ReadBlocking(Clock::now() + timeout_);
+    if (!chunk.ok()) transfer_ = chunk.status();
+    return chunk;
+  }
+
+ private:
+  ResponseStream& stream_;
+  std::chrono::milliseconds timeout_;
+  Status& transfer_;
 };
 
 Status PipeError() {
@@ -85,8 +107,11 @@ asio::awaitable<Result<TreeStats>> UploadOnce(Transport& transport, const std::s
   int fds[2];
   if (MakeTreePipe(fds) != 0) co_return PipeError();
   asio::posix::stream_descriptor reader(transport.executor(), fds[0]);
-  Worker worker(transport.executor(), fds[1],
-                [local, compression](int fd) { return WriteTreeTar(local, fd, compression); });
+  Worker worker(transport.executor(), [fd = fds[1], local, compression]() {
+    Result<TreeStats> r = WriteTreeTar(local, fd, compression);
+    ::close(fd);
+    return r;
+  });
   std::vector<char> buf(kPipeBlockBytes);
   bool worker_done = false;
   Result<TreeStats> local_result;
@@ -131,25 +156,13 @@ asio::awaitable<Result<TreeStats>> DownloadOnce(Transport& transport, const std:
   req.idempotent = true;
   Result<std::unique_ptr<ResponseStream>> stream = co_await transport.Open(req);
   if (!stream.ok()) co_return stream.status();
-  int fds[2];
-  if (MakeTreePipe(fds) != 0) co_return PipeError();
-  asio::posix::stream_descriptor writer(transport.executor(), fds[1]);
-  Worker worker(transport.executor(), fds[0],
-                [local](int fd) { return ExtractTreeTar(fd, local); });
+  // The coroutine only waits for the worker: the stream is the worker's
+  // alone until it returns.
   Status transfer;
-  for (;;) {
-    Result<std::string_view> chunk =
-        co_await (*stream)->Read(Clock::now() + transport.options().request_timeout);
-    if (!chunk.ok()) {
-      transfer = chunk.status();
-      break;
-    }
-    if (chunk->empty()) break;
-    auto [ec, n] = co_await asio::async_write(writer, asio::buffer(*chunk), kNothrow);
-    if (ec) break;  // the extractor stopped early; its result says why
-  }
-  asio::error_code ignored;
-  writer.close(ignored);
+  Worker worker(transport.executor(), [&stream, &transfer, &transport, local]() {
+    BodySource source(**stream, transport.options().request_timeout, transfer);
+    return ExtractTreeTar(source, local);
+  });
   Result<TreeStats> extracted = co_await worker.Wait();
   if (!transfer.ok()) co_return transfer;
   co_return extracted;
