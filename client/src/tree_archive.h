@@ -1,7 +1,7 @@
 // Local halves of tree transfer, built on libarchive (the only client files
 // that include it). Both block; the client runs them on a worker thread,
-// joined to an upload's request through a pipe and fed a download's body
-// spans in place (tree_transfer.cc).
+// joined to an upload's request through a pipe; a download's worker reads
+// the body from the socket itself (tree_transfer.cc).
 //
 // WriteTreeTar: a tar (pax) of `local_dir`'s contents, names relative to
 // it, with full fidelity: modes, mtimes, symlinks as symlinks, hard links
