@@ -37,7 +37,9 @@ class ApiReferenceTest(unittest.TestCase):
             page = f.read()
         with open(os.path.join(REPO, "docs", "CLIENT.md"), encoding="utf-8") as f:
             table = f.read().split("## Naming table")[1].split("\n### ")[0]
-        names = re.findall(r"^\|[^|]*\|[^|]*\|[^|]*\|[^|]*\| `([a-zA-Z]+)`", table, re.M)
+        # A cell marked *(to come)* names a method the client does not have yet.
+        names = re.findall(r"^\|[^|]*\|[^|]*\|[^|]*\|[^|]*\| `([a-zA-Z]+)`(?! \*\(to come\)\*)",
+                           table, re.M)
         self.assertGreater(len(names), 30)
         for name in names:
             with self.subTest(method=name):
