@@ -96,6 +96,12 @@ class DescriptorExhaustionTest(unittest.TestCase):
                 for _ in range(limit + 60):  # past the limit: the rest wait in the backlog
                     held.append(socket.create_connection(("127.0.0.1", d.port), timeout=5))
                 wait_until(lambda: open_fds(pid) >= limit - 1, what="the daemon to run out")
+                # While every connection is held the daemon cannot get below
+                # its limit, so it meets EMFILE: wait for its log of that
+                # (closing the sockets first could let a slow daemon see the
+                # closes before it ever tries the accept that fails).
+                wait_until(lambda: any("accept failed" in line for line in d.logs()),
+                           what="the daemon to log a failed accept")
                 # An exec needs pipes and spool files: it is refused or fails
                 # to spawn, and says so; the daemon does not die.
                 for s in held[:20]:
