@@ -25,6 +25,7 @@
 #include "server/http_server.h"
 #include "server/router.h"
 #include "sys/read_file.h"
+#include "sys/thread_sanitizer.h"
 #include "sys/write_probe.h"
 #include "upgrade/handover_state.h"
 #include "upgrade/upgrade_command.h"
@@ -396,14 +397,6 @@ int Serve(DaemonConfig& config, std::vector<std::string> argv,
 }  // namespace
 }  // namespace agentd
 
-#if defined(__SANITIZE_THREAD__)
-#define AGENTD_THREAD_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AGENTD_THREAD_SANITIZER 1
-#endif
-#endif
-
 int main(int argc, char** argv) {
   using agentd::ParsedFlags;
   // Hidden first arguments, only ever given by a daemon upgrading in place
@@ -454,9 +447,10 @@ int main(int argc, char** argv) {
   // ThreadSanitizer builds only: the orderly shutdown is done (state and
   // logs written), and exit's thread_local destructors have crashed inside
   // the sanitizer's own __tsan_func_entry (a write past its shadow stack,
-  // twice at the same address, both in a simdjson parser's destructor;
-  // docs/TESTING.md, "Kinds of tests"). Race reports are written as they
-  // are found (log_path), so skipping exit's handlers hides none.
+  // twice at the same address, both in a simdjson parser's destructor,
+  // cause not found; docs/TESTING.md, "Kinds of tests"). Race reports are
+  // written as they are found (log_path), so skipping exit's handlers
+  // hides none.
   std::fflush(nullptr);
   ::_exit(code);
 #endif

@@ -27,19 +27,12 @@
 #include "proc/exec_holder.h"
 #include "proc/readonly_mounts.h"
 #include "proc/scratch_mount.h"
+#include "sys/thread_sanitizer.h"
 
 namespace agentd {
 namespace {
 
 constexpr size_t kChildStackBytes = 64 * 1024;
-
-#if defined(__SANITIZE_THREAD__)
-#define AGENTD_THREAD_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AGENTD_THREAD_SANITIZER 1
-#endif
-#endif
 
 using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
 
