@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from exec_bench import (GIB, Daemon, baseline_socket, build_baseline, c_exec_round,  # noqa: E402
                         fork_exec_round, pct, stream_exec)
+from proc_cpu import cpu_seconds  # noqa: E402
 from run_bench import Client, make_tree, timed  # noqa: E402
 
 
@@ -107,9 +108,7 @@ def daemon_cost(pid):
     """(CPU seconds of all the daemon's threads, their voluntary context
     switches): what a stream costs the daemon beside its wall-clock rate,
     which load from other work moves far more."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    cpu = cpu_seconds(pid)
     switches = 0
     for task in os.listdir("/proc/%d/task" % pid):
         with open("/proc/%d/task/%s/status" % (pid, task)) as f:

@@ -30,14 +30,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 from fs_bench import MiB, make_tree, reset_dir  # noqa: E402
 from lib import agentd_test  # noqa: E402
 from loopback import socket_pipeline  # noqa: E402
+from proc_cpu import cpu_seconds  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
 
 
 def children_cpu():
@@ -47,13 +41,13 @@ def children_cpu():
 
 def measure(fn, daemon=None):
     """(wall s, children CPU s, daemon CPU s) of one call."""
-    d0 = proc_cpu(daemon.proc.pid) if daemon else 0.0
+    d0 = cpu_seconds(daemon.proc.pid) if daemon else 0.0
     c0 = children_cpu()
     t0 = time.perf_counter()
     fn()
     wall = time.perf_counter() - t0
     c1 = children_cpu()
-    d1 = proc_cpu(daemon.proc.pid) if daemon else 0.0
+    d1 = cpu_seconds(daemon.proc.pid) if daemon else 0.0
     return wall, c1 - c0, d1 - d0
 
 

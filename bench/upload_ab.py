@@ -27,15 +27,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, HERE)
 from lib import agentd_test  # noqa: E402
 from loopback import socket_pipeline  # noqa: E402
+from proc_cpu import cpu_seconds  # noqa: E402
 
 MiB = 1 << 20
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
 def main():
