@@ -89,6 +89,51 @@ class ChartTest(unittest.TestCase):
                                    "summary-20261201-100000.json"])
 
 
+def write_history(d, runs):
+    os.makedirs(os.path.join(d, "history"), exist_ok=True)
+    for i, rows in enumerate(runs):
+        with open(os.path.join(d, "history", "summary-2026120%d-100000.json" % (i + 1)), "w") as f:
+            json.dump({"machine": {"smoke": False, "commit": "c%d" % i}, "rows": rows}, f)
+
+
+class HeldTest(unittest.TestCase):
+    """bench/held.py: in how many of the last runs each row held."""
+
+    def test_a_row_holds_only_when_met_in_every_run(self):
+        import held
+        runs = [[row("fs", "up", 0.9, "≥ 0.8×"), row("fs", "rt", 1.6, "≤ 1.5×")],
+                [row("fs", "up", 0.85, "≥ 0.8×"), row("fs", "rt", 1.2, "≤ 1.5×")],
+                [row("fs", "up", 1.1, "≥ 0.8×"), row("fs", "rt", 1.4, "≤ 1.5×")]]
+        text, keys, missed = held.table([{"rows": r} for r in runs])
+        self.assertEqual(len(keys), 2)
+        self.assertEqual(missed, [("fs", "rt", "≤ 1.5×")])
+        self.assertIn("| fs | up | 0.90× | 0.85× | 1.10× | ≥ 0.8× | in all 3 |", text)
+        self.assertIn("| 1.60× | 1.20× | 1.40× | ≤ 1.5× | in 2 of 3 |", text)
+
+    def test_a_row_absent_from_a_run_or_with_a_changed_target_is_not_held(self):
+        import held
+        runs = [[row("fs", "up", 0.9, "≥ 0.8×"), row("s", "log", 2.5, "≥ 2.0×")],
+                [row("fs", "up", 0.9, "≥ 0.7×"), row("s", "log", 2.5, "≥ 2.0×")],
+                [row("fs", "up", 0.9, "≥ 0.8×")]]
+        text, keys, missed = held.table([{"rows": r} for r in runs])
+        self.assertIn(("s", "log", "≥ 2.0×"), missed, "left out of run 3")
+        self.assertIn("| s | log | 2.50× | 2.50× | — | ≥ 2.0× | in 2 of 3 |", text)
+        self.assertIn("| fs | up | 0.90× | — | 0.90× | ≥ 0.8× | in 2 of 3 |", text)
+        self.assertIn(("fs", "up", "≥ 0.7×"), missed, "a changed target is another row")
+
+    def test_the_exit_status_says_whether_every_row_held(self):
+        script = os.path.join(ROOT, "bench", "held.py")
+        good = [[row("fs", "up", 0.9, "≥ 0.8×"), row("fs", "note", 3.0)]] * 3
+        bad = good[:2] + [[row("fs", "up", 0.7, "≥ 0.8×")]]
+        for runs, want in ((good[:2], 2), (good, 0), (bad, 1)):
+            with tempfile.TemporaryDirectory() as d:
+                write_history(d, runs)
+                got = subprocess.run([sys.executable, script, d], capture_output=True, text=True)
+                self.assertEqual(got.returncode, want, got.stdout + got.stderr)
+                if want == 0:
+                    self.assertIn("1 rows with a target; 1 held in all 3 runs", got.stdout)
+
+
 class SummaryGroupTest(unittest.TestCase):
     def test_every_collected_row_names_its_benchmark(self):
         import summary
