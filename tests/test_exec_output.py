@@ -170,6 +170,36 @@ class RawOutputTest(DaemonTestCase):
         self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(data).hexdigest())
 
 
+    def test_a_live_follower_that_stops_reading_gets_every_byte_from_where_its_tap_filled(self):
+        # A follower that has caught up is fed by a tee of the child's pipe
+        # (its tap, a few MiB); one that stops reading while the exec
+        # prints much more fills it, gets what it held, then the rest from
+        # the spool file, and must see each byte once, in order.
+        tmp, path, data = make_random_file(24 << 20, 9)
+        self.addCleanup(shutil.rmtree, tmp)
+        start(self.daemon, "raw-7", {"command": "read go; cat %s" % path, "stdin_stream": True})
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.connect(("127.0.0.1", self.daemon.port))
+        self.addCleanup(s.close)
+        s.sendall(b"GET /v1/execs/raw-7/stdout?follow=1 HTTP/1.1\r\nHost: x\r\n"
+                  b"Authorization: Bearer test-token\r\nConnection: close\r\n\r\n")
+        raw = b""
+        while b"\r\n\r\n" not in raw:  # the head: the follower is live at 0
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, raw)
+            raw += chunk
+        self.daemon.json("POST", "/v1/execs/raw-7/stdin?offset=0&eof=1", b"go\n")
+        obj = wait_exit(self.daemon, "raw-7")  # all printed while the follower read nothing
+        self.assertEqual(obj["stdout_bytes"], len(data))
+        while not raw.endswith(b"0\r\n\r\n"):
+            chunk = s.recv(1 << 20)
+            self.assertTrue(chunk, len(raw))
+            raw += chunk
+        body = dechunk(raw.partition(b"\r\n\r\n")[2])
+        self.assertEqual(len(body), len(data))
+        self.assertEqual(hashlib.sha256(body).hexdigest(), hashlib.sha256(data).hexdigest())
+
     def test_a_follower_that_catches_up_has_the_whole_chunk_before_the_stream_waits(self):
         # A chunk's closing CRLF rides with the next chunk's size line, so
         # a follower that caught up must be sent it before the daemon

@@ -1,5 +1,7 @@
 // GET /v1/execs/{id}/stdout and .../stderr (docs/PROTOCOL.md, "Raw
-// bytes"): the spool file straight to the socket with sendfile.
+// bytes"): the spool file straight to the socket with sendfile; a
+// follower that has caught up gets new bytes from its tap, the pump's
+// tee of the child's pipe (spool/output_log.h), without reading the file.
 #include "api/exec_api.h"
 
 namespace agentd {
@@ -16,11 +18,21 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
                              Response& res) {
   const OutputLog& log = exec.log(stream);
   OutputLog::Pin pin = exec.Pin(stream, cursor);
+  OutputLog::Tap tap = exec.Tap(stream, cursor);
   auto last_check = ChangeSignal::Clock::now();
   for (;;) {
     if (cursor < log.retained_from()) {  // lost: cut the stream after whole chunks
       (void)co_await res.Flush();
       co_return;
+    }
+    if (!tap.empty()) {  // it holds [cursor, tap.end())
+      uint64_t len = tap.end() - cursor;
+      pin.Move(cursor);
+      Status sent = co_await res.WriteFromPipe(tap.fd(), len);
+      if (!sent.ok()) co_return;
+      tap.Took(len);
+      cursor += len;
+      continue;
     }
     if (cursor < log.next()) {
       uint64_t len = std::min(log.next() - cursor, kSendBytes);
@@ -34,6 +46,7 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
       co_await res.End();
       co_return;
     }
+    tap.Restart(cursor);  // caught up: the pump's next bytes are teed
     if (res.flush_owed()) {
       // The flush can wait for room in the socket, and output or the end
       // that arrives meanwhile notifies no one: look again before sleeping.

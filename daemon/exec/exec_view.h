@@ -44,6 +44,8 @@ class ExecView {
   // disk until the pin moves or goes (the reader's own bookkeeping, not
   // the exec's state).
   OutputLog::Pin Pin(Stream s, uint64_t offset) const { return {rec_->log(s), offset}; }
+  // A live reader's tap on one stream, empty at `offset` (spool/output_log.h).
+  OutputLog::Tap Tap(Stream s, uint64_t offset) const { return {rec_->log(s), offset}; }
 
   // Completes at the exec's next change (new output, a state change) or at
   // `deadline`; spurious wake-ups happen, so callers re-check.

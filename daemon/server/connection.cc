@@ -1,5 +1,6 @@
 #include "server/connection.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -528,10 +529,11 @@ std::string Connection::TakeOver() {
   return rest;
 }
 
-asio::awaitable<Status> Connection::SendFile(std::string_view prefix, int fd, uint64_t offset,
-                                             uint64_t length) {
+template <typename Move>
+asio::awaitable<Status> Connection::SendPrefixed(std::string_view prefix, uint64_t length,
+                                                 Move move) {
   // The prefix (a chunk's framing) goes out with MSG_MORE: the kernel
-  // holds it for the file's pages, so it shares their segment instead of
+  // holds it for the body's pages, so it shares their segment instead of
   // making a tiny one of its own (a segment, an ack and a wake-up of the
   // reader each).
   while (!prefix.empty()) {
@@ -545,23 +547,40 @@ asio::awaitable<Status> Connection::SendFile(std::string_view prefix, int fd, ui
     if (n < 0 && errno == EINTR) continue;
     if (Status room = co_await AwaitRoom(n < 0 ? errno : EAGAIN); !room.ok()) co_return room;
   }
-  off_t off = static_cast<off_t>(offset);
   uint64_t left = length;
   while (left > 0) {
     if (closed_) co_return Status::Error(ErrorCode::kTransport, "connection closed");
-    ssize_t n = ::sendfile(socket_.native_handle(), fd, &off, std::min<uint64_t>(left, 1 << 30));
+    ssize_t n = move(std::min<uint64_t>(left, 1 << 30));
     if (n > 0) {
       left -= static_cast<uint64_t>(n);
       continue;
     }
     if (n == 0) {
-      co_return Status::Error(ErrorCode::kIoError, "file ended before the expected length")
+      co_return Status::Error(ErrorCode::kIoError, "source ended before the expected length")
           .With("missing_bytes", left);
     }
     if (errno == EINTR) continue;
     if (Status room = co_await AwaitRoom(errno); !room.ok()) co_return room;
   }
   co_return Status::Ok();
+}
+
+asio::awaitable<Status> Connection::SendFile(std::string_view prefix, int fd, uint64_t offset,
+                                             uint64_t length) {
+  off_t off = static_cast<off_t>(offset);
+  int sock = socket_.native_handle();
+  co_return co_await SendPrefixed(prefix, length, [sock, fd, &off](uint64_t n) {
+    return ::sendfile(sock, fd, &off, static_cast<size_t>(n));
+  });
+}
+
+asio::awaitable<Status> Connection::SendPipe(std::string_view prefix, int pipe_fd,
+                                             uint64_t length) {
+  int sock = socket_.native_handle();
+  co_return co_await SendPrefixed(prefix, length, [sock, pipe_fd](uint64_t n) {
+    return ::splice(pipe_fd, nullptr, sock, nullptr, static_cast<size_t>(n),
+                    SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+  });
 }
 
 asio::awaitable<Status> Connection::AwaitRoom(int send_errno) {

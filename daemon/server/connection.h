@@ -90,6 +90,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // `prefix`, then `length` bytes of `fd` from `offset` (sendfile).
   asio::awaitable<Status> SendFile(std::string_view prefix, int fd, uint64_t offset,
                                    uint64_t length);
+  // `prefix`, then the next `length` bytes of the pipe `pipe_fd`, which
+  // holds at least that many (splice: the pipe's pages go to the socket).
+  asio::awaitable<Status> SendPipe(std::string_view prefix, int pipe_fd, uint64_t length);
   // For a route that switched protocols (101): the bytes the client sent
   // past the request head, which belong to the new protocol. From then on
   // the route owns the byte stream and the connection closes after it.
@@ -97,6 +100,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   asio::awaitable<void> Run();
+  // SendFile and SendPipe: `prefix` with MSG_MORE, then `length` bytes by
+  // `move` (a sendfile or splice of at most its argument; < 0 and errno as
+  // the call's), waiting for room in the socket.
+  template <typename Move>
+  asio::awaitable<Status> SendPrefixed(std::string_view prefix, uint64_t length, Move move);
   asio::awaitable<void> Watchdog();
   // true: a head is ready; false: the peer closed or idled out between requests.
   asio::awaitable<Result<bool>> ReadHead();

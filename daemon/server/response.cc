@@ -131,14 +131,27 @@ asio::awaitable<Status> Response::WriteFromFile(int fd, uint64_t offset, uint64_
   body_bytes_ += length;
   if (!chunked_) co_return co_await conn_.SendFile({}, fd, offset, length);
   char size_line[24];
-  char* begin = ChunkLine(size_line, length);
-  std::string_view prefix(begin, static_cast<size_t>(size_line + sizeof(size_line) - begin));
-  AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendFile(prefix, fd, offset, length));
+  AGENTD_CO_RETURN_IF_ERROR(
+      co_await conn_.SendFile(OpenChunk(size_line, length), fd, offset, length));
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> Response::WriteFromPipe(int pipe_fd, uint64_t length) {
+  if (length == 0 || head_only_) co_return Status::Ok();
+  body_bytes_ += length;
+  if (!chunked_) co_return co_await conn_.SendPipe({}, pipe_fd, length);
+  char size_line[24];
+  AGENTD_CO_RETURN_IF_ERROR(co_await conn_.SendPipe(OpenChunk(size_line, length), pipe_fd, length));
+  co_return Status::Ok();
+}
+
+std::string_view Response::OpenChunk(char (&line)[24], uint64_t length) {
+  char* begin = ChunkLine(line, length);
   // The chunk's closing CRLF goes out with whatever comes next (the next
   // chunk's size line, the last chunk, or Flush before a wait), not as a
   // two-byte segment of its own.
   crlf_owed_ = true;
-  co_return Status::Ok();
+  return {begin, static_cast<size_t>(line + sizeof(line) - begin)};
 }
 
 asio::awaitable<Status> Response::Flush() {

@@ -50,6 +50,9 @@ class Response {
   // through user space). In a chunked stream the chunk's closing CRLF is
   // owed until the next write, End or Flush.
   asio::awaitable<Status> WriteFromFile(int fd, uint64_t offset, uint64_t length);
+  // The same from the next `length` bytes of a pipe that holds them
+  // (splice).
+  asio::awaitable<Status> WriteFromPipe(int pipe_fd, uint64_t length);
   // Sends what a chunked stream owes (the last chunk's CRLF), so that a
   // client that waits for whole chunks has them: before a stream waits.
   asio::awaitable<Status> Flush();
@@ -77,6 +80,9 @@ class Response {
 
   // Fills the back of `line` with "[CRLF owed]HEX CRLF"; returns its start.
   char* ChunkLine(char (&line)[24], uint64_t size);
+  // The framing ahead of a chunk of `length` bytes that is sent next; its
+  // closing CRLF is owed from then on.
+  std::string_view OpenChunk(char (&line)[24], uint64_t length);
 
   Connection& conn_;
   bool head_only_;

@@ -18,6 +18,12 @@ namespace {
 constexpr uint64_t kSpliceChunk = 1 << 20;
 // What a log without a file reads (and copies) before it splices.
 constexpr uint64_t kFirstCopyBytes = 16 * 1024;
+// A tap's pipe: larger than the pump's 1 MiB pipe, so that a tap does not
+// fill within one turn of the pump while its reader waits for its turn
+// (a hint: above /proc/sys/fs/pipe-max-size only a privileged daemon gets
+// it, and the tap then has what the kernel gives).
+constexpr int kTapPipeBytes = 4 << 20;
+constexpr int kTapPipeFallbackBytes = 1 << 20;
 
 }  // namespace
 
@@ -63,6 +69,11 @@ void OutputLog::set_budget(RetentionBudget* budget) {
 }
 
 void OutputLog::Grew(uint64_t bytes) {
+  // Every byte FillFrom takes from the pipe passes here, teed or not (a
+  // splice, a read on a full disk or of a PTY); FillFrom returns only with
+  // the pipe drained or ended, so tee_owed_ is 0 whenever Append is called
+  // from outside.
+  tee_owed_ -= std::min(tee_owed_, bytes);
   next_ += bytes;
   if (budget_) budget_->OnGrow(this, bytes);
 }
@@ -82,9 +93,13 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
   }
   while (f.bytes < max_bytes) {
     loff_t off = static_cast<loff_t>(next_);
-    size_t want = static_cast<size_t>(std::min(max_bytes - f.bytes, kSpliceChunk));
-    ssize_t n =
-        ::splice(pipe_fd, nullptr, fd_.get(), &off, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    uint64_t want = std::min(max_bytes - f.bytes, kSpliceChunk);
+    if (tee_owed_ == 0 && !taps_.empty()) tee_owed_ = TeeTaps(pipe_fd, want);
+    // Exactly the teed bytes go next, so a tap that took them all still
+    // ends where the log does.
+    if (tee_owed_ > 0) want = std::min(want, tee_owed_);
+    ssize_t n = ::splice(pipe_fd, nullptr, fd_.get(), &off, static_cast<size_t>(want),
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
       Grew(static_cast<uint64_t>(n));
       f.bytes += static_cast<uint64_t>(n);
@@ -229,6 +244,38 @@ void OutputLog::Punch() {
     return;
   }
   punched_to_ = target;
+}
+
+uint64_t OutputLog::TeeTaps(int pipe_fd, uint64_t max_bytes) {
+  uint64_t most = 0;
+  for (Tap* tap : taps_) {
+    if (tap->end_ != next_ || !tap->write_) continue;
+    ssize_t n =
+        ::tee(pipe_fd, tap->write_.get(), static_cast<size_t>(max_bytes), SPLICE_F_NONBLOCK);
+    // EAGAIN: the tap is full (or the pipe empty: the splice will say);
+    // EINVAL: not a pipe (a PTY). Either way the tap stops growing here.
+    if (n <= 0) continue;
+    tap->end_ += static_cast<uint64_t>(n);
+    most = std::max(most, static_cast<uint64_t>(n));
+  }
+  return most;
+}
+
+OutputLog::Tap::Tap(OutputLog& log, uint64_t offset) : log_(log), start_(offset), end_(offset) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    read_.reset(fds[0]);
+    write_.reset(fds[1]);
+    if (::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeBytes) < 0)
+      ::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeFallbackBytes);
+  }
+  log_.taps_.push_back(this);
+}
+
+OutputLog::Tap::~Tap() { std::erase(log_.taps_, this); }
+
+void OutputLog::Tap::Restart(uint64_t offset) {
+  if (empty()) start_ = end_ = offset;
 }
 
 OutputLog::Pin::Pin(OutputLog& log, uint64_t offset) : log_(log), it_(log.pins_.insert(offset)) {}

@@ -23,6 +23,17 @@
 // Bytes are never rewritten, so any byte at or after the first data block
 // on disk is a correct byte of the stream (recovery relies on this).
 //
+// A reader that has caught up holds a Tap: before the pump splices bytes
+// from the child's pipe into the file, it tee(2)s them into each tap that
+// ends where the log does (page references, no copy), and the reader
+// splices them from its tap to its socket. The spool copy stays (the
+// bytes are kept until acked), but a live reader's bytes are never read
+// back from the file: on tmpfs that read (sendfile) was 19% of the
+// daemon's CPU per streamed GiB, most of it marking each page accessed.
+// A tap that fills, or misses bytes (a PTY's read path, the daemon's own
+// Append), stops growing; its reader sends what it holds, then reads the
+// file from there as before, and starts the tap again once caught up.
+//
 // Used only on the io thread.
 #pragma once
 
@@ -30,6 +41,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agentd/protocol/status.h"
 #include "agentd/trees/unique_fd.h"
@@ -88,6 +100,36 @@ class OutputLog {
   // Releases every byte before `offset` (clamped to next).
   void ReleaseTo(uint64_t offset);
 
+  // A live reader's copy of the bytes as the pump moves them (see above).
+  // The tap holds the stream's bytes [start, end) in its pipe; it grows
+  // only while end == the log's next.
+  class Tap {
+   public:
+    // An empty tap at `offset`. Without a pipe (none to be had) it never
+    // grows, and its reader reads the file.
+    Tap(OutputLog& log, uint64_t offset);
+    ~Tap();
+    Tap(const Tap&) = delete;
+    Tap& operator=(const Tap&) = delete;
+    uint64_t start() const { return start_; }
+    uint64_t end() const { return end_; }
+    bool empty() const { return start_ == end_; }
+    // The pipe's read end, to splice [start, end) from.
+    int fd() const { return read_.get(); }
+    // The reader moved `bytes` out of the pipe.
+    void Took(uint64_t bytes) { start_ += bytes; }
+    // Empty: starts again at `offset` (the reader's cursor).
+    void Restart(uint64_t offset);
+
+   private:
+    friend class OutputLog;
+    OutputLog& log_;
+    UniqueFd read_;
+    UniqueFd write_;
+    uint64_t start_;
+    uint64_t end_;
+  };
+
   // A reader's position; the disk bytes at and after it are kept.
   class Pin {
    public:
@@ -112,6 +154,9 @@ class OutputLog {
   // Releases the front up to the next whole kPunchUnit and punches it;
   // false when that freed no disk (no whole unit retained, or pinned).
   bool FreeOldestUnit();
+  // Tees up to `max_bytes` at the head of `pipe_fd` into every tap that
+  // ends at next_; the most any tap took (0: none).
+  uint64_t TeeTaps(int pipe_fd, uint64_t max_bytes);
 
   std::string path_;
   UniqueFd fd_;
@@ -120,6 +165,10 @@ class OutputLog {
   uint64_t punched_to_ = 0;  // disk bytes before this are holes
   bool punch_supported_ = true;
   std::multiset<uint64_t> pins_;
+  std::vector<Tap*> taps_;
+  // Bytes teed into taps that are still at the head of the pipe: the next
+  // splices take exactly these before anything is teed again.
+  uint64_t tee_owed_ = 0;
   RetentionBudget* budget_ = nullptr;
   uint64_t stream_cap_ = 0;
 };

@@ -199,3 +199,97 @@ TEST_CASE("spool: a full disk costs the oldest output and keeps the newest bytes
   }
   ::umount2(dir.path().c_str(), MNT_DETACH);
 }
+
+namespace {
+
+// Everything the tap's pipe holds now (its read end is non-blocking).
+std::string DrainTap(OutputLog::Tap& tap) {
+  std::string out;
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(tap.fd(), buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  tap.Took(out.size());
+  return out;
+}
+
+// Writes `bytes` into `pipe` and moves them into the log, in 64 KiB steps.
+void FeedPipe(OutputLog& log, Pipe& pipe, const std::string& bytes) {
+  for (size_t done = 0; done < bytes.size();) {
+    size_t chunk = std::min<size_t>(bytes.size() - done, 64 * 1024);
+    REQUIRE(::write(pipe.write.get(), bytes.data() + done, chunk) == static_cast<ssize_t>(chunk));
+    done += chunk;
+    REQUIRE(log.FillFrom(pipe.read.get(), UINT64_MAX).would_block);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("spool: a tap at the log's end holds exactly the bytes the pump moves", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  std::string data = Pattern(600000, 3);
+  OutputLog::Tap tap(*log, 0);
+  OutputLog::Tap behind(*log, 0);
+  FeedPipe(*log, *p, data.substr(0, 200000));
+  CHECK(tap.start() == 0);
+  CHECK(tap.end() == 200000);
+  CHECK(DrainTap(tap) == data.substr(0, 200000));
+  CHECK(DrainTap(behind) == data.substr(0, 200000));
+  // A reader that does not take for a while: its tap grows while it has room.
+  FeedPipe(*log, *p, data.substr(200000, 100000));
+  CHECK(DrainTap(tap) == data.substr(200000, 100000));
+  FeedPipe(*log, *p, data.substr(300000, 300000));
+  CHECK(tap.end() == 600000);
+  CHECK(DrainTap(tap) == data.substr(300000));
+  CHECK(behind.start() == 200000);
+  CHECK(DrainTap(behind) == data.substr(200000));
+  // The file has every byte as before.
+  std::string out;
+  REQUIRE(log->Read(0, data.size(), &out).ok());
+  CHECK(out == data);
+}
+
+TEST_CASE("spool: a tap behind the log's end gets nothing until it restarts there", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  std::string data = Pattern(300000, 4);
+  FeedPipe(*log, *p, data.substr(0, 100000));
+  OutputLog::Tap tap(*log, 50000);  // a reader still reading the file
+  FeedPipe(*log, *p, data.substr(100000, 100000));
+  CHECK(tap.empty());
+  CHECK(tap.end() == 50000);
+  tap.Restart(log->next());  // caught up from the file
+  FeedPipe(*log, *p, data.substr(200000));
+  CHECK(tap.start() == 200000);
+  CHECK(DrainTap(tap) == data.substr(200000));
+}
+
+TEST_CASE("spool: a full tap stops growing; the file keeps every byte", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  OutputLog::Tap tap(*log, 0);
+  int capacity = ::fcntl(tap.fd(), F_GETPIPE_SZ);
+  REQUIRE(capacity > 0);
+  std::string data = Pattern(static_cast<size_t>(capacity) + (3 << 20), 5);
+  FeedPipe(*log, *p, data);
+  CHECK(log->next() == data.size());
+  CHECK(tap.end() < log->next());
+  uint64_t held = tap.end();
+  CHECK(held <= static_cast<uint64_t>(capacity));
+  CHECK(DrainTap(tap) == data.substr(0, held));
+  // Emptied but behind: nothing more until the reader caught up.
+  FeedPipe(*log, *p, Pattern(1000, 6));
+  CHECK(tap.empty());
+  std::string out;
+  REQUIRE(log->Read(0, data.size(), &out).ok());
+  CHECK(out == data);
+}
