@@ -15,6 +15,7 @@
 #include "metrics/daemon_metrics.h"
 #include "proc/child_side.h"
 #include "proc/probe_child.h"
+#include "proc/raw_syscall.h"
 #include "sys/read_file.h"
 
 namespace agentd {
@@ -152,7 +153,8 @@ namespace {
 // The probe child's step: what an exec's child does first (proc/spawn.h).
 AGENTD_CHILD_SIDE int JoinCgroup(const void* procs_fd) {
   int fd = *static_cast<const int*>(procs_fd);
-  return ::syscall(SYS_write, fd, "0", 1) == 1 ? 0 : errno;
+  long r = RawSyscall(SYS_write, fd, reinterpret_cast<long>("0"), 1);
+  return r == 1 ? 0 : r < 0 ? static_cast<int>(-r) : EIO;
 }
 }  // namespace
 
@@ -175,8 +177,7 @@ std::optional<size_t> ExecEngine::OpenTenantCgroup(ProbeChildren& probes) {
   // Made is not yet joinable: moving a process needs write access to
   // the group it leaves, which a non-delegated guest may lack. A
   // throwaway child tries, so no exec's spawn fails on it later.
-  int fd = tenant_cgroup_.leaf_procs_fd();
-  return probes.Start(JoinCgroup, &fd);
+  return probes.Start(JoinCgroup, probes.Keep(tenant_cgroup_.leaf_procs_fd()));
 }
 
 void ExecEngine::SettleTenantCgroup(const ProbeChildren& probes, std::optional<size_t> join) {

@@ -44,16 +44,15 @@ Status ExecEngine::Open() {
   std::vector<StoredExec> stored = LoadAndTakeOverEgress();
   child_nofile_ = RaiseNofile();
   AGENTD_RETURN_IF_ERROR(limiter_.Open(options_.limits_mode));
-  // The start-up probes (proc/probe_child.h) run together: each child is
-  // forked at once, the seccomp filter is compiled and the egress probe
-  // (programs loaded here, no child) runs in this thread meanwhile, and
-  // then all are waited for. A start pays for the slowest of them, not
-  // their sum (docs/ARCHITECTURE.md, "Start-up"). The filter comes after
-  // the forks: compiled before them, its heap went into each child's copy
-  // and the children started later (docs/BENCHMARKS.md, "Start to first
-  // health"). Every verdict is in before Open returns, so before the
-  // daemon listens: health never reports a capability a probe has not
-  // confirmed, and no exec starts on one.
+  // The start-up probes (proc/probe_child.h) run together: each child
+  // (sharing this memory, no fork) starts at once, the seccomp filter is
+  // compiled and the egress probe (programs loaded here, no child) runs in
+  // this thread meanwhile, and then all are waited for. A start pays for
+  // the slowest of them, not their sum (docs/ARCHITECTURE.md, "Start-up";
+  // docs/BENCHMARKS.md, "Start to first health"). Every verdict is in
+  // before Open returns, so before the daemon listens: health never
+  // reports a capability a probe has not confirmed, and no exec starts on
+  // one.
   ProbeChildren probes;
   std::optional<size_t> join = OpenTenantCgroup(probes);
   Result<RestrictionProbe> restriction = OpenRestriction(probes);

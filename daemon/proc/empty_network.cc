@@ -11,30 +11,34 @@
 #include <cstring>
 
 #include "proc/child_side.h"
+#include "proc/raw_syscall.h"
 
 namespace agentd {
 
 AGENTD_CHILD_SIDE int EnterEmptyNetwork() {
-  if (::syscall(SYS_unshare, CLONE_NEWNET) != 0) return errno;
+  long r = RawSyscall(SYS_unshare, CLONE_NEWNET);
+  if (r != 0) return static_cast<int>(-r);
   // A new namespace's loopback is down: without it even 127.0.0.1 fails.
-  long fd = ::syscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
+  long fd = RawSyscall(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return static_cast<int>(-fd);
   struct ifreq ifr = {};
   ifr.ifr_name[0] = 'l';
   ifr.ifr_name[1] = 'o';
-  int err = 0;
-  if (::syscall(SYS_ioctl, fd, SIOCGIFFLAGS, &ifr) != 0) {
-    err = errno;
-  } else {
+  r = RawSyscall(SYS_ioctl, fd, SIOCGIFFLAGS, reinterpret_cast<long>(&ifr));
+  if (r == 0) {
     ifr.ifr_flags = static_cast<short>(ifr.ifr_flags | IFF_UP | IFF_RUNNING);
-    if (::syscall(SYS_ioctl, fd, SIOCSIFFLAGS, &ifr) != 0) err = errno;
+    r = RawSyscall(SYS_ioctl, fd, SIOCSIFFLAGS, reinterpret_cast<long>(&ifr));
   }
-  ::syscall(SYS_close, fd);
-  return err;
+  RawSyscall(SYS_close, fd);
+  return static_cast<int>(-r);
 }
 
+namespace {
+AGENTD_CHILD_SIDE int ProbeEmptyNetwork(const void*) { return EnterEmptyNetwork(); }
+}  // namespace
+
 size_t StartEmptyNetworkProbe(ProbeChildren& probes) {
-  return probes.Start([](const void*) { return EnterEmptyNetwork(); }, nullptr);
+  return probes.Start(ProbeEmptyNetwork, nullptr);
 }
 
 std::string EmptyNetworkVerdict(const ProbeChildren& probes, size_t i) {

@@ -15,42 +15,10 @@
 #include <cerrno>
 
 #include "proc/child_side.h"
+#include "proc/raw_syscall.h"
 
 namespace agentd {
 namespace {
-
-// A system call without libc: the holder runs beside the daemon in its
-// memory, and libc's syscall() writes errno into the daemon's io thread.
-// Returns -errno on failure.
-AGENTD_CHILD_SIDE inline long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0,
-                                  long e = 0, long f = 0) {
-#if defined(__x86_64__)
-  long ret;
-  register long r10 __asm__("r10") = d;
-  register long r8 __asm__("r8") = e;
-  register long r9 __asm__("r9") = f;
-  __asm__ volatile("syscall"
-                   : "=a"(ret)
-                   : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                   : "rcx", "r11", "memory");
-  return ret;
-#elif defined(__aarch64__)
-  register long x8 __asm__("x8") = n;
-  register long x0 __asm__("x0") = a;
-  register long x1 __asm__("x1") = b;
-  register long x2 __asm__("x2") = c;
-  register long x3 __asm__("x3") = d;
-  register long x4 __asm__("x4") = e;
-  register long x5 __asm__("x5") = f;
-  __asm__ volatile("svc 0"
-                   : "+r"(x0)
-                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-                   : "memory");
-  return x0;
-#else
-#error "the exec holder needs a raw system call for this architecture"
-#endif
-}
 
 // Bytes a PTY exec's holder read and has yet to write on (exec_holder.h).
 struct Buffer {
@@ -71,7 +39,7 @@ struct Relay {
 
 AGENTD_CHILD_SIDE int Unread(int pipe) {
   int n = 0;
-  return Sys(SYS_ioctl, pipe, FIONREAD, reinterpret_cast<long>(&n)) == 0 ? n : 0;
+  return RawSyscall(SYS_ioctl, pipe, FIONREAD, reinterpret_cast<long>(&n)) == 0 ? n : 0;
 }
 
 // Taken from a daemon, not yet passed on.
@@ -89,20 +57,20 @@ AGENTD_CHILD_SIDE long Step(HolderFds& h, Relay& r) {
     uint64_t left = h.in_size - r.spliced;
     if (left == 0) return 0;
     int64_t at = static_cast<int64_t>(r.spliced);
-    return Sys(SYS_splice, h.in_data, reinterpret_cast<long>(&at), h.in, 0,
-               static_cast<long>(left < (1u << 20) ? left : (1u << 20)), SPLICE_F_NONBLOCK);
+    return RawSyscall(SYS_splice, h.in_data, reinterpret_cast<long>(&at), h.in, 0,
+                      static_cast<long>(left < (1u << 20) ? left : (1u << 20)), SPLICE_F_NONBLOCK);
   }
-  if (h.pty < 0) return Sys(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
+  if (h.pty < 0) return RawSyscall(SYS_splice, h.in_relay, 0, h.in, 0, 1 << 20, SPLICE_F_NONBLOCK);
   Buffer& b = r.pending;
   if (b.at == b.end) {
     // The relay's read end blocks: read only what is there.
     if (Unread(h.in_relay) == 0) return -EAGAIN;
-    long n = Sys(SYS_read, h.in_relay, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
+    long n = RawSyscall(SYS_read, h.in_relay, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
     if (n <= 0) return n == 0 ? -EPIPE : n;
     b.at = 0;
     b.end = static_cast<int>(n);
   }
-  long n = Sys(SYS_write, h.in, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
+  long n = RawSyscall(SYS_write, h.in, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
   if (n > 0) b.at += static_cast<int>(n);
   return n;
 }
@@ -124,10 +92,10 @@ AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
     if (r.wait_out || (n == -EAGAIN && !r.eof)) return;
     if (n < 0 && n != -EAGAIN && h.in_data < 0) r.spliced += Waiting(h, r);
     r.pending.at = r.pending.end = 0;
-    Sys(SYS_close, h.in);
-    Sys(SYS_close, h.in_relay);
-    Sys(SYS_close, h.in_keep);
-    Sys(SYS_close, h.in_data);
+    RawSyscall(SYS_close, h.in);
+    RawSyscall(SYS_close, h.in_relay);
+    RawSyscall(SYS_close, h.in_keep);
+    RawSyscall(SYS_close, h.in_data);
     h.in = h.in_relay = h.in_keep = h.in_data = -1;
   }
 }
@@ -138,7 +106,8 @@ AGENTD_CHILD_SIDE void Pass(HolderFds& h, Relay& r) {
 AGENTD_CHILD_SIDE void PumpPty(HolderFds& h, Buffer& b, bool* wait_pipe) {
   while (h.pty_out >= 0) {
     if (b.at < b.end) {
-      long n = Sys(SYS_write, h.pty_out, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
+      long n =
+          RawSyscall(SYS_write, h.pty_out, reinterpret_cast<long>(b.bytes + b.at), b.end - b.at);
       if (n > 0) {
         b.at += static_cast<int>(n);
         continue;
@@ -150,14 +119,14 @@ AGENTD_CHILD_SIDE void PumpPty(HolderFds& h, Buffer& b, bool* wait_pipe) {
     }
     *wait_pipe = false;
     b.at = b.end = 0;
-    long n = Sys(SYS_read, h.pty, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
+    long n = RawSyscall(SYS_read, h.pty, reinterpret_cast<long>(b.bytes), sizeof(b.bytes));
     if (n > 0) {
       b.end = static_cast<int>(n);
       continue;
     }
     if (n == -EINTR) continue;
     if (n == -EAGAIN) return;
-    Sys(SYS_close, h.pty_out);
+    RawSyscall(SYS_close, h.pty_out);
     h.pty_out = -1;
   }
 }
@@ -208,7 +177,7 @@ AGENTD_CHILD_SIDE bool Send(int sock, HolderReport r, const HolderFds& h, const 
     for (int i = 0; i < n; ++i) data[i] = fds[i];
   }
   for (;;) {
-    long w = Sys(SYS_sendmsg, sock, reinterpret_cast<long>(&msg), MSG_NOSIGNAL);
+    long w = RawSyscall(SYS_sendmsg, sock, reinterpret_cast<long>(&msg), MSG_NOSIGNAL);
     if (w == -EINTR) continue;
     return w == static_cast<long>(sizeof(r) + (msg.msg_iovlen == 2 ? sizeof(in) : 0));
   }
@@ -221,15 +190,15 @@ AGENTD_CHILD_SIDE void CloseAllBut(const int* keep, int n) {
   for (int i = 0; i < n; ++i) {  // keep is sorted, -1s first
     if (keep[i] < 0) continue;
     unsigned k = static_cast<unsigned>(keep[i]);
-    if (k > next) Sys(SYS_close_range, next, k - 1, 0);
+    if (k > next) RawSyscall(SYS_close_range, next, k - 1, 0);
     next = k + 1;
   }
-  if (Sys(SYS_close_range, next, ~0U, 0) == -ENOSYS) {
+  if (RawSyscall(SYS_close_range, next, ~0U, 0) == -ENOSYS) {
     // Kernels before 5.9: a plain loop, over the gaps only.
     for (unsigned fd = 0; fd < 65536; ++fd) {
       bool kept = false;
       for (int i = 0; i < n; ++i) kept = kept || keep[i] == static_cast<int>(fd);
-      if (!kept) Sys(SYS_close, fd);
+      if (!kept) RawSyscall(SYS_close, fd);
     }
   }
 }
@@ -238,7 +207,7 @@ AGENTD_CHILD_SIDE void CloseAllBut(const int* keep, int n) {
 
 AGENTD_CHILD_SIDE void HolderWake(int* ready) {
   __atomic_store_n(ready, 1, __ATOMIC_RELEASE);
-  Sys(SYS_futex, reinterpret_cast<long>(ready), FUTEX_WAKE, 1);
+  RawSyscall(SYS_futex, reinterpret_cast<long>(ready), FUTEX_WAKE, 1);
 }
 
 AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
@@ -265,10 +234,10 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
     void (*restorer)();
     unsigned long mask;
   } dfl{SIG_DFL, 0, nullptr, 0};
-  Sys(SYS_rt_sigaction, SIGCHLD, reinterpret_cast<long>(&dfl), 0, sizeof(dfl.mask));
+  RawSyscall(SYS_rt_sigaction, SIGCHLD, reinterpret_cast<long>(&dfl), 0, sizeof(dfl.mask));
   unsigned long chld = 1UL << (SIGCHLD - 1);
-  int sfd = static_cast<int>(Sys(SYS_signalfd4, -1, reinterpret_cast<long>(&chld), sizeof(chld),
-                                 SFD_NONBLOCK | SFD_CLOEXEC));
+  int sfd = static_cast<int>(RawSyscall(SYS_signalfd4, -1, reinterpret_cast<long>(&chld),
+                                        sizeof(chld), SFD_NONBLOCK | SFD_CLOEXEC));
   Buffer output;  // a PTY's, from the master into the pipe
   bool wait_pipe = false;
   HolderReport report;
@@ -278,25 +247,25 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
     if (!report.exited) {
       siginfo_t si;
       si.si_pid = 0;
-      long w = Sys(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si),
-                   WEXITED | WNOWAIT | WNOHANG, 0);
+      long w = RawSyscall(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si),
+                          WEXITED | WNOWAIT | WNOHANG, 0);
       if (w == 0 && si.si_pid == h.command) {
         report.exited = 1;
         report.wait_status = si.si_code == CLD_EXITED
                                  ? (si.si_status & 0xff) << 8
                                  : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
         struct timespec ts = {};
-        Sys(SYS_clock_gettime, CLOCK_REALTIME, reinterpret_cast<long>(&ts));
+        RawSyscall(SYS_clock_gettime, CLOCK_REALTIME, reinterpret_cast<long>(&ts));
         report.ended_unix_ms = static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
         if (h.conn >= 0 && !Send(h.conn, report, h, relay, false)) {
-          Sys(SYS_close, h.conn);
+          RawSyscall(SYS_close, h.conn);
           h.conn = -1;
         }
       }
     }
     if (h.conn < 0 && h.listen < 0) {
       // Nobody can reach this holder again: nothing left to keep.
-      if (report.exited) Sys(SYS_exit_group, 0);
+      if (report.exited) RawSyscall(SYS_exit_group, 0);
     }
     struct pollfd p[4];
     int n = 0;
@@ -312,13 +281,13 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
     } else if (h.listen >= 0) {
       p[n++] = {h.listen, POLLIN, 0};
     }
-    long ready = Sys(SYS_ppoll, reinterpret_cast<long>(p), n, 0, 0, 0);
+    long ready = RawSyscall(SYS_ppoll, reinterpret_cast<long>(p), n, 0, 0, 0);
     if (ready < 0) continue;  // EINTR
     for (int i = 0; i < n; ++i) {
       if (p[i].revents == 0) continue;
       if (p[i].fd == sfd) {
         char drain[sizeof(struct signalfd_siginfo) * 4];
-        while (Sys(SYS_read, sfd, reinterpret_cast<long>(drain), sizeof(drain)) > 0) {
+        while (RawSyscall(SYS_read, sfd, reinterpret_cast<long>(drain), sizeof(drain)) > 0) {
         }
       } else if (p[i].fd == h.in || p[i].fd == h.in_relay) {
         Pass(h, relay);
@@ -326,36 +295,37 @@ AGENTD_CHILD_SIDE void RunHolder(HolderFds h) {
         PumpPty(h, output, &wait_pipe);
       } else if (p[i].fd == h.conn) {
         char b = 0;
-        long r = Sys(SYS_read, h.conn, reinterpret_cast<long>(&b), 1);
+        long r = RawSyscall(SYS_read, h.conn, reinterpret_cast<long>(&b), 1);
         if (r == 1 && b == 'E') {  // the end of input, after every byte of it
           relay.eof = true;
           Pass(h, relay);
         }
         if (r == 1 && b == 'Q') {
           // An exec no record knows (the daemon died before writing it).
-          Sys(SYS_kill, -h.command, SIGKILL);
-          Sys(SYS_kill, h.command, SIGKILL);
+          RawSyscall(SYS_kill, -h.command, SIGKILL);
+          RawSyscall(SYS_kill, h.command, SIGKILL);
           report.exited = 1;
           b = 'A';
         }
         if (r == 1 && b == 'A' && report.exited) {
           // The daemon recorded the exit: reap, tidy up, go.
           siginfo_t si;
-          Sys(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si), WEXITED, 0);
-          if (h.socket_path[0]) Sys(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(h.socket_path));
-          Sys(SYS_exit_group, 0);
+          RawSyscall(SYS_waitid, P_PID, h.command, reinterpret_cast<long>(&si), WEXITED, 0);
+          if (h.socket_path[0])
+            RawSyscall(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(h.socket_path));
+          RawSyscall(SYS_exit_group, 0);
         }
         if (r == 0 || (r < 0 && r != -EINTR && r != -EAGAIN)) {
-          Sys(SYS_close, h.conn);  // that daemon is gone
+          RawSyscall(SYS_close, h.conn);  // that daemon is gone
           h.conn = -1;
         }
       } else if (p[i].fd == h.listen) {
-        int c = static_cast<int>(Sys(SYS_accept4, h.listen, 0, 0, SOCK_CLOEXEC));
+        int c = static_cast<int>(RawSyscall(SYS_accept4, h.listen, 0, 0, SOCK_CLOEXEC));
         if (c < 0) continue;
         if (Send(c, report, h, relay, true)) {
           h.conn = c;
         } else {
-          Sys(SYS_close, c);
+          RawSyscall(SYS_close, c);
         }
       }
     }

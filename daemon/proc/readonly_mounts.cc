@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "proc/child_side.h"
+#include "proc/raw_syscall.h"
 
 namespace agentd {
 
@@ -64,43 +65,53 @@ AGENTD_CHILD_SIDE int ApplyReadonlyMounts(const char* const* paths, size_t count
   // A relative path would still resolve in the old view through the
   // working directory; re-entered below by name, it lies in the new one.
   char cwd[PATH_MAX];
-  long cwd_len = ::syscall(SYS_getcwd, cwd, sizeof(cwd));
-  if (::syscall(SYS_unshare, CLONE_NEWNS) != 0) return errno;
-  if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return errno;
+  long cwd_len = RawSyscall(SYS_getcwd, reinterpret_cast<long>(cwd), sizeof(cwd));
+  long r = RawSyscall(SYS_unshare, CLONE_NEWNS);
+  if (r == 0) r = RawSyscall(SYS_mount, 0, reinterpret_cast<long>("/"), 0, MS_REC | MS_SLAVE, 0);
+  if (r != 0) return static_cast<int>(-r);
   for (size_t i = 0; i < count; ++i) {
     *failed = paths[i];
-    if (::syscall(SYS_mount, paths[i], paths[i], nullptr, MS_BIND | MS_REC, nullptr) != 0) {
-      return errno;
-    }
+    long path = reinterpret_cast<long>(paths[i]);
+    r = RawSyscall(SYS_mount, path, path, 0, MS_BIND | MS_REC, 0);
+    if (r != 0) return static_cast<int>(-r);
     struct mount_attr attr = {};
     attr.attr_set = MOUNT_ATTR_RDONLY;
-    if (::syscall(SYS_mount_setattr, AT_FDCWD, paths[i], AT_RECURSIVE, &attr, sizeof(attr)) == 0) {
-      continue;
-    }
-    if (errno != ENOSYS) return errno;
+    r = RawSyscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE, reinterpret_cast<long>(&attr),
+                   sizeof(attr));
+    if (r == 0) continue;
+    if (r != -ENOSYS) return static_cast<int>(-r);
     // Kernels before 5.12 have no recursive attribute change: the bind's
     // top mount only (docs/SECURITY.md says so).
-    if (::syscall(SYS_mount, nullptr, paths[i], nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY,
-                  nullptr) != 0) {
-      return errno;
-    }
+    r = RawSyscall(SYS_mount, 0, path, 0, MS_REMOUNT | MS_BIND | MS_RDONLY, 0);
+    if (r != 0) return static_cast<int>(-r);
   }
   *failed = nullptr;
-  if (cwd_len > 0 && cwd[0] == '/' && ::syscall(SYS_chdir, cwd) != 0) return errno;
+  if (cwd_len > 0 && cwd[0] == '/') {
+    r = RawSyscall(SYS_chdir, reinterpret_cast<long>(cwd));
+    if (r != 0) return static_cast<int>(-r);
+  }
   return 0;
 }
 
+namespace {
+
+// The probe child's step (proc/probe_child.h): the paths the daemon keeps
+// until the probe is waited for.
+AGENTD_CHILD_SIDE int ProbeReadonlyMounts(const void* arg) {
+  const auto* list = static_cast<const std::vector<const char*>*>(arg);
+  const char* failed = nullptr;
+  return ApplyReadonlyMounts(list->data(), list->size(), &failed);
+}
+
+}  // namespace
+
 size_t StartReadonlyMountsProbe(ProbeChildren& probes, const std::vector<std::string>& paths) {
   if (paths.empty()) return probes.Settled(0, "");
-  std::vector<const char*> c_paths;  // the child's own copy is taken at the fork
-  for (const std::string& p : paths) c_paths.push_back(p.c_str());
-  return probes.Start(
-      [](const void* arg) {
-        const auto* list = static_cast<const std::vector<const char*>*>(arg);
-        const char* failed = nullptr;
-        return ApplyReadonlyMounts(list->data(), list->size(), &failed);
-      },
-      &c_paths);
+  // The child reads them in the daemon's memory until it is waited for.
+  const auto* kept = probes.Keep(paths);
+  std::vector<const char*> c_paths;
+  for (const std::string& p : *kept) c_paths.push_back(p.c_str());
+  return probes.Start(ProbeReadonlyMounts, probes.Keep(std::move(c_paths)));
 }
 
 std::string ReadonlyMountsVerdict(const ProbeChildren& probes, size_t i) {

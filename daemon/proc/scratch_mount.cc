@@ -12,20 +12,29 @@
 
 #include "agentd/trees/posix_error.h"
 #include "proc/child_side.h"
+#include "proc/raw_syscall.h"
 
 namespace agentd {
 
 AGENTD_CHILD_SIDE int MountScratch(const char* path, int mount_fd, bool in_own_namespace) {
+  long r = 0;
   if (!in_own_namespace) {
-    if (::syscall(SYS_unshare, CLONE_NEWNS) != 0) return errno;
+    r = RawSyscall(SYS_unshare, CLONE_NEWNS);
     // A slave: the guest's later mounts still reach the exec, never the reverse.
-    if (::syscall(SYS_mount, nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) return errno;
+    if (r == 0) r = RawSyscall(SYS_mount, 0, reinterpret_cast<long>("/"), 0, MS_REC | MS_SLAVE, 0);
   }
-  if (::syscall(SYS_move_mount, mount_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-    return errno;
+  if (r == 0) {
+    r = RawSyscall(SYS_move_mount, mount_fd, reinterpret_cast<long>(""), AT_FDCWD,
+                   reinterpret_cast<long>(path), MOVE_MOUNT_F_EMPTY_PATH);
   }
-  return 0;
+  return static_cast<int>(-r);
 }
+
+namespace {
+AGENTD_CHILD_SIDE int ProbeScratchMount(const void* fd) {
+  return MountScratch("/", *static_cast<const int*>(fd), false);
+}
+}  // namespace
 
 size_t StartScratchMountProbe(ProbeChildren& probes) {
   Result<ScratchDisk> disk = ScratchDisk::Make(65536);
@@ -34,10 +43,8 @@ size_t StartScratchMountProbe(ProbeChildren& probes) {
                                   "): it needs CAP_SYS_ADMIN, a kernel with fsopen (5.2) and a "
                                   "seccomp policy that allows it");
   }
-  // The child has its own copy of the descriptor: the tmpfs may go here.
-  int fd = disk->fd();
-  return probes.Start(
-      [](const void* arg) { return MountScratch("/", *static_cast<const int*>(arg), false); }, &fd);
+  // The child has its own copy of the descriptor table: the tmpfs may go here.
+  return probes.Start(ProbeScratchMount, probes.Keep(disk->fd()));
 }
 
 std::string ScratchMountVerdict(const ProbeChildren& probes, size_t i) {

@@ -25,21 +25,13 @@
 #include "proc/child_side.h"
 #include "proc/empty_network.h"
 #include "proc/exec_holder.h"
+#include "proc/raw_syscall.h"
 #include "proc/readonly_mounts.h"
 #include "proc/scratch_mount.h"
 #include "sys/thread_sanitizer.h"
 
 namespace agentd {
-namespace {
 
-constexpr size_t kChildStackBytes = 64 * 1024;
-
-using CloneFn = int (*)(int (*)(void*), void*, int, void*, ...);
-
-// libc's clone. ThreadSanitizer intercepts clone() to treat it as a fork,
-// which cannot hold for CLONE_VM (its fork hook fails a CHECK in the
-// child); the child here runs no instrumented code and no interceptor, so
-// under TSan the call goes past the interceptor to libc's own.
 CloneFn LibcClone() {
 #ifdef AGENTD_THREAD_SANITIZER
   static const CloneFn next = reinterpret_cast<CloneFn>(::dlsym(RTLD_NEXT, "clone"));
@@ -48,6 +40,10 @@ CloneFn LibcClone() {
   return &::clone;
 #endif
 }
+
+namespace {
+
+constexpr size_t kChildStackBytes = 64 * 1024;
 
 // The kernel's struct sigaction (not libc's): handler, flags, restorer, mask.
 struct KernelSigaction {
