@@ -95,12 +95,18 @@ AGENTD_CHILD_SIDE int ApplyReadonlyMounts(const char* const* paths, size_t count
 
 namespace {
 
-// The probe child's step (proc/probe_child.h): the paths the daemon keeps
-// until the probe is waited for.
+// The probe child's step (proc/probe_child.h), on a list the daemon keeps
+// until the probe is waited for. Plain fields: the child may call no
+// instrumented code (a sanitizer build's std::vector accessors are).
+struct PathList {
+  const char* const* paths;
+  size_t count;
+};
+
 AGENTD_CHILD_SIDE int ProbeReadonlyMounts(const void* arg) {
-  const auto* list = static_cast<const std::vector<const char*>*>(arg);
+  const auto* list = static_cast<const PathList*>(arg);
   const char* failed = nullptr;
-  return ApplyReadonlyMounts(list->data(), list->size(), &failed);
+  return ApplyReadonlyMounts(list->paths, list->count, &failed);
 }
 
 }  // namespace
@@ -111,7 +117,8 @@ size_t StartReadonlyMountsProbe(ProbeChildren& probes, const std::vector<std::st
   const auto* kept = probes.Keep(paths);
   std::vector<const char*> c_paths;
   for (const std::string& p : *kept) c_paths.push_back(p.c_str());
-  return probes.Start(ProbeReadonlyMounts, probes.Keep(std::move(c_paths)));
+  const auto* kept_c = probes.Keep(std::move(c_paths));
+  return probes.Start(ProbeReadonlyMounts, probes.Keep(PathList{kept_c->data(), kept_c->size()}));
 }
 
 std::string ReadonlyMountsVerdict(const ProbeChildren& probes, size_t i) {
