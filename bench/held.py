@@ -6,8 +6,10 @@ idle machine", not by one run. bench/run keeps each full run's summary in
 DIR/history/ (bench/charts.py); this reads the newest N of them (smoke runs
 are never kept) and prints one markdown line per row with a target: its
 figure in each run, oldest first, the target and in how many runs it held.
-A row is the same row across runs when its group, name and target agree (a
-changed target starts a new row). A row missing from a run (a group left
+A row is the same row across runs when it stands at the same place in its
+group with the same target (as bench/charts.py's whiskers read them: some
+rows' names carry their run's own figures); a changed target starts a new
+row, and the name shown is the newest run's. A row missing from a run (a group left
 out with --only, a benchmark that failed) counts as not held there.
 
 Exits 0 when every row held in all N runs, 1 when one did not, 2 when
@@ -20,9 +22,9 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from charts import load_history, share  # noqa: E402
+from charts import group_rows, load_history, share  # noqa: E402
 
-Key = Tuple[str, str, str]
+Key = Tuple[str, int, str]  # group, place in the group, target
 
 
 def figure(row: Dict[str, Any]) -> str:
@@ -44,15 +46,18 @@ def table(runs: Sequence[Dict[str, Any]]) -> Tuple[str, List[Key], List[Key]]:
     rows and those of the rows that did not hold in every run."""
     order: List[Key] = []
     cells: Dict[Key, List[Optional[Dict[str, Any]]]] = {}
+    names: Dict[Key, str] = {}
     for i, run in enumerate(runs):
-        for row in run.get("rows", []):
-            if share(row) is None:
-                continue
-            key = (row.get("group") or "other", row.get("what", ""), row.get("target", ""))
-            if key not in cells:
-                order.append(key)
-                cells[key] = [None] * len(runs)
-            cells[key][i] = row
+        for group, rows in group_rows(run.get("rows", [])).items():
+            for place, row in enumerate(rows):
+                if share(row) is None:
+                    continue
+                key = (group, place, row.get("target", ""))
+                if key not in cells:
+                    order.append(key)
+                    cells[key] = [None] * len(runs)
+                cells[key][i] = row
+                names[key] = row.get("what", "")
     head = "| group | row | %s | target | held |\n|---|---|%s---|---|\n" % (
         " | ".join("run %d" % (i + 1) for i in range(len(runs))), "---|" * len(runs))
     lines, missed = [], []
@@ -62,7 +67,7 @@ def table(runs: Sequence[Dict[str, Any]]) -> Tuple[str, List[Key], List[Key]]:
         if held < len(runs):
             missed.append(key)
         shown = [figure(r) if r is not None else "—" for r in got]
-        lines.append("| %s | %s | %s | %s | %s |" % (key[0], key[1], " | ".join(shown), key[2],
+        lines.append("| %s | %s | %s | %s | %s |" % (key[0], names[key], " | ".join(shown), key[2],
                                                      verdict(held, len(runs))))
     return head + "\n".join(lines) + "\n", order, missed
 
