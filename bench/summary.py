@@ -199,8 +199,13 @@ def fs_rows(r: Dict[str, Any]) -> List[Row]:
                 continue
             t = f[key]
             direction, _, via = key.partition(" ")
-            row = Row("single-file %s, %d MiB (`%s`)" % (direction, size >> 20,
-                                                        via.strip("()") or "curl"),
+            # Which upload pays for the new content's SHA-256: curl's PUT
+            # answers the tag, agentctl cp sends etag=0 (docs/PROTOCOL.md).
+            tag = ""
+            if direction == "upload":
+                tag = ", no tag asked (`etag=0`)" if via else ", answers the tag"
+            row = Row("single-file %s, %d MiB (`%s`%s)" % (direction, size >> 20,
+                                                          via.strip("()") or "curl", tag),
                       rate(size / med(t["daemon_s"])),
                       baseline="`cat` via loopback TCP: %s" % rate(size / med(t["baseline_s"])),
                       ratio=speedup(t))

@@ -8,9 +8,12 @@ upload's wall time and the daemon's CPU time (utime + stime from
 steadier figure.
 
 Usage: bench/upload_ab.py A_AGENTD B_AGENTD [--agentctl PATH]... [--rounds 5]
-       [--mib 1024]
+       [--mib 1024] [--no-tag]
 Each client (curl -T, and every --agentctl given) uploads to both daemons
-in every round. Prints medians per client and daemon, and B/A.
+in every round. Prints medians per client and daemon, and B/A. --no-tag
+adds a client `curl -T` to `PUT /v1/fs/file?...&etag=0` (no ETag answered,
+nothing hashed; both daemons must know the parameter), so the tag's cost
+shows as curl against curl[etag=0] in the same rounds.
 """
 
 import argparse
@@ -39,6 +42,7 @@ def main():
     p.add_argument("--agentctl", action="append", default=[])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--mib", type=int, default=1024)
+    p.add_argument("--no-tag", action="store_true")
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="agentd-upload-ab-")
     mounted = os.geteuid() == 0 and subprocess.run(
@@ -58,10 +62,11 @@ def main():
             if os.path.exists(dst):
                 os.unlink(dst)
 
-        def curl(d):
+        def curl(d, query=""):
             return lambda: subprocess.run(
                 ["curl", "-sS", "--fail", "-H", "Authorization: Bearer " + d.token, "-T", src,
-                 "-o", "/dev/null", "http://127.0.0.1:%d/v1/fs/file?path=%s" % (d.port, dst)],
+                 "-o", "/dev/null",
+                 "http://127.0.0.1:%d/v1/fs/file?path=%s%s" % (d.port, dst, query)],
                 check=True)
 
         def agentctl(tool, d):
@@ -74,7 +79,10 @@ def main():
             with open(dst, "wb") as out:
                 socket_pipeline(["cat", src], ["cat"], consumer_stdout=out)
 
-        clients = [("curl", curl)] + [("agentctl[%d]" % i, (lambda t: lambda d: agentctl(t, d))(t))
+        clients = [("curl", curl)]
+        if args.no_tag:
+            clients.append(("curl[etag=0]", lambda d: curl(d, "&etag=0")))
+        clients += [("agentctl[%d]" % i, (lambda t: lambda d: agentctl(t, d))(t))
                                       for i, t in enumerate(args.agentctl)]
         times, cpus, cats = {}, {}, []
         for r in range(args.rounds):

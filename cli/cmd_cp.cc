@@ -26,6 +26,14 @@ bool IsGuest(const std::string& s, std::string* path) {
   return false;
 }
 
+// A daemon older than PUT /v1/fs/file's `etag` parameter refuses it as
+// unknown (400 invalid_request naming the field).
+bool RefusedEtagParameter(const Status& s) {
+  if (s.code() != ErrorCode::kInvalidRequest) return false;
+  const json::Value* field = s.details().Find("field");
+  return field && field->is_string() && field->as_string() == "etag";
+}
+
 int Upload(Context& ctx, const std::string& local, const std::string& remote) {
   struct stat st;
   if (::stat(local.c_str(), &st) != 0) {
@@ -66,9 +74,18 @@ int Upload(Context& ctx, const std::string& local, const std::string& remote) {
   // a device) is streamed chunked through the buffer, and so is a file
   // that says it is empty (procfs makes its content up when read).
   bool whole = S_ISREG(st.st_mode) && st.st_size > 0;
+  // cp never shows the new content's tag, so the daemon is spared hashing
+  // it (etag=0, docs/PROTOCOL.md "Write"); a daemon older than that
+  // parameter refuses it before reading the body, and is asked again with
+  // the tag. A streamed body cannot be sent twice: it asks for the tag.
+  w.etag = !whole;
   Result<FileStat> written =
       whole ? ctx.client().WriteFileFromFd(remote, fd, static_cast<uint64_t>(st.st_size), w)
             : ctx.client().WriteFileFrom(remote, source, w);
+  if (whole && !written.ok() && RefusedEtagParameter(written.status())) {
+    w.etag = true;
+    written = ctx.client().WriteFileFromFd(remote, fd, static_cast<uint64_t>(st.st_size), w);
+  }
   if (written.ok() && whole) progress.Add(written->size);
   ::close(fd);
   progress.Done();

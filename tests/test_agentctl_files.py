@@ -105,10 +105,11 @@ class FileCommandsTest(AgentctlTestCase):
             self.assertEqual(f.read(), b"#!/bin/sh\necho hi\n")
         self.assertEqual(stat.S_IMODE(os.stat(back).st_mode), 0o751)
 
-    def test_cp_of_a_large_file_lands_whole_with_its_tag(self):
+    def test_cp_of_a_large_file_lands_whole_without_asking_for_its_tag(self):
         # A regular file goes with Content-Length by sendfile: 3 MiB and a
         # bit, more than one of agentctl's former 256 KiB reads and the
-        # daemon's write blocks.
+        # daemon's write blocks. cp asks for no tag (etag=0): its answer
+        # has none, and a later stat hashes the bytes that landed.
         local = os.path.join(self.dir, "big.bin")
         data = os.urandom((3 << 20) + 4321)
         with open(local, "wb") as f:
@@ -116,9 +117,12 @@ class FileCommandsTest(AgentctlTestCase):
         remote = os.path.join(self.dir, "big-remote.bin")
         r, env = self.envelope("cp", local, "guest:" + remote)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(env["result"]["etag"], '"sha256:%s"' % hashlib.sha256(data).hexdigest())
+        self.assertEqual(env["result"]["size"], len(data))
+        self.assertNotIn("etag", env["result"])
         with open(remote, "rb") as f:
             self.assertEqual(f.read(), data)
+        r, env = self.envelope("stat", remote)
+        self.assertEqual(env["result"]["etag"], '"sha256:%s"' % hashlib.sha256(data).hexdigest())
 
     def test_cp_of_a_proc_file_copies_what_reading_it_gives(self):
         # procfs says such a file is empty (st_size 0) and makes its content

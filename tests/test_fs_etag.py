@@ -143,6 +143,63 @@ class WritePreconditionTest(EtagTestCase):
         self.assertEqual((self.read("f"), self.leftovers()), (b"changed meanwhile", []))
 
 
+class WriteWithoutTagTest(EtagTestCase):
+    """PUT /v1/fs/file?etag=0: no tag in the answer, nothing hashed; the
+    file and its preconditions are as without it."""
+
+    def put_untagged(self, p, data, headers=None):
+        s, h, b = self.daemon.request("PUT", url("/v1/fs/file", path=p, etag=0), data,
+                                      headers=headers)
+        return s, h, json.loads(b)
+
+    def test_a_write_with_etag_0_answers_no_tag_and_a_later_stat_hashes_the_bytes_written(self):
+        # Many of the daemon's 256 KiB blocks, with Content-Length and chunked.
+        data = os.urandom((3 << 20) + 12345)
+        p = self.path("big")
+        s, h, b = self.put_untagged(p, data)
+        self.assertEqual((s, b["size"], b["type"]), (200, len(data), "file"), b)
+        self.assertNotIn("etag", b)
+        self.assertNotIn("etag", h)
+        self.assertEqual(self.read("big"), data)
+        s, h, b = self.daemon.request("GET", url("/v1/fs/stat", path=p))
+        self.assertEqual((s, json.loads(b)["etag"], h["etag"]), (200, tag_of(data), tag_of(data)))
+        conn = self.daemon.connection()
+        pieces = [data[i:i + 100_000] for i in range(0, len(data), 100_000)]
+        conn.request("PUT", url("/v1/fs/file", path=self.path("chunked"), etag=0), body=iter(pieces),
+                     headers=self.daemon.headers(), encode_chunked=True)
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+        self.assertEqual((resp.status, resp.getheader("ETag")), (200, None))
+        self.assertNotIn("etag", answer)
+        self.assertEqual(self.read("chunked"), data)
+        s, h, _ = self.daemon.request("HEAD", url("/v1/fs/file", path=self.path("chunked")))
+        self.assertEqual((s, h["etag"]), (200, tag_of(data)))
+
+    def test_etag_1_and_no_etag_parameter_answer_the_new_tag(self):
+        for params in ({"etag": 1}, {}):
+            s, h, b = self.daemon.request("PUT", url("/v1/fs/file", path=self.path("f"), **params),
+                                          b"tagged")
+            b = json.loads(b)
+            self.assertEqual((s, b["etag"], h["etag"]), (200, tag_of(b"tagged"), tag_of(b"tagged")))
+
+    def test_a_write_with_etag_0_still_checks_if_match_and_if_none_match(self):
+        p = self.put_file("f", b"current")
+        s, h, b = self.put_untagged(p, b"mine", {"If-Match": tag_of(b"what I read")})
+        self.assertPreconditionFailed(s, h, b, tag_of(b"current"))
+        s, h, b = self.put_untagged(p, b"mine", {"If-None-Match": "*"})
+        self.assertPreconditionFailed(s, h, b, tag_of(b"current"))
+        self.assertEqual((self.read("f"), self.leftovers()), (b"current", []))
+        s, h, b = self.put_untagged(p, b"mine", {"If-Match": tag_of(b"current")})
+        self.assertEqual((s, self.read("f")), (200, b"mine"))
+        self.assertNotIn("etag", b)
+
+    def test_an_etag_value_other_than_0_or_1_is_invalid_request(self):
+        s, _, b = self.daemon.request("PUT", url("/v1/fs/file", path=self.path("f"), etag="no"), b"x")
+        b = json.loads(b)
+        self.assertEqual((s, error_code(b), b["error"]["field"]), (400, "invalid_request", "etag"))
+        self.assertFalse(os.path.exists(self.path("f")))
+
+
 class DeleteRenamePreconditionTest(EtagTestCase):
     def test_a_delete_with_a_stale_tag_keeps_the_file(self):
         p = self.put_file("f", b"keep me")

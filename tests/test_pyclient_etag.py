@@ -73,6 +73,29 @@ class PyClientEtagTest(unittest.TestCase):
         self.assertEqual(self.c.remove(self.path("g"), if_match=st.etag), 1)
         self.assertFalse(os.path.exists(self.path("g")))
 
+    def test_a_write_with_etag_false_answers_no_tag_and_a_later_stat_hashes_it(self):
+        data = os.urandom((1 << 20) + 77)
+        st = self.c.write_file(self.path("f"), data, etag=False)
+        self.assertIsNone(st.etag)
+        self.assertEqual(st.size, len(data))
+        with open(self.path("f"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        self.assertEqual(self.c.stat(self.path("f")).etag, tag_of(data))
+        streamed = self.c.write_file_from(self.path("g"), iter([data[:5000], data[5000:]]), etag=False)
+        self.assertIsNone(streamed.etag)
+        self.assertEqual(self.c.read_file_with_etag(self.path("g")).etag, tag_of(data))
+        self.assertEqual(self.c.write_file(self.path("h"), data).etag, tag_of(data))
+
+    def test_a_write_with_etag_false_is_still_guarded(self):
+        self.c.write_file(self.path("f"), b"v1")
+        with self.assertRaises(ac.PreconditionFailed) as cm:
+            self.c.write_file(self.path("f"), b"v2", if_match=tag_of(b"v0"), etag=False)
+        self.assertEqual(cm.exception.details["etag"], tag_of(b"v1"))
+        self.assertEqual(self.c.read_file(self.path("f")), b"v1")
+        st = self.c.write_file(self.path("f"), b"v2", if_match=tag_of(b"v1"), etag=False)
+        self.assertIsNone(st.etag)
+        self.assertEqual(self.c.read_file(self.path("f")), b"v2")
+
     def test_asyncio_client_passes_preconditions(self):
         async def go():
             async with AsyncClient(self.url, token="test-token") as guest:

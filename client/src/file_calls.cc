@@ -15,6 +15,7 @@ std::string WriteTarget(const std::string& path, const WriteOptions& o) {
   if (o.parents) target += "&parents=1";
   if (o.user) target += "&user=" + PercentEncode(*o.user, /*keep_slash=*/true);
   if (o.group) target += "&group=" + PercentEncode(*o.group, /*keep_slash=*/true);
+  if (!o.etag) target += "&etag=0";
   return target;
 }
 

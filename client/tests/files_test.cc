@@ -111,6 +111,58 @@ TEST_CASE("files: a write from an open file sends it whole, or leaves the old fi
   ::close(fd);
 }
 
+TEST_CASE("files: a write with etag false answers no tag, a later stat has it, guards still hold",
+          "[client][files]") {
+  DaemonProcess d;
+  Client c(d.client_options());
+  std::string data;
+  for (int i = 0; data.size() < (1u << 20); ++i) data += std::to_string(i) + ";";
+  std::string local = d.dir() + "/local.bin";
+  {
+    std::FILE* f = std::fopen(local.c_str(), "wb");
+    REQUIRE(f);
+    REQUIRE(std::fwrite(data.data(), 1, data.size(), f) == data.size());
+    std::fclose(f);
+  }
+  WriteOptions untagged;
+  untagged.etag = false;
+  std::string path = d.dir() + "/untagged.bin";
+  auto st = c.WriteFile(path, data, untagged);
+  REQUIRE(st.ok());
+  CHECK(st->size == data.size());
+  CHECK_FALSE(st->etag.has_value());
+  auto back = c.ReadFileWithEtag(path);
+  REQUIRE(back.ok());
+  CHECK(back->data == data);
+  REQUIRE(back->etag.has_value());
+  CHECK(c.Stat(path)->etag == back->etag);
+  // The same bytes written with the tag asked for: the same tag.
+  auto tagged = c.WriteFile(d.dir() + "/tagged.bin", data);
+  REQUIRE(tagged.ok());
+  CHECK(tagged->etag == back->etag);
+
+  int fd = ::open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  auto from_fd = c.WriteFileFromFd(d.dir() + "/from-fd.bin", fd, data.size(), untagged);
+  ::close(fd);
+  REQUIRE(from_fd.ok());
+  CHECK_FALSE(from_fd->etag.has_value());
+  CHECK(c.Stat(d.dir() + "/from-fd.bin")->etag == back->etag);
+
+  WriteOptions stale = untagged;
+  stale.guard.if_match = "\"sha256:" + std::string(64, '0') + "\"";
+  auto refused = c.WriteFile(path, "lost", stale);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == ErrorCode::kPreconditionFailed);
+  CHECK(c.ReadFile(path).value() == data);
+  WriteOptions current = untagged;
+  current.guard.if_match = back->etag;
+  auto replaced = c.WriteFile(path, "new", current);
+  REQUIRE(replaced.ok());
+  CHECK_FALSE(replaced->etag.has_value());
+  CHECK(c.ReadFile(path).value() == "new");
+}
+
 TEST_CASE("files: a daemon that closes during a write from an open file is an error, not SIGPIPE",
           "[client][files]") {
   // sendfile(2) has no MSG_NOSIGNAL. On a unix socket whose reader closed

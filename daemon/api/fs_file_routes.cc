@@ -156,6 +156,9 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   const std::string* mode_text = q.String("mode");
   WriteOptions opts;
   opts.parents = q.Bool("parents", false);
+  // etag=0: the answer carries no tag, and the upload hashes nothing (a
+  // later stat or read hashes lazily, as for any other file).
+  bool want_tag = q.Bool("etag", true);
   const std::string* user = q.String("user");
   const std::string* group = q.String("group");
   Status s = q.Finish();
@@ -194,10 +197,14 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
   }
   auto io = co_await asio::this_coro::executor;
   std::shared_ptr<ByteChannel> channel = r.fs.channels().Make(io, kFsChannelBytes);
-  auto write = [file = std::move(*created), channel]() mutable -> Result<FileStat> {
+  auto write = [file = std::move(*created), channel, want_tag]() mutable -> Result<FileStat> {
     // Written blocks are hashed on another thread, which hands them back
-    // to the channel for refilling (fs/background_hasher.h).
-    BackgroundHasher hasher([channel](std::string block) { channel->Recycle(std::move(block)); });
+    // to the channel for refilling (fs/background_hasher.h); without a
+    // tag asked for they go back at once.
+    std::optional<BackgroundHasher> hasher;
+    if (want_tag) {
+      hasher.emplace([channel](std::string block) { channel->Recycle(std::move(block)); });
+    }
     for (;;) {
       std::optional<std::string> chunk = channel->Pop();
       if (!chunk) break;
@@ -206,12 +213,16 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
         channel->Close();
         return w;
       }
-      hasher.Add(std::move(*chunk));
+      if (hasher) {
+        hasher->Add(std::move(*chunk));
+      } else {
+        channel->Recycle(std::move(*chunk));
+      }
     }
     if (channel->closed()) {
       return Status::Error(ErrorCode::kTransport, "the upload ended early");
     }
-    return file.Commit(hasher.Finish());
+    return file.Commit(hasher ? std::optional<std::string>(hasher->Finish()) : std::nullopt);
   };
   auto job = PoolJob<Result<FileStat>>::Start(r.fs.jobs(), io, std::move(write));
   Status body = co_await PumpBody(req, *channel, metrics::Daemon().file_bytes_in);
@@ -221,7 +232,8 @@ asio::awaitable<void> WriteFile(FsRoute r, Request& req, Response& res) {
     co_await RefuseMidBody(req, res, written.status());
     co_return;
   }
-  Headers h{{"ETag", written->etag.value_or("")}};
+  Headers h;
+  if (written->etag) h.emplace_back("ETag", *written->etag);
   co_await res.SendJson(200, EncodeFileStat(*written), h);
 }
 

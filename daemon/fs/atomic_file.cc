@@ -126,7 +126,7 @@ Status AtomicFile::Write(std::string_view data) {
   return Status::Ok();
 }
 
-Result<FileStat> AtomicFile::Commit(std::string etag) {
+Result<FileStat> AtomicFile::Commit(std::optional<std::string> etag) {
   if (::fsync(file_.get()) != 0) {
     if (IsNoSpace(errno)) return NoSpaceWhileWriting(dir_.get(), written_, display_);
     return PosixError(errno, "cannot flush", display_);

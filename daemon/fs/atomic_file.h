@@ -60,8 +60,9 @@ class AtomicFile {
   // Appends; ENOSPC is 507 insufficient_storage with real numbers.
   Status Write(std::string_view data);
   // Makes the new content visible under the target name; the stat object
-  // of the written file, with `etag` (the tag of every byte written).
-  Result<FileStat> Commit(std::string etag);
+  // of the written file, with `etag` (the tag of every byte written;
+  // absent when the caller hashed nothing).
+  Result<FileStat> Commit(std::optional<std::string> etag);
   uint64_t written() const { return written_; }
 
  private:

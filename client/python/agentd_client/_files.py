@@ -88,9 +88,11 @@ class FileCalls(CallsBase):
     def write_file(self, path: str, data: FileData, *, mode: Union[int, str, None] = None,
                    parents: bool = False, user: Optional[str] = None,
                    group: Optional[str] = None, if_match: Optional[str] = None,
-                   if_none_match: bool = False) -> FileStat:
+                   if_none_match: bool = False, etag: bool = True) -> FileStat:
         """PUT /v1/fs/file: atomically replaces the file; `mode` exactly (0o755 or "0755").
-        Answers the new stat with its `etag`.
+        Answers the new stat with its `etag`; with `etag=False` the answer has none
+        (`etag` is None) and the daemon spends no time hashing the upload (a later
+        stat or read_file_with_etag hashes it when asked).
 
         `if_match` (an ETag from stat or read_file_with_etag, or "*") replaces only
         that version; `if_none_match` only creates. Either failing raises
@@ -108,6 +110,8 @@ class FileCalls(CallsBase):
             target += "&user=" + quote_value(user)
         if group is not None:
             target += "&group=" + quote_value(group)
+        if not etag:
+            target += "&etag=0"
         req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
         guard = _preconditions(if_match, if_none_match)
         req.headers.update(guard)
@@ -133,7 +137,8 @@ class FileCalls(CallsBase):
     def write_file_from(self, path: str, source: Union[IO[bytes], Iterable[bytes]], *,
                         mode: Union[int, str, None] = None, parents: bool = False,
                         user: Optional[str] = None, group: Optional[str] = None,
-                        if_match: Optional[str] = None, if_none_match: bool = False) -> FileStat:
+                        if_match: Optional[str] = None, if_none_match: bool = False,
+                        etag: bool = True) -> FileStat:
         """write_file from a streaming source (a binary file object or an iterator of
         bytes), sent chunked as it is read: memory stays flat for any size. Never
         retried once started (the source may not be readable twice)."""
@@ -141,7 +146,7 @@ class FileCalls(CallsBase):
             raise InvalidRequest("write_file_from takes a file object or an iterator of bytes "
                                  "(write_file takes bytes)", details={"field": "source"})
         return self.write_file(path, source, mode=mode, parents=parents, user=user, group=group,
-                               if_match=if_match, if_none_match=if_none_match)
+                               if_match=if_match, if_none_match=if_none_match, etag=etag)
 
     def stat(self, path: str, follow: bool = False) -> FileStat:
         target = "/v1/fs/stat?path=" + quote_value(path) + ("&follow=1" if follow else "")

@@ -46,6 +46,12 @@ export interface WriteOptions extends Preconditions {
   parents?: boolean;
   user?: string;
   group?: string;
+  /**
+   * false: writeFile's answer has no etag and the daemon spends no time
+   * hashing the upload (PUT /v1/fs/file?etag=0); stat or readFileWithEtag
+   * hash the file later, when asked. Default true.
+   */
+  etag?: boolean;
 }
 
 /** One exact replacement: `old` must occur exactly `count` times (default 1). */
@@ -154,6 +160,7 @@ export class FileCalls extends Base {
     if (o.parents) target += "&parents=1";
     if (o.user !== undefined) target += `&user=${q(o.user)}`;
     if (o.group !== undefined) target += `&group=${q(o.group)}`;
+    if (o.etag === false) target += "&etag=0";
     const whole = typeof data === "string" || data instanceof Uint8Array;
     const body: Body = typeof data === "string" ? Buffer.from(data)
       : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy

@@ -47,6 +47,27 @@ test("a read's etag guards a write: the stale tag is refused and the file kept",
   assert.equal(readFileSync(join(base, "created.txt"), "utf8"), "new\n");
 });
 
+test("a write with etag false answers no tag; a later stat hashes it; ifMatch still holds", async () => {
+  const path = join(base, "untagged.bin");
+  const data = Buffer.alloc((1 << 20) + 99);
+  for (let i = 0; i < data.length; i++) data[i] = (i * 7 + (i >> 10)) & 0xff;
+  const st = await c.writeFile(path, data, { etag: false });
+  assert.equal(st.size, data.length);
+  assert.equal(st.etag, undefined);
+  assert.deepEqual(readFileSync(path), data);
+  const tagged = await c.writeFile(join(base, "tagged.bin"), data);
+  assert.match(tagged.etag ?? "", /^"sha256:[0-9a-f]{64}"$/);
+  assert.equal((await c.stat(path)).etag, tagged.etag);
+
+  const stale = await rejection(c.writeFile(path, "lost", { ifMatch: `"sha256:${"0".repeat(64)}"`, etag: false }));
+  assert.equal(stale.code, "precondition_failed");
+  assert.equal(stale.details.etag, tagged.etag);
+  assert.deepEqual(readFileSync(path), data);
+  const replaced = await c.writeFile(path, "new", { ifMatch: tagged.etag!, etag: false });
+  assert.equal(replaced.etag, undefined);
+  assert.equal(readFileSync(path, "utf8"), "new");
+});
+
 test("remove and rename honour ifMatch and ifNoneMatch", async () => {
   const path = join(base, "victim.txt");
   writeFileSync(path, "v1\n");

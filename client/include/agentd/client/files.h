@@ -51,6 +51,10 @@ struct WriteOptions {
   // A guarded write is never retried blindly: its own first attempt would
   // have changed the tag it checks.
   Preconditions guard;
+  // false: the answer carries no `etag` and the daemon spends no time
+  // hashing the upload (PUT /v1/fs/file?etag=0); Stat or ReadFileWithEtag
+  // hash the file later, when asked. The guard is checked all the same.
+  bool etag = true;
 };
 
 // Receives a file's bytes as they arrive; a non-ok Status stops the read.
