@@ -203,7 +203,7 @@ def fs_rows(r: Dict[str, Any]) -> List[Row]:
             # answers the tag, agentctl cp sends etag=0 (docs/PROTOCOL.md).
             tag = ""
             if direction == "upload":
-                tag = ", no tag asked (`etag=0`)" if via else ", answers the tag"
+                tag = ", no tag: `etag=0`" if via else ", answers the tag"
             row = Row("single-file %s, %d MiB (`%s`%s)" % (direction, size >> 20,
                                                           via.strip("()") or "curl", tag),
                       rate(size / med(t["daemon_s"])),
