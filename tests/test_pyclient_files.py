@@ -2,6 +2,7 @@
 extraction against a fake daemon serving hostile archives."""
 
 import gzip
+import hashlib
 import http.server
 import io
 import os
@@ -90,6 +91,33 @@ class PyClientFilesTest(unittest.TestCase):
         with self.assertRaises(OSError):
             self.c.write_file(p, broken())
         self.assertEqual(self.c.read_file(p), b"old")
+
+    def test_a_write_from_an_open_file_sends_it_whole_or_leaves_the_old_file(self):
+        # 3 MiB of distinct bytes, sent by sendfile with Content-Length.
+        data = os.urandom((3 << 20) + 999)
+        local = os.path.join(self.local, "src.bin")
+        with open(local, "wb") as f:
+            f.write(data)
+        p = os.path.join(self.remote, "dst.bin")
+        with open(local, "rb") as f:
+            f.seek(12345)  # sent from offset 0 whatever the file position
+            st = self.c.write_file_from_fd(p, f.fileno(), len(data), mode=0o600)
+            self.assertEqual((st.size, st.mode), (len(data), 0o600))
+            self.assertEqual(st.etag, '"sha256:%s"' % hashlib.sha256(data).hexdigest())
+            with open(p, "rb") as out:
+                self.assertEqual(out.read(), data)
+            # Declared longer than the file: the body is cut short, the old
+            # content stays and the error says how far the file went.
+            with self.assertRaises(ac.IoError) as cm:
+                self.c.write_file_from_fd(p, f.fileno(), len(data) + 4096, etag=False)
+            self.assertIn("ended at %d bytes" % len(data), str(cm.exception))
+            untagged = self.c.write_file_from_fd(os.path.join(self.remote, "b"), f.fileno(), 10,
+                                                 etag=False)
+            self.assertIsNone(untagged.etag)
+        with open(p, "rb") as out:
+            self.assertEqual(out.read(), data)
+        self.assertEqual(self.c.read_file(os.path.join(self.remote, "b")), data[:10])
+        self.assertEqual([n for n in os.listdir(self.remote) if n.startswith(".agentd-tmp")], [])
 
     def test_a_large_write_refused_from_its_head_arrives_as_the_daemons_error(self):
         # Bodies over 1 MiB and streamed ones wait for "100 Continue": a

@@ -26,6 +26,19 @@ void AddPreconditions(HttpRequest& req, const Preconditions& guard) {
 
 bool Guarded(const Preconditions& guard) { return guard.if_match || guard.if_none_match; }
 
+// PUT /v1/fs/file without its body. A body that can be sent again whole
+// (bytes, or a file from its start) leaves the same file each time: safe to
+// retry, unless guarded (the first attempt changed what the guard checks).
+HttpRequest WriteRequest(const std::string& path, const WriteOptions& options, bool resendable) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.target = WriteTarget(path, options);
+  req.content_type = "application/octet-stream";
+  AddPreconditions(req, options.guard);
+  req.idempotent = resendable && !Guarded(options.guard);
+  return req;
+}
+
 }  // namespace
 
 asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions o,
@@ -65,40 +78,23 @@ asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, R
 
 asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
                                                 std::string contents, WriteOptions options) {
-  HttpRequest req;
-  req.method = "PUT";
-  req.target = WriteTarget(path, options);
+  HttpRequest req = WriteRequest(path, options, /*resendable=*/true);
   req.body = std::move(contents);
-  req.content_type = "application/octet-stream";
-  AddPreconditions(req, options.guard);
-  // The same bytes to the same path leave the same file: safe to retry,
-  // unless guarded (the first attempt changed what the guard checks).
-  req.idempotent = !Guarded(options.guard);
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,
                                                     ByteSource source, WriteOptions options) {
-  HttpRequest req;
-  req.method = "PUT";
-  req.target = WriteTarget(path, options);
-  req.content_type = "application/octet-stream";
-  AddPreconditions(req, options.guard);
+  HttpRequest req = WriteRequest(path, options, /*resendable=*/false);
   req.source = [&source]() -> asio::awaitable<Result<std::string_view>> { co_return source(); };
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 
 asio::awaitable<Result<FileStat>> WriteFileFromFdCall(Transport& t, std::string path, int fd,
                                                       uint64_t size, WriteOptions options) {
-  HttpRequest req;
-  req.method = "PUT";
-  req.target = WriteTarget(path, options);
-  req.content_type = "application/octet-stream";
-  AddPreconditions(req, options.guard);
+  // Each attempt sends the file from its start.
+  HttpRequest req = WriteRequest(path, options, /*resendable=*/true);
   req.file = FileBody{fd, size};
-  // Each attempt sends the file from its start: as safe to retry as
-  // WriteFile, unless guarded.
-  req.idempotent = !Guarded(options.guard);
   co_return DecodeAnswer<FileStat>(co_await t.Call(req), &DecodeFileStat);
 }
 

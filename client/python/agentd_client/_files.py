@@ -8,7 +8,7 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, 
 
 from . import _tree
 from ._base import CallsBase, retryable_stream_failure
-from ._transport import Request, quote_value
+from ._transport import FileBody, Request, quote_value
 from .errors import AgentdError, InvalidRequest, ProtocolError
 from .types import (EditResult, FileContent, FileStat, GlobResult, SearchMatch, SearchResult,
                     SearchSummary, TreeStats)
@@ -28,6 +28,27 @@ def _preconditions(if_match: Optional[str], if_none_match: bool) -> Dict[str, st
     if if_none_match:
         h["If-None-Match"] = "*"
     return h
+
+
+def _write_request(path: str, mode: Union[int, str, None], parents: bool, user: Optional[str],
+                   group: Optional[str], if_match: Optional[str], if_none_match: bool,
+                   etag: bool) -> Tuple[Request, Dict[str, str]]:
+    """PUT /v1/fs/file without its body, and its preconditions (empty: unguarded)."""
+    target = "/v1/fs/file?path=" + quote_value(path)
+    if mode is not None:
+        target += "&mode=" + _mode_text(mode)
+    if parents:
+        target += "&parents=1"
+    if user is not None:
+        target += "&user=" + quote_value(user)
+    if group is not None:
+        target += "&group=" + quote_value(group)
+    if not etag:
+        target += "&etag=0"
+    req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
+    guard = _preconditions(if_match, if_none_match)
+    req.headers.update(guard)
+    return req, guard
 
 
 class FileCalls(CallsBase):
@@ -101,20 +122,8 @@ class FileCalls(CallsBase):
         bytes/str bodies are retried (the same bytes leave the same file) unless
         guarded (a retry would meet its own first attempt); a file object or an
         iterator is streamed chunked and not retried."""
-        target = "/v1/fs/file?path=" + quote_value(path)
-        if mode is not None:
-            target += "&mode=" + _mode_text(mode)
-        if parents:
-            target += "&parents=1"
-        if user is not None:
-            target += "&user=" + quote_value(user)
-        if group is not None:
-            target += "&group=" + quote_value(group)
-        if not etag:
-            target += "&etag=0"
-        req = Request("PUT", target, headers={"Content-Type": "application/octet-stream"})
-        guard = _preconditions(if_match, if_none_match)
-        req.headers.update(guard)
+        req, guard = _write_request(path, mode, parents, user, group, if_match, if_none_match,
+                                    etag)
         if isinstance(data, str):
             req.body, req.idempotent = data.encode("utf-8"), not guard
         elif isinstance(data, (bytes, bytearray, memoryview)):
@@ -147,6 +156,22 @@ class FileCalls(CallsBase):
                                  "(write_file takes bytes)", details={"field": "source"})
         return self.write_file(path, source, mode=mode, parents=parents, user=user, group=group,
                                if_match=if_match, if_none_match=if_none_match, etag=etag)
+
+    def write_file_from_fd(self, path: str, fd: int, size: int, *,
+                           mode: Union[int, str, None] = None, parents: bool = False,
+                           user: Optional[str] = None, group: Optional[str] = None,
+                           if_match: Optional[str] = None, if_none_match: bool = False,
+                           etag: bool = True) -> FileStat:
+        """write_file from the first `size` bytes of the open regular file `fd` (not
+        closed here), sent with Content-Length by os.sendfile: the bytes never pass
+        through Python, and the daemon checks free space before it reads them. Retried
+        like write_file (from the file's start again) unless guarded. A file shorter
+        than `size` raises IoError and leaves the old file as it was."""
+        req, guard = _write_request(path, mode, parents, user, group, if_match, if_none_match,
+                                    etag)
+        req.body, req.idempotent = FileBody(fd, size), not guard
+        _, _, body = self._t.call(req)
+        return FileStat.from_json(json.loads(body.decode("utf-8")))
 
     def stat(self, path: str, follow: bool = False) -> FileStat:
         target = "/v1/fs/stat?path=" + quote_value(path) + ("&follow=1" if follow else "")

@@ -8,7 +8,8 @@ The policy mirrors the C++ client (docs/CLIENT.md, "Retry policy"):
   connection, a deadline, or HTTP 500/502/503/504, with the same method,
   target and body, up to ``max_attempts`` with jittered exponential backoff;
 - a request whose body is streamed from an iterator is never retried once
-  sent (the iterator cannot be replayed).
+  sent (the iterator cannot be replayed); a FileBody is sent again from its
+  start.
 
 Thread-safety: a Transport may be used from many threads at once; every
 request takes its own connection from the pool.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
 import select
 import socket
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
-from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, ProtocolError,
+from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, IoError, ProtocolError,
                      ProtocolMismatch, TransportError, error_from_body)
 
 RETRYABLE_STATUSES = (500, 502, 503, 504)
@@ -43,7 +45,24 @@ USER_AGENT = "agentd-client-python/1"
 PROTOCOL_MAJOR = 1
 MAX_HEALTH_BODY = 1 << 20
 
-Body = Union[None, bytes, Iterable[bytes]]
+
+
+@dataclass(frozen=True)
+class FileBody:
+    """The first `size` bytes of the open regular file `fd` (not closed here),
+    sent with Content-Length by os.sendfile: the bytes never pass through
+    Python. Each attempt sends them from offset 0, so it can be retried."""
+    fd: int
+    size: int
+    name: str = ""  # the local file, for errors
+
+
+Body = Union[None, bytes, FileBody, Iterable[bytes]]
+
+
+def _streamed(body: Body) -> bool:
+    """A body that cannot be sent twice (an iterator)."""
+    return body is not None and not isinstance(body, (bytes, bytearray, FileBody))
 
 
 def quote_value(value: str) -> str:
@@ -387,6 +406,8 @@ class Transport:
             h["Authorization"] = "Bearer " + self.token
         if isinstance(req.body, (bytes, bytearray)):
             h["Content-Length"] = str(len(req.body))
+        elif isinstance(req.body, FileBody):
+            h["Content-Length"] = str(req.body.size)
         elif req.body is not None:
             h["Transfer-Encoding"] = "chunked"
         elif req.method in ("POST", "PUT"):
@@ -406,7 +427,7 @@ class Transport:
         except OSError as e:
             raise _Failed(TransportError("cannot connect to %s: %s" % (
                 self.endpoint.url, _describe(e))), sent=False) from e
-        streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
+        streamed = _streamed(req.body)
         try:
             conn.sock.settimeout(self.request_timeout + req.extra_wait)
             conn.putrequest(req.method, req.target, skip_host=True, skip_accept_encoding=True)
@@ -433,6 +454,8 @@ class Transport:
                     if chunk:
                         conn.send(b"%x\r\n%s\r\n" % (len(chunk), bytes(chunk)))
                 conn.send(b"0\r\n\r\n")
+            elif isinstance(req.body, FileBody):
+                _send_file(conn.sock, req.body)
             elif isinstance(req.body, (bytes, bytearray)) and req.body:
                 conn.send(bytes(req.body))
             resp = conn.getresponse()
@@ -473,7 +496,7 @@ class Transport:
         if not self._protocol_ok and not req.target.startswith("/v1/health"):
             self.ensure_protocol()
         last: Optional[AgentdError] = None
-        streamed = req.body is not None and not isinstance(req.body, (bytes, bytearray))
+        streamed = _streamed(req.body)
         for attempt in range(1, self.max_attempts + 1):
             if attempt > 1:
                 time.sleep(self.backoff(attempt - 1))
@@ -529,7 +552,28 @@ def _expects_continue(req: Request) -> bool:
         return False
     if isinstance(req.body, (bytes, bytearray)):
         return len(req.body) > EXPECT_CONTINUE_BYTES
+    if isinstance(req.body, FileBody):
+        return req.body.size > EXPECT_CONTINUE_BYTES
     return True
+
+
+def _send_file(sock: socket.socket, body: FileBody) -> None:
+    """Sends body.size bytes of body.fd from offset 0 by sendfile. A file
+    shorter than that is an io_error naming it (_SourceFailed: the
+    connection is closed, so the daemon sees a cut body and keeps nothing)."""
+    offset = 0
+    while offset < body.size:
+        try:
+            n = os.sendfile(sock.fileno(), body.fd, offset, min(body.size - offset, 1 << 30))
+        except BlockingIOError:  # a socket with a timeout is non-blocking underneath
+            if not select.select([], [sock], [], sock.gettimeout())[1]:
+                raise socket.timeout("timed out")
+            continue
+        if n == 0:
+            err = IoError("%s ended at %d bytes of the %d to send" % (
+                body.name or "fd %d" % body.fd, offset, body.size), details={"path": body.name})
+            raise _SourceFailed(err)
+        offset += n
 
 
 class _SourceFailed(Exception):

@@ -9,7 +9,7 @@ import { Base } from "./base.js";
 import { AgentdError, invalidRequest, isRetryable, makeError } from "./errors.js";
 import { extractTree, type ExtractOptions } from "./extract.js";
 import { writeTree } from "./tar.js";
-import { bodyChunks, type Body, type Request } from "./transport.js";
+import { bodyChunks, FileBody, type Body, type Request } from "./transport.js";
 import type { FileStat, TreeStats } from "./types.js";
 import { fileStatFromWire } from "./wire.js";
 
@@ -155,19 +155,35 @@ export class FileCalls extends Base {
    */
   async writeFile(path: string, data: string | Uint8Array | Readable | AsyncIterable<Uint8Array>,
                   o: WriteOptions = {}): Promise<FileStat> {
+    const whole = typeof data === "string" || data instanceof Uint8Array;
+    const body: Body = typeof data === "string" ? Buffer.from(data)
+      : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy
+      : data as Body;
+    return this.put(path, body, whole, o);
+  }
+
+  /**
+   * writeFile from the first `size` bytes of the open regular file `fd`
+   * (not closed here), sent with Content-Length and read by position: the
+   * daemon checks free space before it reads them, and a retry sends the
+   * file from its start again (retried like writeFile unless guarded). A
+   * file shorter than `size` is an io_error and leaves the old file.
+   */
+  writeFileFromFd(path: string, fd: number, size: number, o: WriteOptions = {}): Promise<FileStat> {
+    return this.put(path, new FileBody(fd, size), true, o);
+  }
+
+  /** PUT /v1/fs/file; `resendable`: the body can be sent again whole (then retried unless guarded). */
+  private async put(path: string, body: Body, resendable: boolean, o: WriteOptions): Promise<FileStat> {
     let target = `/v1/fs/file?path=${q(path)}`;
     if (o.mode !== undefined) target += `&mode=${modeText(o.mode)}`;
     if (o.parents) target += "&parents=1";
     if (o.user !== undefined) target += `&user=${q(o.user)}`;
     if (o.group !== undefined) target += `&group=${q(o.group)}`;
     if (o.etag === false) target += "&etag=0";
-    const whole = typeof data === "string" || data instanceof Uint8Array;
-    const body: Body = typeof data === "string" ? Buffer.from(data)
-      : data instanceof Uint8Array ? Buffer.from(data.buffer, data.byteOffset, data.byteLength) // no copy
-      : data as Body;
     const guard = preconditionHeaders(o);
     const a = await this.t.call({ method: "PUT", path: target, body,
-      idempotent: whole && Object.keys(guard).length === 0,
+      idempotent: resendable && Object.keys(guard).length === 0,
       headers: { "Content-Type": "application/octet-stream", ...guard } });
     return fileStatFromWire(JSON.parse(a.body.toString("utf8")));
   }

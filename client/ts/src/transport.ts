@@ -6,14 +6,16 @@
 //  - after bytes were sent, only idempotent requests are retried, on a lost
 //    connection, a deadline, or HTTP 500/502/503/504, with the same
 //    method, target and body, with jittered exponential backoff;
-//  - a request with a streamed body is never retried once sent.
+//  - a request with a streamed body is never retried once sent; a FileBody
+//    is sent again from its start.
+import { read as fsRead } from "node:fs";
 import * as http from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import {
-  AgentdError, deadlineExceeded, errorFromBody, invalidRequest, protocolError, transportError,
+  AgentdError, deadlineExceeded, errorFromBody, invalidRequest, makeError, protocolError, transportError,
 } from "./errors.js";
 import { PROTOCOL_MAJOR, protocolMajor, protocolRefusal } from "./version.js";
 
@@ -60,7 +62,21 @@ export function parseUrl(url: string): Endpoint {
   return { kind: "tcp", host, port: Number(m[2]), url };
 }
 
-export type Body = Buffer | Readable | AsyncIterable<Uint8Array>;
+/**
+ * The first `size` bytes of the open regular file `fd` (not closed here),
+ * sent with Content-Length, read by position: each attempt sends them from
+ * offset 0, so the request can be retried.
+ */
+export class FileBody {
+  constructor(readonly fd: number, readonly size: number, readonly name = "") {}
+}
+
+export type Body = Buffer | FileBody | Readable | AsyncIterable<Uint8Array>;
+
+/** A body that cannot be sent twice (a stream or an iterable). */
+function isStreamed(body: Body | undefined): boolean {
+  return body !== undefined && !Buffer.isBuffer(body) && !(body instanceof FileBody);
+}
 
 export interface Request {
   method: string;
@@ -180,7 +196,7 @@ export class Transport {
   /** Sends `req` (with retries) and answers the 2xx response, body unread. */
   async open(req: Request): Promise<http.IncomingMessage> {
     if (req.negotiate !== false) await this.negotiate();
-    const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
+    const streamed = isStreamed(req.body);
     let last: AgentdError | undefined;
     for (let attempt = 1; attempt <= this.opts.maxAttempts; attempt++) {
       if (attempt > 1) await sleep(this.backoff(attempt - 1));
@@ -315,14 +331,17 @@ export class Transport {
   private attempt(req: Request): Promise<http.IncomingMessage> {
     const e = this.endpoint;
     const headers = this.baseHeaders();
-    const streamed = req.body !== undefined && !Buffer.isBuffer(req.body);
+    const streamed = isStreamed(req.body);
+    const file = req.body instanceof FileBody ? req.body : undefined;
     if (Buffer.isBuffer(req.body)) headers["Content-Length"] = String(req.body.length);
+    else if (file) headers["Content-Length"] = String(file.size);
     else if (!streamed && (req.method === "POST" || req.method === "PUT")) headers["Content-Length"] = "0";
     // A large or streamed body waits for "100 Continue", so a refusal the
     // daemon makes from the head alone (507 for a size beyond free space,
     // 413, 401) arrives before any of it is sent, and is not lost to a
     // connection the daemon closes while the body is still in flight.
-    const expect = streamed || (Buffer.isBuffer(req.body) && req.body.length > EXPECT_CONTINUE_BYTES);
+    const expect = streamed || (Buffer.isBuffer(req.body) && req.body.length > EXPECT_CONTINUE_BYTES) ||
+      (file !== undefined && file.size > EXPECT_CONTINUE_BYTES);
     if (expect) headers.Expect = "100-continue";
     Object.assign(headers, req.headers ?? {});
     const timeout = this.opts.requestTimeoutMs + (req.extraWaitMs ?? 0);
@@ -397,6 +416,7 @@ export class Transport {
         bodyStarted = true;
         clearTimeout(continueTimer);
         if (streamed) void pump(r, req.body as AsyncIterable<Uint8Array>);
+        else if (file) void pump(r, fileBlocks(file));
         else r.end(req.body as Buffer | undefined);
       };
       if (!expect) {
@@ -421,6 +441,27 @@ async function pump(r: http.ClientRequest, body: AsyncIterable<Uint8Array>): Pro
     // The body's source failed: never send the final chunk, so the daemon
     // sees a cut request and keeps nothing of it.
     r.destroy(new SourceFailed(err));
+  }
+}
+
+const FILE_BLOCK_BYTES = 1 << 20;
+
+/** file.size bytes of file.fd from offset 0; a file that ends sooner is an io_error naming it. */
+async function* fileBlocks(file: FileBody): AsyncGenerator<Uint8Array> {
+  let offset = 0;
+  while (offset < file.size) {
+    const buf = Buffer.allocUnsafe(Math.min(FILE_BLOCK_BYTES, file.size - offset));
+    const what = file.name || `fd ${file.fd}`;
+    const n = await new Promise<number>((resolve, reject) =>
+      fsRead(file.fd, buf, 0, buf.length, offset, (err, got) => (err
+        ? reject(makeError("io_error", `cannot read ${what}: ${err.code ?? err.message}`, 0, { path: file.name }))
+        : resolve(got))));
+    if (n === 0) {
+      throw makeError("io_error", `${what} ended at ${offset} bytes of the ${file.size} to send`, 0,
+        { path: file.name });
+    }
+    offset += n;
+    yield buf.subarray(0, n);
   }
 }
 

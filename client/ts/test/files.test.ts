@@ -1,9 +1,10 @@
 // @agentd/client files and trees against the real daemon, and confined
 // extraction against a fake daemon serving hostile archives.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import {
-  chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync,
-  rmSync, symlinkSync, truncateSync, utimesSync, writeFileSync,
+  chmodSync, closeSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
+  readlinkSync, rmSync, symlinkSync, truncateSync, utimesSync, writeFileSync,
 } from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -63,6 +64,33 @@ describe("files", () => {
     const parts: Buffer[] = [];
     for await (const chunk of c.readFileStream(p)) parts.push(chunk);
     assert.ok(Buffer.concat(parts).equals(data));
+  });
+
+  test("a write from an open file sends it whole, or leaves the old file", async () => {
+    const data = Buffer.alloc((3 << 20) + 999);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 13 + (i >> 11)) & 0xff;
+    const dir = fresh("fromfd");
+    const local = join(dir, "src.bin");
+    writeFileSync(local, data);
+    const fd = openSync(local, "r");
+    try {
+      const p = join(dir, "dst.bin");
+      const st = await c.writeFileFromFd(p, fd, data.length, { mode: 0o600 });
+      assert.deepEqual([st.size, st.mode], [data.length, 0o600]);
+      assert.equal(st.etag, `"sha256:${createHash("sha256").update(data).digest("hex")}"`);
+      assert.ok(readFileSync(p).equals(data));
+      // Declared longer than the file: cut short, the old content stays.
+      const cut = await rejection(c.writeFileFromFd(p, fd, data.length + 4096, { etag: false }));
+      assert.equal(cut.code, "io_error");
+      assert.match(cut.message, new RegExp(`ended at ${data.length} bytes`));
+      assert.ok(readFileSync(p).equals(data));
+      const untagged = await c.writeFileFromFd(join(dir, "b"), fd, 10, { etag: false });
+      assert.equal(untagged.etag, undefined);
+      assert.ok(readFileSync(join(dir, "b")).equals(data.subarray(0, 10)));
+      assert.deepEqual(readdirSync(dir).filter((n) => n.startsWith(".agentd-tmp")), []);
+    } finally {
+      closeSync(fd);
+    }
   });
 
   test("a failing source leaves the old file untouched", async () => {
