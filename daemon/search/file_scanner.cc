@@ -218,15 +218,22 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
     }
     std::string_view region(buf_.data(), match_limit);
     while (!matched_all && scan_from < match_limit) {
+      // The matcher counts the newlines it passes (in the pass that looks
+      // for the pattern's literal), so line numbers start from scan_from.
+      if (count_pos < scan_from) {
+        count_line += CountNewlines(buf_.data() + count_pos, scan_from - count_pos);
+        count_pos = scan_from;
+      }
+      uint64_t passed = 0;
       Result<std::optional<LineMatcher::LineHit>> hit =
-          matcher_->NextLine(region, scan_from, scratch_);
+          matcher_->NextLine(region, scan_from, scratch_, &passed);
       if (!hit.ok()) return hit.status();
+      count_line += passed;
       if (!*hit) {
-        scan_from = match_limit;
+        scan_from = count_pos = match_limit;
         break;
       }
       const LineMatcher::LineHit& h = **hit;
-      count_line += CountNewlines(buf_.data() + count_pos, h.line_start - count_pos);
       count_pos = h.line_start;
       ++result.matches;
       bool cut = false;
@@ -288,6 +295,10 @@ Result<FileScanResult> FileScanner::Scan(int fd, std::string_view path, const Em
         }
       }
       scan_from = h.line_end + 1;
+      if (h.line_end < match_limit) {  // past the line's newline
+        count_pos = scan_from;
+        ++count_line;
+      }
     }
     if (!matched_all && range.end >= 0 && buf_off + static_cast<off_t>(scan_from) >= range.end) {
       matched_all = true;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fs/line_scanner.h"
 #include "search/literal_finder.h"
 #include "search/required_literal.h"
 
@@ -100,7 +101,8 @@ size_t LineMatcher::lookbehind_bytes() const {
 }
 
 Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_view buf, size_t from,
-                                                                  Scratch& s) const {
+                                                                  Scratch& s,
+                                                                  uint64_t* newlines) const {
   auto line_end = [&](size_t at) {
     const void* nl = std::memchr(buf.data() + at, '\n', buf.size() - at);
     return nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) : buf.size();
@@ -110,20 +112,31 @@ Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_vi
     const void* prev = at > pos ? ::memrchr(buf.data() + pos, '\n', at - pos) : nullptr;
     return prev ? static_cast<size_t>(static_cast<const char*>(prev) - buf.data()) + 1 : pos;
   };
+  // Newlines of [pos, to), where the literal search did not count them.
+  auto count = [&](size_t pos, size_t to) {
+    if (newlines) *newlines += CountNewlines(buf.data() + pos, to - pos);
+  };
   size_t pos = from;
   while (pos < buf.size()) {
     size_t line_start = pos;
     if (!required_.empty()) {
-      // Only a line holding the literal can match: skip to it.
-      const char* lit = FindLiteral(buf.substr(pos), required_);
+      // Only a line holding the literal can match: skip to it, counting
+      // the newlines passed (none lie between its line's start and it).
+      size_t passed = 0;
+      const char* lit = FindLiteral(buf.substr(pos), required_, newlines ? &passed : nullptr);
+      if (newlines) *newlines += passed;
       if (!lit) return std::optional<LineHit>();
       line_start = line_start_of(pos, lit - buf.data());
     } else if (!per_line_) {
       // Leftmost match anywhere from here; its line is the candidate.
       Result<size_t> at = MatchIn(buf, pos, buf.size(), s);
       if (!at.ok()) return at.status();
-      if (*at == std::string_view::npos) return std::optional<LineHit>();
+      if (*at == std::string_view::npos) {
+        count(pos, buf.size());
+        return std::optional<LineHit>();
+      }
       line_start = line_start_of(pos, pos + *at);
+      count(pos, line_start);
     }
     size_t end = line_end(line_start);
     // The line on its own decides (a whole-buffer match may have used the
@@ -132,6 +145,7 @@ Result<std::optional<LineMatcher::LineHit>> LineMatcher::NextLine(std::string_vi
     if (!in.ok()) return in.status();
     if (*in != std::string_view::npos) return std::optional<LineHit>(LineHit{line_start, end, *in});
     if (end >= buf.size()) break;
+    if (newlines) ++*newlines;  // the one ending the line that did not match
     pos = end + 1;
   }
   return std::optional<LineHit>();

@@ -51,12 +51,16 @@ class LineMatcher {
   // '\n'; the last may not): its start and end (without the newline) and
   // the match's offset in the line. nullopt when no line matches. Errors
   // (match limits hit) are reported as a failed Status.
+  // With `newlines`, also adds the '\n' bytes of buf[from, line_start)
+  // (of buf[from, end) when no line matches): the line numbers, counted in
+  // the pass that looks for the required literal where there is one.
   struct LineHit {
     size_t line_start;
     size_t line_end;
     size_t column;  // byte offset of the match in the line
   };
-  Result<std::optional<LineHit>> NextLine(std::string_view buf, size_t from, Scratch& s) const;
+  Result<std::optional<LineHit>> NextLine(std::string_view buf, size_t from, Scratch& s,
+                                          uint64_t* newlines = nullptr) const;
 
   // The leftmost match starting at or after `from` in all of `buf` (a
   // match may span newlines; `^` and `$` still mean line starts and ends;

@@ -1,5 +1,9 @@
 #include "search/line_matcher.h"
 
+#include <algorithm>
+#include <random>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 using namespace agentd;
@@ -78,4 +82,56 @@ TEST_CASE("an empty line matches an empty-line pattern") {
   auto f = All("^$", "a\n\nb\n");
   REQUIRE(f.size() == 1);
   CHECK(f[0].line.empty());
+}
+
+TEST_CASE("the matcher counts the newlines up to each matching line, whichever way it searches") {
+  // The required-literal pass counts as it skips; the whole-buffer and
+  // line-by-line searches count after. Each count must be the newlines
+  // between where the search started and the line found (or the end).
+  std::mt19937 rng(22);
+  const char* patterns[] = {"conf_[a-z]+_\\d{3}\\b", "x[a-z]y", "(?<!q)conf_ab", "conf_"};
+  for (int k = 0; k < 8; ++k) {
+    const char* pattern = patterns[k / 2];
+    LineMatcherOptions o;
+    o.prefilter = k % 2 == 0;  // without: no literal to skip by
+    auto m = LineMatcher::Compile(pattern, o);
+    REQUIRE(m.ok());
+    LineMatcher::Scratch s(**m);
+    for (int round = 0; round < 300; ++round) {
+      std::string buf;
+      size_t lines = rng() % 400;
+      for (size_t i = 0; i < lines; ++i) {
+        switch (rng() % 6) {
+          case 0:
+            buf += "a conf_ab_123 z";
+            break;
+          case 1:
+            buf += "conf_ but not";
+            break;
+          case 2:
+            buf += "xqy";
+            break;
+          case 3:
+            buf += std::string(rng() % 200, 'k');
+            break;
+          default:
+            buf += "plain text";
+            break;
+        }
+        if (i + 1 < lines || rng() % 2) buf += '\n';
+      }
+      size_t pos = 0;
+      while (pos < buf.size()) {
+        uint64_t counted = 7;  // added to, not set
+        auto hit = (*m)->NextLine(buf, pos, s, &counted);
+        REQUIRE(hit.ok());
+        size_t upto = *hit ? (*hit)->line_start : buf.size();
+        INFO("pattern=" << pattern << " prefilter=" << o.prefilter << " from=" << pos);
+        REQUIRE(counted ==
+                7 + static_cast<uint64_t>(std::count(buf.begin() + pos, buf.begin() + upto, '\n')));
+        if (!*hit) break;
+        pos = (*hit)->line_end + 1;
+      }
+    }
+  }
 }

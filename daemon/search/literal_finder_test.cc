@@ -1,5 +1,6 @@
 #include "search/literal_finder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -89,4 +90,34 @@ TEST_CASE("an empty literal is found at the start and a longer one never") {
   CHECK(FindLiteral("abc", "") == std::string_view("abc").data());
   std::string_view hay = "abc";
   CHECK(FindLiteral(hay, "abcd") == nullptr);
+}
+
+TEST_CASE("every comparison width counts the newlines before the occurrence, or all of them") {
+  // Newlines land in every position of the 64-, 32- and 16-byte steps and
+  // in the tail, on both sides of the occurrence; long texts run the
+  // byte counters past the point where they are summed (127 steps).
+  std::mt19937 rng(27);
+  auto count = [](std::string_view s) {
+    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+  };
+  for (LiteralScan scan : {LiteralScan::kBytes, LiteralScan::kSse2, LiteralScan::kAvx2}) {
+    for (int round = 0; round < 3000; ++round) {
+      size_t n = round % 50 == 0 ? 9000 + rng() % 30000 : rng() % 400;
+      std::string hay(n, 'a');
+      for (char& c : hay) c = "ab\n_\n"[rng() % 5];
+      std::string needle = "conf_";
+      needle.resize(1 + rng() % 5);
+      if (rng() % 3 && n >= needle.size())
+        hay.replace(rng() % (n - needle.size() + 1), needle.size(), needle);
+      for (size_t from = 0; from <= hay.size(); from += 1 + rng() % 97) {
+        std::string_view h = std::string_view(hay).substr(from);
+        size_t lines = 5;  // added to, not set
+        const char* hit = FindLiteralWith(h, needle, scan, &lines);
+        INFO("width=" << static_cast<int>(scan) << " size=" << h.size() << " needle=" << needle);
+        REQUIRE(hit == Memmem(h, needle));
+        size_t upto = hit ? static_cast<size_t>(hit - h.data()) : h.size();
+        REQUIRE(lines == 5 + count(h.substr(0, upto)));
+      }
+    }
+  }
 }
