@@ -74,7 +74,8 @@ asio::awaitable<void> Search(FsRoute r, Request& req, Response& res) {
                                              std::move(matcher), std::move(sq.options));
   auto job_fn = [channel, search, fd = std::move(*start)]() mutable -> Result<SearchSummary> {
     Result<SearchSummary> sum = search->Run(
-        std::move(fd), [&](std::string block) { return channel->Push(std::move(block)); });
+        std::move(fd), [&](std::string block) { return channel->Push(std::move(block)); },
+        [&] { return channel->TakeSpare(); });
     if (sum.ok()) {
       channel->Finish();
     } else {

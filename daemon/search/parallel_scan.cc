@@ -73,7 +73,13 @@ class ParallelScan::Publisher : public ScanSink {
   }
   bool Match(std::string_view line) override {
     log_.Match(line);
-    if (log_.bytes() >= kPublishBytes || Clock::now() - last_ >= kPublishEvery) return Publish();
+    if (log_.bytes() >= kPublishBytes || Clock::now() - last_ >= kPublishEvery) {
+      bool go = Publish();
+      // A file with many matches: the next record is made at its size at
+      // once, not doubled up to it (copies, fresh pages).
+      log_.Reserve(kPublishBytes + kPublishBytes / 4);
+      return go;
+    }
     return !ps_.stop_.load(std::memory_order_relaxed);
   }
   bool FileEnd(FileOutcome outcome) override {

@@ -49,6 +49,8 @@ class ScanLog : public ScanSink {
   // Moves `other`'s events after these.
   void Append(ScanLog&& other);
   void Clear();
+  // Room for `bytes` of match lines without growing.
+  void Reserve(size_t bytes) { ndjson_.reserve(bytes); }
   bool empty() const { return events_.empty(); }
   size_t bytes() const { return ndjson_.size(); }
 

@@ -67,7 +67,10 @@ void SearchTally::Flush() {
   if (block_.empty() || gone_) return;
   last_flush_ = Clock::now();
   if (!out_(std::move(block_))) gone_ = true;
+  block_ = spare_ ? spare_() : std::string();
   block_.clear();
+  // Made at its size at once, not doubled up to it (copies, fresh pages).
+  block_.reserve(kSearchBlockBytes + kSearchBlockBytes / 4);
 }
 
 SearchSummary SearchTally::Finish() {

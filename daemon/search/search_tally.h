@@ -19,15 +19,20 @@ class SearchTally : public ScanSink {
   using Clock = std::chrono::steady_clock;
   // `out` receives blocks of whole NDJSON lines; false: the reader is gone.
   using Out = std::function<bool(std::string block)>;
+  // A buffer `out` is done with (its contents stale), or an empty string:
+  // the next block is gathered in it, so a long answer reuses a few
+  // buffers instead of faulting in fresh pages for each block.
+  using Spare = std::function<std::string()>;
 
   SearchTally(uint64_t max_results, uint64_t max_bytes, Clock::time_point started,
-              Clock::time_point deadline, Out out)
+              Clock::time_point deadline, Out out, Spare spare = nullptr)
       : max_results_(max_results),
         max_bytes_(max_bytes),
         started_(started),
         deadline_(deadline),
         last_flush_(started),
-        out_(std::move(out)) {}
+        out_(std::move(out)),
+        spare_(std::move(spare)) {}
 
   bool Unreadable(uint64_t n) override;
   bool FileStart() override;
@@ -55,6 +60,7 @@ class SearchTally : public ScanSink {
   const Clock::time_point deadline_;
   Clock::time_point last_flush_;
   Out out_;
+  Spare spare_;
   SearchSummary sum_;
   std::string block_;
   uint64_t sent_bytes_ = 0;

@@ -18,8 +18,10 @@
 namespace agentd {
 namespace {
 
-// A part hands over what it found in blocks of this size (a lock each).
+// A part hands over what it found in blocks of this size (a lock each),
+// each made this big at once (lines are short; a longer one grows it).
 constexpr size_t kPublishBytes = 64 * 1024;
+constexpr size_t kPublishReserve = kPublishBytes + kPublishBytes / 4;
 // How often the emitting thread, waiting on a part, looks whether the
 // search was ended elsewhere (FileScanOptions::cancel).
 constexpr auto kCancelCheckEvery = std::chrono::milliseconds(50);
@@ -27,8 +29,13 @@ constexpr auto kCancelCheckEvery = std::chrono::milliseconds(50);
 struct Part {
   ScanRange range;
   std::thread thread;  // not joinable: scanned by the emitting thread
-  // Under Split::mu once the thread runs:
-  std::string held;  // matches found, not yet emitted (whole NDJSON lines)
+  // Under Split::mu once the thread runs: matches found, not yet emitted
+  // (whole NDJSON lines), in the blocks the thread handed over (moved, not
+  // appended: a part whose matches wait for the parts before it would
+  // otherwise grow one string to megabytes, copying it and faulting in
+  // fresh pages at each doubling).
+  std::vector<std::string> held;
+  size_t held_bytes = 0;
   bool done = false;
   Result<FileScanResult> result;
 };
@@ -59,13 +66,18 @@ void ScanPart(Split& split, Part& part, const FileScanner& first, int fd, const 
   o.cancel = &split.stop;
   FileScanner scanner(first.matcher(), o);
   std::string found;
+  found.reserve(kPublishReserve);
   auto publish = [&] {
     std::unique_lock<std::mutex> lock(split.mu);
-    part.held += found;
-    found.clear();
+    part.held_bytes += found.size();
+    part.held.push_back(std::move(found));
     split.cv.notify_all();
-    split.cv.wait(lock, [&] { return split.stop || part.held.size() < kSplitHeldBytes; });
-    return !split.stop;
+    split.cv.wait(lock, [&] { return split.stop || part.held_bytes < kSplitHeldBytes; });
+    const bool go = !split.stop;
+    lock.unlock();
+    found = std::string();
+    found.reserve(kPublishReserve);
+    return go;
   };
   Result<FileScanResult> r = scanner.Scan(
       fd, path,
@@ -76,7 +88,10 @@ void ScanPart(Split& split, Part& part, const FileScanner& first, int fd, const 
       },
       size, part.range);
   std::lock_guard<std::mutex> lock(split.mu);
-  part.held += found;
+  if (!found.empty()) {
+    part.held_bytes += found.size();
+    part.held.push_back(std::move(found));
+  }
   part.result = std::move(r);
   part.done = true;
   split.cv.notify_all();
@@ -89,7 +104,8 @@ Result<FileScanResult> Drain(Split& split, Part& part, uint64_t base, const File
                              const std::atomic<bool>* cancel) {
   FileScanResult stopped;
   stopped.stopped = true;
-  std::string take;
+  std::vector<std::string> take;
+  std::string line;  // one shifted line at a time, its buffer reused
   for (;;) {
     bool done;
     {
@@ -100,13 +116,17 @@ Result<FileScanResult> Drain(Split& split, Part& part, uint64_t base, const File
       }
       take.clear();
       take.swap(part.held);
+      part.held_bytes = 0;
       done = part.done;
     }
     split.cv.notify_all();  // room for the part's thread
-    for (size_t at = 0; at < take.size();) {
-      size_t end = take.find('\n', at) + 1;  // NDJSON lines hold no raw newline
-      if (!emit(ShiftMatchLine(std::string_view(take).substr(at, end - at), base))) return stopped;
-      at = end;
+    for (const std::string& block : take) {
+      for (size_t at = 0; at < block.size();) {
+        size_t end = block.find('\n', at) + 1;  // NDJSON lines hold no raw newline
+        ShiftMatchLineInto(line, std::string_view(block).substr(at, end - at), base);
+        if (!emit(line)) return stopped;
+        at = end;
+      }
     }
     if (done) return std::move(part.result);
   }
@@ -135,21 +155,35 @@ Result<std::vector<off_t>> SplitPoints(int fd, off_t size, size_t parts, std::st
 }
 
 std::string ShiftMatchLine(std::string_view ndjson, uint64_t lines) {
+  std::string out;
+  ShiftMatchLineInto(out, ndjson, lines);
+  return out;
+}
+
+void ShiftMatchLineInto(std::string& out, std::string_view ndjson, uint64_t lines) {
   // The path before it is JSON-quoted, where every '"' is escaped, so the
   // first `,"line":` is the field.
   constexpr std::string_view kKey = ",\"line\":";
+  out.clear();
   size_t at = ndjson.find(kKey);
-  if (at == std::string_view::npos) return std::string(ndjson);
+  if (at == std::string_view::npos) {
+    out.append(ndjson);
+    return;
+  }
   at += kKey.size();
   size_t end = at;
   uint64_t n = 0;
   for (; end < ndjson.size() && ndjson[end] >= '0' && ndjson[end] <= '9'; ++end) {
     n = n * 10 + static_cast<uint64_t>(ndjson[end] - '0');
   }
-  std::string out(ndjson.substr(0, at));
-  out += std::to_string(n + lines);
+  char digits[24];
+  size_t d = sizeof(digits);
+  for (uint64_t v = n + lines; d == sizeof(digits) || v > 0; v /= 10) {
+    digits[--d] = static_cast<char>('0' + v % 10);
+  }
+  out.append(ndjson.substr(0, at));
+  out.append(digits + d, sizeof(digits) - d);
   out.append(ndjson.substr(end));
-  return out;
 }
 
 Result<FileScanResult> SplitScan(FileScanner& first, int fd, std::string_view path,
@@ -181,7 +215,11 @@ Result<FileScanResult> SplitScan(FileScanner& first, int fd, std::string_view pa
     ++total.matches;
     return emit(line);
   };
-  auto shifted = [&](std::string_view line) { return counted(ShiftMatchLine(line, base)); };
+  std::string shifted_line;
+  auto shifted = [&](std::string_view line) {
+    ShiftMatchLineInto(shifted_line, line, base);
+    return counted(shifted_line);
+  };
   for (size_t k = 0; k < split.parts.size(); ++k) {
     Part& p = *split.parts[k];
     Result<FileScanResult> r = p.thread.joinable()

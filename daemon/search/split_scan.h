@@ -44,6 +44,8 @@ Result<std::vector<off_t>> SplitPoints(int fd, off_t size, size_t parts, std::st
 // A match's NDJSON line (FileScanner's encoding) with its "line" raised by
 // `lines`.
 std::string ShiftMatchLine(std::string_view ndjson, uint64_t lines);
+// The same into `out` (its buffer reused: no allocation per line).
+void ShiftMatchLineInto(std::string& out, std::string_view ndjson, uint64_t lines);
 
 // Scans `fd` (a regular file of `size` bytes, as stat'ed) in up to `parts`
 // parts, `first` scanning the first on this thread and the others on new

@@ -12,11 +12,11 @@
 
 namespace agentd {
 
-Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out) {
+Result<SearchSummary> TreeSearch::Run(UniqueFd start_fd, const Out& out, const Spare& spare) {
   using Clock = SearchTally::Clock;
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + opts_.timeout;
-  SearchTally tally(opts_.max_results, opts_.max_bytes, started, deadline, out);
+  SearchTally tally(opts_.max_results, opts_.max_bytes, started, deadline, out, spare);
   FileScanOptions scan_opts{opts_.context, opts_.max_line_bytes, deadline};
   // A large file is split across as many threads as scan files of a tree.
   scan_opts.split_parts = std::max<size_t>(1, ScanHelperThreads(opts_.scan_threads));

@@ -60,7 +60,10 @@ class TreeSearch {
   // Searches below (or in) `start_fd` (opened O_RDONLY from start) and
   // writes every line, the summary last. Returns the summary; not ok only
   // when `out` refused (the client is gone).
-  Result<SearchSummary> Run(UniqueFd start_fd, const Out& out);
+  // `spare` (optional): a buffer `out` is done with, or an empty string
+  // (SearchTally::Spare).
+  using Spare = std::function<std::string()>;
+  Result<SearchSummary> Run(UniqueFd start_fd, const Out& out, const Spare& spare = nullptr);
 
  private:
   const ConfinedRoot& root_;
