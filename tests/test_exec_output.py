@@ -258,6 +258,115 @@ class RawOutputTest(DaemonTestCase):
         self.assertEqual((status, headers["agentd-from"], body), (200, str(middle), data[middle:]))
 
 
+class LiveFollowers:
+    """Live raw followers, fed from their taps (a tee of the child's pipe)
+    once caught up and from the spool file otherwise (mixed into a
+    DaemonTestCase; run with and without the exec holder)."""
+
+    def open_follower(self, exec_id, stream, cursor=0, rcvbuf=None):
+        s = socket.socket()
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        s.connect(("127.0.0.1", self.daemon.port))
+        s.settimeout(60)
+        self.addCleanup(s.close)
+        s.sendall(("GET /v1/execs/%s/%s?from=%d&follow=1 HTTP/1.1\r\nHost: x\r\n"
+                   "Authorization: Bearer test-token\r\nConnection: close\r\n\r\n" %
+                   (exec_id, stream, cursor)).encode())
+        raw = b""
+        while b"\r\n\r\n" not in raw:  # the head: the follower is live at its cursor
+            chunk = s.recv(4096)
+            self.assertTrue(chunk, raw)
+            raw += chunk
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        self.assertIn(b" 200 ", head.split(b"\r\n")[0])
+        self.assertIn(b"agentd-from: %d" % cursor, head.lower())
+        return s, [rest]
+
+    def read_to_end(self, s, parts):
+        while not b"".join(parts[-2:]).endswith(b"0\r\n\r\n"):
+            chunk = s.recv(1 << 20)
+            self.assertTrue(chunk, "cut after %d bytes" % sum(map(len, parts)))
+            parts.append(chunk)
+        body, out, at = b"".join(parts), [], 0
+        while True:  # dechunk() by index: slicing a large body per chunk is quadratic
+            eol = body.index(b"\r\n", at)
+            size = int(body[at:eol], 16)
+            if size == 0:
+                return b"".join(out)
+            out.append(body[eol + 2:eol + 2 + size])
+            at = eol + 4 + size
+
+    def test_followers_at_the_end_in_the_middle_stalled_and_of_stderr_each_get_their_exact_bytes(self):
+        tmp, path, data = make_random_file(12 << 20, 21)
+        self.addCleanup(shutil.rmtree, tmp)
+        first = 3 << 20 | 4321  # printed before the followers come
+        err_tmp, err_path, err_data = make_random_file(5 << 20, 22)
+        self.addCleanup(shutil.rmtree, err_tmp)
+        exec_id = "live-%d" % len(self.daemon_flags)
+        start(self.daemon, exec_id, {
+            "command": "head -c %d %s; read go; tail -c +%d %s; cat %s >&2" %
+                       (first, path, first + 1, path, err_path),
+            "stdin_stream": True})
+        wait_until(lambda: self.daemon.json("GET", "/v1/execs/" + exec_id)[1]["stdout_bytes"]
+                   == first, what="the first part printed")
+        middle = first // 2 + 7
+        followers = {
+            "end": (self.open_follower(exec_id, "stdout", first), data[first:]),
+            "start": (self.open_follower(exec_id, "stdout", 0), data),
+            "middle": (self.open_follower(exec_id, "stdout", middle), data[middle:]),
+            "stalled": (self.open_follower(exec_id, "stdout", first, rcvbuf=64 * 1024),
+                        data[first:]),
+            "stderr": (self.open_follower(exec_id, "stderr", 0), err_data),
+        }
+        bodies = {}
+
+        def read(name):
+            (s, parts), _ = followers[name]
+            try:
+                bodies[name] = self.read_to_end(s, parts)
+            except Exception as e:  # reported by the comparison below
+                bodies[name] = repr(e).encode()
+
+        readers = [threading.Thread(target=read, args=(name,))
+                   for name in followers if name != "stalled"]
+        for t in readers:
+            t.start()
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=0&eof=1" % exec_id, b"go\n")
+        obj = wait_exit(self.daemon, exec_id)  # all printed while "stalled" read nothing
+        self.assertEqual((obj["stdout_bytes"], obj["stderr_bytes"]), (len(data), len(err_data)))
+        read("stalled")
+        for t in readers:
+            t.join(60)
+        for name, (_, want) in followers.items():
+            got = bodies[name]
+            self.assertEqual((len(got), hashlib.sha256(got).hexdigest()),
+                             (len(want), hashlib.sha256(want).hexdigest()), name)
+
+    def test_a_pty_follower_gets_the_terminal_output_exactly(self):
+        # A terminal's output reaches the spool by read(2) without the
+        # holder (no tee: the tap stays empty) and through the holder's
+        # pipe with it (teed): the follower's bytes are the log's either way.
+        exec_id = "live-pty-%d" % len(self.daemon_flags)
+        start(self.daemon, exec_id, {
+            "command": "read go; i=0; while [ $i -lt 3000 ]; do echo line-$i-abcdefghijklmnop; "
+                       "i=$((i+1)); done",
+            "pty": {"rows": 24, "cols": 80}})
+        s, parts = self.open_follower(exec_id, "stdout", 0)
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=0" % exec_id, b"go\n")
+        body = self.read_to_end(s, parts)
+        self.assertEqual(body, read_stream(self.daemon, exec_id, "stdout", 0))
+        self.assertIn(b"line-2999-abcdefghijklmnop\r\n", body)
+
+
+class LiveFollowersTest(LiveFollowers, DaemonTestCase):
+    pass
+
+
+class LiveFollowersWithoutHolderTest(LiveFollowers, DaemonTestCase):
+    daemon_flags = ("--exec-holder", "off")
+
+
 class EventStreamTest(DaemonTestCase):
     def test_events_carry_output_then_exit_with_both_cursors(self):
         start(self.daemon, "sse-1", {"command": "printf out; printf err >&2; exit 4"})
