@@ -61,6 +61,20 @@ def read_health(sock):
     return int(lines[0].split()[1]), json.loads(body[:length])["upgrades"]
 
 
+
+def dechunked_prefix(body):
+    """The payload of the whole chunks at the start of a chunked body."""
+    out, at = bytearray(), 0
+    while True:
+        eol = body.find(b"\r\n", at)
+        if eol < 0:
+            return out
+        size = int(body[at:eol], 16)
+        if size == 0 or len(body) < eol + 4 + size:
+            return out
+        out.extend(body[eol + 2:eol + 2 + size])
+        at = eol + 4 + size
+
 class UpgradeCase(unittest.TestCase):
     FLAGS = ()  # the daemon's flags
 
@@ -396,6 +410,52 @@ class UpgradeInPlaceTest(UpgradeCase):
         self.assertEqual(len(got), len(expected))
         self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
         self.assertEqual(self.wait_exit("big")["exit_code"], 0)
+
+    def test_a_raw_follower_fed_by_its_tap_resumes_from_its_count_after_the_upgrade(self):
+        # A caught-up raw follower gets new bytes from its tap (a tee of the
+        # child's pipe), which is not handed over: the upgrade cuts its
+        # stream after whole chunks, and a follow from the bytes it has gets
+        # the rest, each byte once.
+        first, total = 200000, 900000
+        self.start("tapped", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d" % (
+            first, first + 1, total)], "stdin_stream": True})
+        expected = "".join("%d\n" % i for i in range(1, total + 1)).encode()
+        half = len(expected[:expected.index(b"\n%d\n" % first) + 1])
+        got = bytearray()
+
+        def follow():
+            s = socket.create_connection(("127.0.0.1", self.daemon.port), timeout=120)
+            s.sendall(("GET /v1/execs/tapped/stdout?from=%d&follow=1 HTTP/1.1\r\nHost: x\r\n"
+                       "Authorization: Bearer %s\r\n\r\n" % (len(got), self.daemon.token)).encode())
+            return s
+
+        s, raw, reconnects = follow(), b"", 0
+        upgraded = False
+        while True:
+            chunk = s.recv(1 << 16)
+            raw += chunk
+            head, sep, body = raw.partition(b"\r\n\r\n")
+            done = sep and body.endswith(b"0\r\n\r\n")
+            if not chunk or done:
+                # Whole chunks only: a cut one is asked again from the count.
+                got.extend(dechunked_prefix(body))
+                s.close()
+                if done:
+                    break
+                reconnects += 1
+                self.assertLessEqual(reconnects, MAX_RECONNECTS)
+                s, raw = follow(), b""
+                continue
+            if not upgraded and len(dechunked_prefix(body)) >= half:
+                self.stdin("tapped", 0, b"go\n")
+                code, out = self.upgrade()
+                self.assertEqual(code, 0, out)
+                upgraded = True
+        self.assertTrue(upgraded)
+        self.assertGreaterEqual(reconnects, 1)  # the upgrade cut the follow
+        self.assertEqual(len(got), len(expected))
+        self.assertTrue(bytes(got) == expected, "the stream's bytes differ")
+        self.assertEqual(self.wait_exit("tapped")["exit_code"], 0)
 
     def test_an_event_stream_resumes_across_the_upgrade_with_last_event_id(self):
         # An SSE reader has the first half when the upgrade closes its
