@@ -261,21 +261,31 @@ uint64_t OutputLog::TeeTaps(int pipe_fd, uint64_t max_bytes) {
   return most;
 }
 
+int OutputLog::Tap::live_pipes_ = 0;
+
 OutputLog::Tap::Tap(OutputLog& log, uint64_t offset) : log_(log), start_(offset), end_(offset) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
-    read_.reset(fds[0]);
-    write_.reset(fds[1]);
-    if (::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeBytes) < 0)
-      ::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeFallbackBytes);
-  }
   log_.taps_.push_back(this);
 }
 
-OutputLog::Tap::~Tap() { std::erase(log_.taps_, this); }
+OutputLog::Tap::~Tap() {
+  std::erase(log_.taps_, this);
+  if (write_) --live_pipes_;
+}
+
+void OutputLog::Tap::OpenPipe() {
+  int fds[2];
+  if (live_pipes_ >= kMaxTapPipes || ::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  read_.reset(fds[0]);
+  write_.reset(fds[1]);
+  ++live_pipes_;
+  if (::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeBytes) < 0)
+    ::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeFallbackBytes);
+}
 
 void OutputLog::Tap::Restart(uint64_t offset) {
-  if (empty()) start_ = end_ = offset;
+  if (!empty()) return;
+  start_ = end_ = offset;
+  if (!write_) OpenPipe();
 }
 
 OutputLog::Pin::Pin(OutputLog& log, uint64_t offset) : log_(log), it_(log.pins_.insert(offset)) {}

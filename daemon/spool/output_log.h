@@ -33,6 +33,12 @@
 // A tap that fills, or misses bytes (a PTY's read path, the daemon's own
 // Append), stops growing; its reader sends what it holds, then reads the
 // file from there as before, and starts the tap again once caught up.
+// A tap's pipe is made only when its reader first catches up (a reader of
+// a finished exec never makes one), and at most kMaxTapPipes exist in the
+// daemon: each pins up to its pipe's size (4 MiB as root) of unswappable
+// kernel memory while its client stalls, and counts against the user's
+// pipe allowance (pipe-user-pages-soft, 64 MiB) that the execs' own pipes
+// share when the daemon is not root. Readers beyond the cap read the file.
 //
 // Used only on the io thread.
 #pragma once
@@ -105,8 +111,11 @@ class OutputLog {
   // only while end == the log's next.
   class Tap {
    public:
-    // An empty tap at `offset`. Without a pipe (none to be had) it never
-    // grows, and its reader reads the file.
+    // Taps with a pipe at once, daemon-wide (see above).
+    static constexpr int kMaxTapPipes = 16;
+    // An empty tap at `offset`, with no pipe yet: it grows only after
+    // Restart gave it one; without one (none to be had) its reader reads
+    // the file.
     Tap(OutputLog& log, uint64_t offset);
     ~Tap();
     Tap(const Tap&) = delete;
@@ -118,11 +127,15 @@ class OutputLog {
     int fd() const { return read_.get(); }
     // The reader moved `bytes` out of the pipe.
     void Took(uint64_t bytes) { start_ += bytes; }
-    // Empty: starts again at `offset` (the reader's cursor).
+    // Empty: starts again at `offset` (the reader's cursor), making the
+    // pipe if it has none and the daemon-wide cap allows.
     void Restart(uint64_t offset);
+    bool has_pipe() const { return static_cast<bool>(write_); }
 
    private:
     friend class OutputLog;
+    void OpenPipe();
+    static int live_pipes_;
     OutputLog& log_;
     UniqueFd read_;
     UniqueFd write_;

@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "sys/pipe.h"
 #include "testing/temp_dir.h"
@@ -235,6 +237,8 @@ TEST_CASE("spool: a tap at the log's end holds exactly the bytes the pump moves"
   std::string data = Pattern(600000, 3);
   OutputLog::Tap tap(*log, 0);
   OutputLog::Tap behind(*log, 0);
+  tap.Restart(0);  // both readers caught up
+  behind.Restart(0);
   FeedPipe(*log, *p, data.substr(0, 200000));
   CHECK(tap.start() == 0);
   CHECK(tap.end() == 200000);
@@ -277,6 +281,7 @@ TEST_CASE("spool: a full tap stops growing; the file keeps every byte", "[spool]
   Result<Pipe> p = MakePipe(true, false, 1 << 20);
   REQUIRE(p.ok());
   OutputLog::Tap tap(*log, 0);
+  tap.Restart(0);
   int capacity = ::fcntl(tap.fd(), F_GETPIPE_SZ);
   REQUIRE(capacity > 0);
   std::string data = Pattern(static_cast<size_t>(capacity) + (3 << 20), 5);
@@ -292,4 +297,34 @@ TEST_CASE("spool: a full tap stops growing; the file keeps every byte", "[spool]
   std::string out;
   REQUIRE(log->Read(0, data.size(), &out).ok());
   CHECK(out == data);
+}
+
+TEST_CASE(
+    "spool: a tap gets a pipe only once its reader caught up, and the daemon holds at most "
+    "kMaxTapPipes",
+    "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  std::string data = Pattern(100000, 7);
+  FeedPipe(*log, *p, data.substr(0, 50000));
+  // Readers of the file (a finished exec's followers among them) hold no pipe.
+  std::vector<std::unique_ptr<OutputLog::Tap>> taps;
+  for (int i = 0; i <= OutputLog::Tap::kMaxTapPipes; ++i)
+    taps.push_back(std::make_unique<OutputLog::Tap>(*log, 0));
+  for (auto& tap : taps) CHECK_FALSE(tap->has_pipe());
+  for (auto& tap : taps) tap->Restart(log->next());
+  for (int i = 0; i < OutputLog::Tap::kMaxTapPipes; ++i) CHECK(taps[i]->has_pipe());
+  OutputLog::Tap& over = *taps.back();
+  CHECK_FALSE(over.has_pipe());
+  FeedPipe(*log, *p, data.substr(50000, 25000));
+  CHECK(over.empty());  // it reads the file, which has every byte
+  CHECK(DrainTap(*taps[0]) == data.substr(50000, 25000));
+  // One reader leaves: the next to catch up gets its pipe.
+  taps.erase(taps.begin());
+  over.Restart(log->next());
+  CHECK(over.has_pipe());
+  FeedPipe(*log, *p, data.substr(75000));
+  CHECK(DrainTap(over) == data.substr(75000));
 }
