@@ -10,6 +10,7 @@
 
 #include "agentd/trees/posix_error.h"
 #include "log/log.h"
+#include "sys/pipe.h"
 
 namespace agentd {
 namespace {
@@ -23,7 +24,6 @@ constexpr uint64_t kFirstCopyBytes = 16 * 1024;
 // (a hint: above /proc/sys/fs/pipe-max-size only a privileged daemon gets
 // it, and the tap then has what the kernel gives).
 constexpr int kTapPipeBytes = 4 << 20;
-constexpr int kTapPipeFallbackBytes = 1 << 20;
 
 }  // namespace
 
@@ -273,13 +273,12 @@ OutputLog::Tap::~Tap() {
 }
 
 void OutputLog::Tap::OpenPipe() {
-  int fds[2];
-  if (live_pipes_ >= kMaxTapPipes || ::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
-  read_.reset(fds[0]);
-  write_.reset(fds[1]);
+  if (live_pipes_ >= kMaxTapPipes) return;
+  Result<Pipe> made = MakePipe(true, true, kTapPipeBytes);
+  if (!made.ok()) return;
+  read_ = std::move(made->read);
+  write_ = std::move(made->write);
   ++live_pipes_;
-  if (::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeBytes) < 0)
-    ::fcntl(fds[0], F_SETPIPE_SZ, kTapPipeFallbackBytes);
 }
 
 void OutputLog::Tap::Restart(uint64_t offset) {

@@ -24,7 +24,11 @@ Result<Pipe> MakePipe(bool nonblocking_read, bool nonblocking_write, int capacit
   if (!r.ok()) return r.status();
   if (!w.ok()) return w.status();
   Pipe p{std::move(*r), std::move(*w)};
-  if (capacity > 0) ::fcntl(p.read.get(), F_SETPIPE_SZ, capacity);  // a hint: failure is fine
+  constexpr int kDefaultMaxCapacity = 1 << 20;
+  if (capacity > 0 && ::fcntl(p.read.get(), F_SETPIPE_SZ, capacity) < 0 &&
+      capacity > kDefaultMaxCapacity) {
+    ::fcntl(p.read.get(), F_SETPIPE_SZ, kDefaultMaxCapacity);  // a hint: failure is fine
+  }
   if (nonblocking_read) ::fcntl(p.read.get(), F_SETFL, O_NONBLOCK);
   if (nonblocking_write) ::fcntl(p.write.get(), F_SETFL, O_NONBLOCK);
   return p;

@@ -14,7 +14,9 @@ struct Pipe {
 };
 
 // `nonblocking_read`/`nonblocking_write` set O_NONBLOCK on that end only;
-// `capacity` (bytes, 0 = kernel default) is a hint for F_SETPIPE_SZ.
+// `capacity` (bytes, 0 = kernel default) is a hint for F_SETPIPE_SZ; one
+// the kernel refuses (above /proc/sys/fs/pipe-max-size for an unprivileged
+// daemon) falls back to 1 MiB, that limit's default, then to the default.
 Result<Pipe> MakePipe(bool nonblocking_read, bool nonblocking_write, int capacity = 0);
 
 // Moves `fd` to a number >= 3 (close-on-exec), closing the original.
