@@ -5,6 +5,7 @@ overlays (docs/PROTOCOL.md, "Reuse"). Needs root and overlayfs; the
 fallback to restoring by copying is tested where the overlay cannot be
 mounted."""
 
+import json
 import os
 import secrets
 import shutil
@@ -102,6 +103,34 @@ class OverlayResetTest(unittest.TestCase):
             self.assertGreater(report["removed"]["bytes"], 0, report)
             self.assert_no_canary(canary)
             self.assertEqual(mounts_at(self.work), ["overlay"], "round %d" % n)
+
+    def test_the_answer_shows_the_golden_tree_and_the_old_layer_is_freed_after_it(self):
+        canary = secrets.token_hex(16)
+        self.tenant("many", "mkdir many && cd many && seq 1 2000 | xargs touch && "
+                    "head -c 1048576 /dev/zero > big && echo %s > canary" % canary)
+        status, report = reset(self.d)
+        # What the answer promises holds when it arrives: the fresh overlay
+        # shows the golden tree.
+        self.assertEqual((status, report["clean"]), (200, True), report)
+        self.assert_no_canary(canary)
+        self.assertEqual(mounts_at(self.work), ["overlay"])
+        self.assertGreaterEqual(report["removed"]["entries"], 2002, report)
+
+        # The swapped-out overlay and tmpfs are dropped only after the
+        # answer (the kernel frees the tenant's files then), and it ends.
+        def lines():
+            return [json.loads(line) for line in self.d.logs() if line.startswith("{")]
+
+        def released():
+            return [e for e in lines() if e.get("msg") == "reset overlay released"]
+
+        (freed,) = wait_until(released, what="the old overlay's release")
+        self.assertEqual(freed["generation"], report["generation"] - 1, freed)
+        self.assertEqual((freed["entries"], freed["bytes"]),
+                         (report["removed"]["entries"], report["removed"]["bytes"]), freed)
+        self.assertGreaterEqual(freed["bytes"], 1 << 20, freed)
+        msgs = [e.get("msg") for e in lines()]
+        self.assertLess(msgs.index("guest reset"), msgs.index("reset overlay released"), msgs)
 
     def test_a_mount_the_tenant_made_over_or_in_the_path_is_gone_after_the_reset(self):
         canary = secrets.token_hex(16)

@@ -75,9 +75,12 @@ asio::awaitable<void> Reset(ApiContext& ctx, GuestReset& reuse, Request& req, Re
   Result<ResetReport> report = co_await reuse.Run(owned, close_others);
   if (!report.ok()) {
     co_await res.SendError(report.status());
-    co_return;
+  } else {
+    co_await res.SendJson(200, EncodeResetReport(*report));
   }
-  co_await res.SendJson(200, EncodeResetReport(*report));
+  // Only now: the freeing of the swapped-out layers does not share the
+  // CPUs with the reset's last steps and its answer (reuse/guest_reset.h).
+  reuse.ReleaseDetached();
 }
 
 // While resetting or quarantined, only health, metrics and reset answer.

@@ -232,6 +232,11 @@ asio::awaitable<std::optional<ResetReport>> GuestReset::ReportOf(
   co_return entry->report;
 }
 
+void GuestReset::ReleaseDetached() {
+  DetachedLayers::Release(std::move(detached_), detached_generation_);
+  detached_.clear();
+}
+
 asio::awaitable<void> GuestReset::WaitExecsFinished(SteadyClock::time_point deadline) {
   asio::steady_timer pause(co_await asio::this_coro::executor);
   while (!engine_.AllFinished() && SteadyClock::now() < deadline) {
@@ -251,6 +256,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
     phases.Set(name, std::chrono::duration<double, std::milli>(now - last).count());
     last = now;
   };
+  ReleaseDetached();  // an earlier reset's, had its route not done so
   std::shared_ptr<ResetLedger::Entry> entry =
       ledger_.Begin(request.reset_id, std::string(bootstrap_.token()));
   state_ = State::kResetting;
@@ -307,11 +313,16 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   // The dropped records' dirs and spools, the reset paths, scratch dirs
   // and IPC objects, then the verification walk of each: one trip to the
   // blocking pool.
+  struct Restored {
+    RestoreResult files;
+    std::vector<DetachedLayers> detached;
+  };
   auto restore = [dirs = std::move(dirs), paths = paths_, scratch = options_.scratch_dirs,
                   sweep_ipc = options_.sweep_ipc, ipc_baseline = ipc_baseline_,
                   old_groups = std::vector<std::string>{old_group, adopted}] {
     for (const std::string& dir : dirs) ExecStore::RemoveDir(dir);
-    RestoreResult all;
+    Restored out;
+    RestoreResult& all = out.files;
     for (const std::string& gone : old_groups) {
       if (gone.empty()) continue;
       std::string failed = TenantCgroup::RemoveTree(gone);
@@ -335,6 +346,7 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
     for (const auto& p : paths) {
       if (p->overlay) {
         OverlaySwap swap = SwapOverlay(*p->overlay);
+        out.detached.push_back(std::move(swap.old));
         all.removed_entries += swap.removed_entries;
         all.removed_bytes += swap.removed_bytes;
         std::vector<ResetRemaining> left = swap.remaining;
@@ -356,9 +368,12 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
       }
       for (ResetRemaining& r : one.remaining) all.remaining.push_back(std::move(r));
     }
-    return all;
+    return out;
   };
-  RestoreResult files = co_await RunBlocking(blocking_, std::move(restore));
+  Restored restored = co_await RunBlocking(blocking_, std::move(restore));
+  RestoreResult& files = restored.files;
+  for (DetachedLayers& l : restored.detached) detached_.push_back(std::move(l));
+  detached_generation_ = reset_generation;
   mark("records_and_files_ms");
 
   ResetReport report;

@@ -100,6 +100,15 @@ class GuestReset {
   // in a co_await expression, sys/awaitable.h).
   asio::awaitable<Result<ResetReport>> Run(ResetRequest& request,
                                            const std::function<void()>& close_others);
+  // The route calls this once the reset's answer is written (or failed to
+  // be): the old overlays and tmpfs a reset swapped out are dropped on a
+  // thread of their own, so the kernel's freeing of what the tenant left
+  // (the only part of an overlay reset that grows with the files) runs
+  // after the answer instead of beside the reset's last steps. The next
+  // tenant's tree does not depend on it: the fresh overlay was mounted and
+  // verified before the answer. A reset also drops what an earlier one
+  // left unreleased before it starts.
+  void ReleaseDetached();
 
  private:
   asio::awaitable<void> WaitExecsFinished(std::chrono::steady_clock::time_point deadline);
@@ -125,7 +134,9 @@ class GuestReset {
   std::vector<ResetRemaining> quarantine_items_;
   ResetLedger ledger_;
   std::vector<std::shared_ptr<ResetPath>> paths_;
-  std::vector<IpcObject> ipc_baseline_;  // the image's objects, listed at Open
+  std::vector<IpcObject> ipc_baseline_;   // the image's objects, listed at Open
+  std::vector<DetachedLayers> detached_;  // swapped out, until ReleaseDetached()
+  int64_t detached_generation_ = 0;       // the generation they belonged to
 };
 
 // 32 hex digits from the kernel's random source, new at every start.

@@ -3,17 +3,20 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "agentd/trees/posix_error.h"
+#include "log/log.h"
 #include "sys/read_file.h"
 
 namespace agentd {
@@ -97,37 +100,6 @@ bool DetachAbove(const std::string& path, uint64_t base) {
   return MountId(path) == base;
 }
 
-// The kernel frees a file system when the last reference to its mount
-// goes, inside that call: for a tenant's 10,000 files, a 200 MB tmpfs,
-// that took 100-200 ms of the reset (docs/BENCHMARKS.md, "Reset with
-// overlays"). The swap holds a reference to the old overlay and tmpfs
-// across their detaching and drops it on a thread of its own, so the
-// freeing runs beside the reset's answer instead of inside it. The old
-// layers are unreachable from any path by then.
-void* CloseHeld(void* fds) {
-  auto both = reinterpret_cast<uintptr_t>(fds);
-  ::close(static_cast<int>(both >> 16));
-  ::close(static_cast<int>(both & 0xffff));
-  return nullptr;
-}
-
-void ReleaseLater(int a, int b) {
-  if (a < 0 || b < 0 || a >= 0xffff || b >= 0xffff) {
-    if (a >= 0) ::close(a);
-    if (b >= 0) ::close(b);
-    return;
-  }
-  void* both =
-      reinterpret_cast<void*>((static_cast<uintptr_t>(a) << 16) | static_cast<uintptr_t>(b));
-  pthread_attr_t attr;
-  pthread_t thread;
-  bool started = ::pthread_attr_init(&attr) == 0 &&
-                 ::pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
-                 ::pthread_create(&thread, &attr, CloseHeld, both) == 0;
-  ::pthread_attr_destroy(&attr);
-  if (!started) CloseHeld(both);
-}
-
 // Paths go into the mount options unquoted; overlayfs splits on ',' and ':'.
 bool OptionSafe(const std::string& path) {
   return path.find_first_of(",:\\ \t\n") == std::string::npos;
@@ -158,6 +130,36 @@ Status MountFresh(OverlaySlot& slot) {
 }
 
 }  // namespace
+
+void DetachedLayers::Drop() {
+  if (top_ >= 0) ::close(top_);
+  if (tmp_ >= 0) ::close(tmp_);
+  top_ = tmp_ = -1;
+}
+
+void DetachedLayers::Release(std::vector<DetachedLayers> layers, int64_t generation) {
+  if (layers.empty()) return;
+  auto drop = [layers = std::move(layers), generation]() mutable {
+    for (DetachedLayers& l : layers) {
+      auto started = std::chrono::steady_clock::now();
+      l.Drop();
+      Log(LogLevel::kInfo, "reset overlay released",
+          json::Object()
+              .Set("generation", generation)
+              .Set("entries", l.entries_)
+              .Set("bytes", l.bytes_)
+              .Set("duration_ms", std::chrono::duration<double, std::milli>(
+                                      std::chrono::steady_clock::now() - started)
+                                      .count()));
+    }
+  };
+  try {
+    std::thread(std::move(drop)).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: the layers were moved into `drop`, which the
+    // failed constructor destroyed, dropping them here.
+  }
+}
 
 std::string OverlayUnavailable() {
   if (::geteuid() != 0) return "the daemon is not root";
@@ -235,7 +237,7 @@ OverlaySwap SwapOverlay(OverlaySlot& slot) {
   bool detached = DetachAbove(slot.live, slot.base_mnt);
   int err = errno;
   Status s = detached ? MountFresh(slot) : Status::Ok();
-  ReleaseLater(old_top, old_tmp);
+  out.old = DetachedLayers(old_top, old_tmp, out.removed_entries, out.removed_bytes);
   if (!detached) {
     out.remaining.push_back(
         {"path", slot.live,
