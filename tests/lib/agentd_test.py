@@ -66,6 +66,12 @@ def remove_dead_daemon_cgroups(pid):
                 pass
 
 
+class DaemonDied(ConnectionError):
+    """A request's connection failed because the daemon ended unasked: still
+    a ConnectionError (callers that expect one keep working), with the exit
+    status and the daemon's last log lines in its message."""
+
+
 class Daemon:
     """A running agentd. Use as a context manager or call stop()."""
 
@@ -81,6 +87,7 @@ class Daemon:
         self.wrapper = list(wrapper)  # e.g. ["unshare", "--pid", "--fork"]: runs the daemon under it
         self.binary = binary or AGENTD_BIN  # another path: a copy an upgrade test replaces
         self.proc = None
+        self._killed = None  # the process kill() ended, if the current one
         self.started_pids = []  # each start's daemon, for their cgroups at close()
         self.port = None
         self.log_lines = []
@@ -108,9 +115,18 @@ class Daemon:
         self._log_thread = threading.Thread(target=self._read_logs, args=(self.proc,),
                                             daemon=True)
         self._log_thread.start()
-        if not self._ready.wait(10):
-            self.kill()
-            raise RuntimeError("agentd did not become ready:\n" + "\n".join(self.log_lines))
+        # Bound by what happened: "ready", or the daemon's end (its stderr
+        # closes and the log thread returns). The cap only stops a hung
+        # start from hanging the suite; a loaded sanitizer run can take
+        # seconds to get there.
+        deadline = time.monotonic() + 120
+        while not self._ready.wait(0.05):
+            if not self._log_thread.is_alive() or time.monotonic() > deadline:
+                ended = self.proc.poll()
+                self.kill()
+                raise RuntimeError("agentd did not become ready (%s):\n%s" % (
+                    "exit status %s" % ended if ended is not None else "still starting after 120 s",
+                    "\n".join(self.logs()[-60:])))
 
     def _read_logs(self, proc):
         for raw in proc.stderr:
@@ -144,6 +160,7 @@ class Daemon:
 
     def kill(self):
         """SIGKILL, as a crash would."""
+        self._killed = self.proc
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -199,9 +216,27 @@ class Daemon:
             resp = conn.getresponse()
             data = resp.read()
             return resp.status, {k.lower(): v for k, v in resp.getheaders()}, data
+        except ConnectionError as e:
+            self._raise_if_died(e)
+            raise
         finally:
             if own:
                 conn.close()
+
+    def _raise_if_died(self, error):
+        """A request cut by the daemon's unexpected end says so, with its
+        exit status and last log lines, instead of a bare connection error.
+        A daemon this test killed is not unexpected: kill() reaps it first,
+        and its process is the one still recorded."""
+        proc = self.proc
+        if proc is None or self._killed is proc:
+            return
+        try:
+            status = proc.wait(0.5)  # a dead daemon is reaped at once; a live one not waited on long
+        except subprocess.TimeoutExpired:
+            return
+        raise DaemonDied("agentd (pid %d) ended with status %s during a request (%s); its last log lines:\n%s"
+                           % (proc.pid, status, error, "\n".join(self.logs()[-60:]))) from error
 
     def json(self, method, path, body=None, **kw):
         """Returns (status, parsed JSON body)."""
