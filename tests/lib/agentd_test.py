@@ -72,6 +72,11 @@ class DaemonDied(ConnectionError):
     status and the daemon's last log lines in its message."""
 
 
+class RequestTimedOut(TimeoutError):
+    """A request the daemon did not answer in time: still a TimeoutError,
+    with the daemon's state and last log lines in its message."""
+
+
 class Daemon:
     """A running agentd. Use as a context manager or call stop()."""
 
@@ -219,6 +224,11 @@ class Daemon:
         except ConnectionError as e:
             self._raise_if_died(e)
             raise
+        except TimeoutError as e:
+            raise RequestTimedOut("%s %s: no answer within the client's timeout (%s); agentd %s; its last log lines:\n%s"
+                                  % (method, path, e, "running" if self.proc.poll() is None else
+                                     "ended with status %s" % self.proc.returncode,
+                                     "\n".join(self.logs()[-60:]))) from e
         finally:
             if own:
                 conn.close()
