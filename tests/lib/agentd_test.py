@@ -151,6 +151,22 @@ class Daemon:
         with self._log_lock:
             return list(self.log_lines)
 
+    def wait_log(self, text, cap=60):
+        """Waits until the log reader has read a line containing `text`, for a
+        line the daemon wrote before something the test already saw (an
+        answer): the reader thread may still be behind the pipe. Bound by the
+        line, or by the daemon's end (no more lines can come); the cap only
+        stops a missing line from hanging the suite. Returns the line."""
+        deadline = time.monotonic() + cap
+        while True:
+            line = next((l for l in self.logs() if text in l), None)
+            if line is not None:
+                return line
+            if not self._log_thread.is_alive() or time.monotonic() > deadline:
+                raise AssertionError("no log line with %r; the last ones:\n%s"
+                                     % (text, "\n".join(self.logs()[-30:])))
+            time.sleep(0.01)
+
     def stop(self, timeout=10):
         """SIGTERM and wait; returns the exit status."""
         if self.proc is None or self.proc.poll() is not None:
