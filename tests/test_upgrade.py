@@ -415,9 +415,12 @@ class UpgradeInPlaceTest(UpgradeCase):
         # A caught-up raw follower gets new bytes from its tap (a tee of the
         # child's pipe), which is not handed over: the upgrade cuts its
         # stream after whole chunks, and a follow from the bytes it has gets
-        # the rest, each byte once.
+        # the rest, each byte once. The exec waits for a second line after
+        # printing everything, so it still runs when the upgrade comes: on a
+        # loaded machine the socket buffers can take all of the rest, and
+        # an exec that ended first leaves nothing to cut.
         first, total = 200000, 900000
-        self.start("tapped", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d" % (
+        self.start("tapped", {"argv": ["sh", "-c", "seq 1 %d; read x; seq %d %d; read y" % (
             first, first + 1, total)], "stdin_stream": True})
         expected = "".join("%d\n" % i for i in range(1, total + 1)).encode()
         half = len(expected[:expected.index(b"\n%d\n" % first) + 1])
@@ -447,10 +450,11 @@ class UpgradeInPlaceTest(UpgradeCase):
                 s, raw = follow(), b""
                 continue
             if not upgraded and len(dechunked_prefix(body)) >= half:
-                self.stdin("tapped", 0, b"go\n")
+                self.stdin("tapped", 0, b"go\n", eof=False)
                 code, out = self.upgrade()
                 self.assertEqual(code, 0, out)
                 upgraded = True
+                self.stdin("tapped", 3, b"end\n")  # to the new binary: the exec may end
         self.assertTrue(upgraded)
         self.assertGreaterEqual(reconnects, 1)  # the upgrade cut the follow
         self.assertEqual(len(got), len(expected))
