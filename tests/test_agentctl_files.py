@@ -5,11 +5,145 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import stat
+import subprocess
 import tempfile
+import threading
 import unittest
+import urllib.parse
 
-from test_agentctl_exec import AgentctlTestCase
+from test_agentctl_exec import AGENTCTL, AgentctlTestCase
+
+
+class _Reader:
+    """Reads HTTP message heads and bodies of known length off a socket."""
+
+    def __init__(self, sock):
+        self.sock, self.buffered = sock, b""
+
+    def head(self):
+        while b"\r\n\r\n" not in self.buffered:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buffered += chunk
+        head, _, self.buffered = self.buffered.partition(b"\r\n\r\n")
+        return head + b"\r\n\r\n"
+
+    def take(self, n):
+        while len(self.buffered) < n:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("the message ended early")
+            self.buffered += chunk
+        data, self.buffered = self.buffered[:n], self.buffered[n:]
+        return data
+
+
+def _content_length(head):
+    """A message's Content-Length; None when it has none (chunked, or a
+    request without a body is given 0 by its method below)."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+        if name.strip().lower() == b"transfer-encoding":
+            return None
+    return 0 if head.startswith((b"GET ", b"HEAD ", b"DELETE ", b"HTTP/1.1 204", b"HTTP/1.1 304")) else None
+
+
+class OlderDaemonProxy:
+    """Stands in front of the test's daemon as a daemon older than PUT
+    /v1/fs/file's `etag` parameter: such a write is refused as that daemon
+    refused any unknown parameter (400 invalid_request naming the field,
+    its body read and dropped, the connection closed); every other
+    connection is passed through byte for byte. `puts` records each write's
+    query as the proxy saw it."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.puts = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        # Request by request (the client asks for health first and keeps
+        # the connection), until a message without a length: then raw.
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        reader, up_reader = _Reader(conn), _Reader(upstream)
+        try:
+            while True:
+                head = reader.head()
+                if head is None:
+                    return
+                method, target = head.split(b" ")[:2]
+                url = urllib.parse.urlsplit(target.decode())
+                query = urllib.parse.parse_qs(url.query)
+                length = _content_length(head)
+                expects_continue = b"\r\nexpect: 100-continue" in head.lower()
+                if method == b"PUT" and url.path == "/v1/fs/file":
+                    self.puts.append(query)
+                    if "etag" in query:
+                        if not expects_continue:  # the body comes anyway: read and dropped
+                            reader.take(length or 0)
+                        body = json.dumps({"error": {
+                            "code": "invalid_request", "field": "etag",
+                            "message": 'unknown query parameter "etag"'}}).encode()
+                        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json"
+                                     b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+                                     % (len(body), body))
+                        return
+                if length is None:
+                    break
+                upstream.sendall(head)
+                if expects_continue:
+                    answer = up_reader.head()
+                    if not answer.startswith(b"HTTP/1.1 100"):  # refused: no body comes
+                        conn.sendall(answer + up_reader.take(_content_length(answer) or 0))
+                        continue
+                    conn.sendall(answer)
+                upstream.sendall(reader.take(length))
+                answer = up_reader.head()
+                answer_length = _content_length(answer)
+                if answer_length is None:
+                    conn.sendall(answer)
+                    break
+                conn.sendall(answer + up_reader.take(answer_length))
+            # Raw from here: what each reader holds already, then the sockets.
+            upstream.sendall(reader.buffered)
+            conn.sendall(up_reader.buffered)
+            threading.Thread(target=self._pipe, args=(upstream, conn), daemon=True).start()
+            self._pipe(conn, upstream)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+            upstream.close()
+
+    @staticmethod
+    def _pipe(src, dst):
+        try:
+            while True:
+                chunk = src.recv(1 << 20)
+                if not chunk:
+                    break
+                dst.sendall(chunk)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
 class FileCommandsTest(AgentctlTestCase):
@@ -123,6 +257,28 @@ class FileCommandsTest(AgentctlTestCase):
             self.assertEqual(f.read(), data)
         r, env = self.envelope("stat", remote)
         self.assertEqual(env["result"]["etag"], '"sha256:%s"' % hashlib.sha256(data).hexdigest())
+
+    def test_cp_to_a_daemon_refusing_the_etag_parameter_asks_again_with_the_tag(self):
+        # An older daemon refuses etag=0 after the body went out (sendfile
+        # moved no file offset of agentctl's own): the second write sends the
+        # whole file again, from its first byte, and asks for the tag.
+        local = os.path.join(self.dir, "older.bin")
+        data = os.urandom((2 << 20) + 77)
+        with open(local, "wb") as f:
+            f.write(data)
+        remote = os.path.join(self.dir, "older-remote.bin")
+        proxy = OlderDaemonProxy(self.daemon.port)
+        self.addCleanup(proxy.close)
+        env = dict(self.env, AGENTD_URL="http://127.0.0.1:%d" % proxy.port)
+        r = subprocess.run([AGENTCTL, "--json", "cp", local, "guest:" + remote],
+                           capture_output=True, env=env, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual([("etag" in q) for q in proxy.puts], [True, False])
+        result = json.loads(r.stdout)["result"]
+        self.assertEqual((result["size"], result["etag"]),
+                         (len(data), '"sha256:%s"' % hashlib.sha256(data).hexdigest()))
+        with open(remote, "rb") as f:
+            self.assertEqual(f.read(), data)
 
     def test_cp_of_a_proc_file_copies_what_reading_it_gives(self):
         # procfs says such a file is empty (st_size 0) and makes its content
