@@ -153,6 +153,13 @@ class FileCommandsTest(AgentctlTestCase):
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def random_file(self, name, size):
+        """A local file of `size` random bytes: (its path, the bytes)."""
+        path, data = os.path.join(self.dir, name), os.urandom(size)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path, data
+
     def test_put_with_mode_then_cat_whole_lines_and_bytes(self):
         path = os.path.join(self.dir, "g", "notes.txt")
         r = self.ctl("put", "--mode", "0640", "--parents", path, "-", input=b"a\nb\nc\nd\n")
@@ -244,10 +251,7 @@ class FileCommandsTest(AgentctlTestCase):
         # bit, more than one of agentctl's former 256 KiB reads and the
         # daemon's write blocks. cp asks for no tag (etag=0): its answer
         # has none, and a later stat hashes the bytes that landed.
-        local = os.path.join(self.dir, "big.bin")
-        data = os.urandom((3 << 20) + 4321)
-        with open(local, "wb") as f:
-            f.write(data)
+        local, data = self.random_file("big.bin", (3 << 20) + 4321)
         remote = os.path.join(self.dir, "big-remote.bin")
         r, env = self.envelope("cp", local, "guest:" + remote)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -262,10 +266,7 @@ class FileCommandsTest(AgentctlTestCase):
         # An older daemon refuses etag=0 after the body went out (sendfile
         # moved no file offset of agentctl's own): the second write sends the
         # whole file again, from its first byte, and asks for the tag.
-        local = os.path.join(self.dir, "older.bin")
-        data = os.urandom((2 << 20) + 77)
-        with open(local, "wb") as f:
-            f.write(data)
+        local, data = self.random_file("older.bin", (2 << 20) + 77)
         remote = os.path.join(self.dir, "older-remote.bin")
         proxy = OlderDaemonProxy(self.daemon.port)
         self.addCleanup(proxy.close)
