@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,6 +90,14 @@ double Percentile(std::vector<double> v, double p) {
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+// CPU time of this process (user + system), in microseconds: what each side
+// costs the caller, which load does not inflate the way it does wall time.
+double CpuUs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,10 +117,13 @@ int main(int argc, char** argv) {
   agentd::ExecStartRequest req;
   req.argv = {"/bin/true"};
   std::vector<double> via_client, via_raw;
+  double client_cpu_us = 0, raw_cpu_us = 0;
   for (int i = 0; i < rounds + 20; ++i) {
+    double c0 = CpuUs();
     auto t0 = Clock::now();
     auto r = client.Run(req);
     auto t1 = Clock::now();
+    double c1 = CpuUs();
     if (!r.ok()) {
       std::fprintf(stderr, "client run failed: %s\n", r.status().ToString().c_str());
       return 1;
@@ -123,9 +135,12 @@ int main(int argc, char** argv) {
              R"({"argv":["/bin/true"]})");
     raw.Call("POST", "/v1/execs/" + id + "/ack", "{}");
     auto t2 = Clock::now();
+    double c2 = CpuUs();
     if (i >= 20) {  // warm-up rounds are not counted
       via_client.push_back(Ms(t1 - t0));
       via_raw.push_back(Ms(t2 - t1));
+      client_cpu_us += c1 - c0;
+      raw_cpu_us += c2 - c1;
     }
   }
   // Throughput: one exec printing stream_mib MiB, read through Stream
@@ -152,10 +167,12 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"run_p50_ms\": %.3f, \"run_p99_ms\": %.3f, \"raw_p50_ms\": %.3f, \"raw_p99_ms\": %.3f, "
       "\"run_ratio_p50\": %.3f, \"stream_client_mib_s\": %.1f, \"stream_raw_mib_s\": %.1f, "
-      "\"stream_ratio\": %.3f, \"stream_bytes\": %llu, \"raw_bytes\": %llu}\n",
+      "\"stream_ratio\": %.3f, \"stream_bytes\": %llu, \"raw_bytes\": %llu, "
+      "\"run_cpu_us\": %.1f, \"raw_cpu_us\": %.1f}\n",
       Percentile(via_client, 0.5), Percentile(via_client, 0.99), Percentile(via_raw, 0.5),
       Percentile(via_raw, 0.99), Percentile(via_client, 0.5) / Percentile(via_raw, 0.5),
       mib / client_s, mib / raw_s, (mib / client_s) / (mib / raw_s),
-      static_cast<unsigned long long>(got), static_cast<unsigned long long>(raw_got));
+      static_cast<unsigned long long>(got), static_cast<unsigned long long>(raw_got),
+      client_cpu_us / rounds, raw_cpu_us / rounds);
   return got == (stream_mib << 20) ? 0 : 1;
 }

@@ -52,11 +52,18 @@ std::string MintExecId(std::string_view prefix) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                 std::chrono::system_clock::now().time_since_epoch())
                 .count();
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "-%011llx-%016llx", static_cast<unsigned long long>(ms),
-                static_cast<unsigned long long>(rng()));
+  // "-" 11 hex digits of the time "-" 16 of randomness, zero-padded (no
+  // snprintf: a Run mints one id, and the format parser cost more than it).
   std::string id(prefix.substr(0, kMaxExecIdBytes - 30));
-  return id + buf;
+  size_t at = id.size();
+  id.resize(at + 29, '0');
+  auto hex = [&](uint64_t v, size_t digits, size_t where) {
+    id[where] = '-';
+    for (size_t i = where + digits; i > where; --i, v >>= 4) id[i] = "0123456789abcdef"[v & 15];
+  };
+  hex(static_cast<uint64_t>(ms), 11, at);
+  hex(rng(), 16, at + 12);
+  return id;
 }
 
 asio::awaitable<Result<ExecInfo>> StartExecCall(Transport& t, std::string id,

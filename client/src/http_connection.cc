@@ -226,6 +226,11 @@ void HttpConnection::CompactBuffer() {
 }
 
 asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool keep_on_timeout) {
+  if (blocking_wait_) {
+    // Waiting for an answer just asked for: poll(2) first, then one read
+    // (nothing is there yet, so a read first would only fail).
+    co_return ReadSomeBlocking(deadline, keep_on_timeout, /*poll_first=*/!head_done_);
+  }
   CompactBuffer();
   // What the socket already holds is taken at once; the deadline's timer
   // is armed only for a read that has to wait. (Arming and cancelling a
@@ -241,22 +246,52 @@ asio::awaitable<Result<size_t>> HttpConnection::ReadSome(Deadline deadline, bool
     Close();
     co_return Lost(now_ec, "reading the answer");
   }
+  for (;;) {
+    // Wait for readiness, then read: asio's async_read_some would first try
+    // the read that just failed once more. The deadline is a plain timer
+    // handler that cancels the wait, not a parallel group (two coroutine
+    // frames and a cancellation slot per wait, more than the read costs).
+    bool timed_out = false;
+    asio::error_code ec = co_await WaitReadable(deadline, &timed_out);
+    if (timed_out) {
+      if (!keep_on_timeout) Close();
+      co_return Timeout("waiting for the daemon's answer");
+    }
+    if (ec) {
+      Close();
+      co_return Lost(ec, "reading the answer");
+    }
+    size_t n = socket_.read_some(asio::buffer(buf_.data() + end_, buf_.size() - end_), ec);
+    if (!ec) {
+      end_ += n;
+      co_return n;
+    }
+    if (ec == asio::error::eof) co_return size_t{0};
+    if (ec != asio::error::would_block && ec != asio::error::try_again) {
+      Close();
+      co_return Lost(ec, "reading the answer");
+    }
+    // A readiness that another read took: wait again.
+  }
+}
+
+asio::awaitable<asio::error_code> HttpConnection::WaitReadable(Deadline deadline, bool* timed_out) {
+  uint64_t wait = ++wait_number_;
   timer_.expires_at(deadline);
-  auto r = co_await (
-      socket_.async_read_some(asio::buffer(buf_.data() + end_, buf_.size() - end_), kNothrow) ||
-      timer_.async_wait(kNothrow));
-  if (r.index() == 1) {
-    if (!keep_on_timeout) Close();
-    co_return Timeout("waiting for the daemon's answer");
-  }
-  auto [ec, n] = std::get<0>(r);
-  if (ec == asio::error::eof) co_return size_t{0};
-  if (ec) {
-    Close();
-    co_return Lost(ec, "reading the answer");
-  }
-  end_ += n;
-  co_return n;
+  timer_.async_wait([this, wait, alive = std::weak_ptr<char>(alive_)](const asio::error_code& ec) {
+    // A cancelled timer, a connection gone, or a wait that already ended
+    // (the timer fired as the socket became readable): nothing to cancel.
+    if (ec || alive.expired() || wait != wait_number_) return;
+    deadline_passed_ = true;
+    asio::error_code ignored;
+    socket_.cancel(ignored);
+  });
+  deadline_passed_ = false;
+  auto [ec] = co_await socket_.async_wait(asio::socket_base::wait_read, kNothrow);
+  ++wait_number_;  // a timer handler still queued now finds another number
+  timer_.cancel();
+  *timed_out = deadline_passed_;
+  co_return ec;
 }
 
 Status HttpConnection::FeedParser() {
@@ -336,31 +371,34 @@ asio::awaitable<Result<std::string_view>> HttpConnection::ReadBody(Deadline dead
 Result<std::string_view> HttpConnection::ReadBodyBlocking(Deadline deadline) {
   for (;;) {
     if (std::optional<Result<std::string_view>> next = NextBuffered()) return std::move(*next);
-    Result<size_t> n = ReadSomeBlocking(deadline);
+    Result<size_t> n = ReadSomeBlocking(deadline, /*keep_on_timeout=*/false, /*poll_first=*/false);
     if (!n.ok()) return n.status();
     Status s = AfterRead(*n);
     if (!s.ok()) return s;
   }
 }
 
-Result<size_t> HttpConnection::ReadSomeBlocking(Deadline deadline) {
+Result<size_t> HttpConnection::ReadSomeBlocking(Deadline deadline, bool keep_on_timeout,
+                                                bool poll_first) {
   CompactBuffer();
   int fd = socket_.native_handle();  // non-blocking: poll(2) does the waiting
-  for (;;) {
-    ssize_t n = ::recv(fd, buf_.data() + end_, buf_.size() - end_, 0);
-    if (n >= 0) {
-      end_ += static_cast<size_t>(n);
-      return static_cast<size_t>(n);
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      asio::error_code ec(errno, asio::system_category());
-      Close();
-      return Lost(ec, "reading the answer");
+  for (bool read_now = !poll_first;; read_now = true) {
+    if (read_now) {
+      ssize_t n = ::recv(fd, buf_.data() + end_, buf_.size() - end_, 0);
+      if (n >= 0) {
+        end_ += static_cast<size_t>(n);
+        return static_cast<size_t>(n);
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        asio::error_code ec(errno, asio::system_category());
+        Close();
+        return Lost(ec, "reading the answer");
+      }
     }
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      Close();
+      if (!keep_on_timeout) Close();
       return Timeout("waiting for the daemon's answer");
     }
     pollfd p{fd, POLLIN, 0};

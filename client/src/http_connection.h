@@ -11,6 +11,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,6 +58,13 @@ class HttpConnection {
   std::string TakeUpgradeBytes();
   asio::generic::stream_protocol::socket& socket() { return socket_; }
 
+  // While set, the reads of ReadHead/ReadBody wait in poll(2) on this
+  // thread instead of suspending on the executor: for the synchronous
+  // Client's one call in flight, when nothing else on its io_context could
+  // run meanwhile (Transport decides, per request). Saves the reactor's
+  // round (timer arming, epoll_wait, dispatch) on every answer.
+  void set_blocking_wait(bool on) { blocking_wait_ = on; }
+
   bool reusable() const { return open_ && message_done_ && keep_alive_; }
   // True when the idle connection was closed by the daemon (checked before reuse).
   bool PeerClosed();
@@ -64,7 +72,11 @@ class HttpConnection {
 
  private:
   asio::awaitable<Result<size_t>> ReadSome(Deadline deadline, bool keep_on_timeout = false);
-  Result<size_t> ReadSomeBlocking(Deadline deadline);
+  // `poll_first`: wait before the first read (an answer not yet sent).
+  Result<size_t> ReadSomeBlocking(Deadline deadline, bool keep_on_timeout, bool poll_first);
+  // Suspends until the socket is readable (an empty error_code), fails, or
+  // `deadline` passes (*timed_out; the connection stays open).
+  asio::awaitable<asio::error_code> WaitReadable(Deadline deadline, bool* timed_out);
   void CompactBuffer();
   // What ReadBody answers without reading the socket: a chunk, the end, or
   // nullopt (read more); after a read of `got` bytes (0: the peer closed).
@@ -84,6 +96,13 @@ class HttpConnection {
   bool upgraded_ = false;
   bool keep_alive_ = false;
   bool open_ = false;
+  bool blocking_wait_ = false;
+  // WaitReadable's deadline: the number of the wait its timer handler may
+  // cancel, whether it did, and a token the handler checks first (a handler
+  // queued when the connection is destroyed must not touch it).
+  uint64_t wait_number_ = 0;
+  bool deadline_passed_ = false;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
 };
 
 }  // namespace agentd::client

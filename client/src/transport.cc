@@ -3,6 +3,7 @@
 #include <asio/experimental/as_tuple.hpp>
 #include <charconv>
 #include <optional>
+#include <type_traits>
 
 namespace agentd::client {
 namespace {
@@ -52,9 +53,13 @@ const std::string* HttpResponse::Header(std::string_view lower_name) const {
 
 ResponseStream::ResponseStream(Transport& transport, std::unique_ptr<HttpConnection> conn,
                                ResponseHead head)
-    : transport_(transport), conn_(std::move(conn)), head_(std::move(head)) {}
+    : transport_(transport), conn_(std::move(conn)), head_(std::move(head)) {
+  conn_->set_blocking_wait(false);  // read by its caller, maybe beside other work
+  ++transport_.open_streams_;
+}
 
 ResponseStream::~ResponseStream() {
+  --transport_.open_streams_;
   if (done_ && conn_) transport_.Recycle(std::move(conn_));
 }
 
@@ -99,7 +104,10 @@ asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Dead
   while (!idle_.empty()) {
     std::unique_ptr<HttpConnection> conn = std::move(idle_.back());
     idle_.pop_back();
-    if (!conn->PeerClosed()) co_return conn;
+    if (!conn->PeerClosed()) {
+      conn->set_blocking_wait(false);  // Exchange decides for its request
+      co_return conn;
+    }
   }
   auto conn = std::make_unique<HttpConnection>(executor_);
   Status s = co_await conn->Connect(endpoint_,
@@ -152,11 +160,14 @@ asio::awaitable<Status> Transport::SendBody(HttpConnection& c, const HttpRequest
 }
 
 asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpRequest& request,
-                                                                Deadline deadline, bool* sent) {
+                                                                Deadline deadline, bool* sent,
+                                                                bool may_block) {
   *sent = false;
   Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline);
   if (!conn.ok()) co_return conn.status();
   HttpConnection& c = **conn;
+  c.set_blocking_wait(may_block && blocking_waits_ && in_flight_ == 1 && open_streams_ == 0 &&
+                      !request.source && request.file.fd < 0);
   // A large or streamed body waits for "100 Continue", so a refusal the
   // daemon makes from the head alone (507 for a size beyond free space,
   // 413, 401) arrives before any of it is sent, and is not lost to a
@@ -227,7 +238,7 @@ asio::awaitable<Status> Transport::EnsureProtocol() {
   req.target = "/v1/health";
   Deadline deadline = Clock::now() + options_.request_timeout;
   bool sent = false;
-  Result<Attempt> a = co_await Exchange(req, deadline, &sent);
+  Result<Attempt> a = co_await Exchange(req, deadline, &sent, /*may_block=*/true);
   if (!a.ok()) co_return Status::Ok();  // no answer: the call itself retries and reports
   Result<std::string> body = co_await a->conn->ReadBodyAll(kMaxHealthBody, deadline);
   if (!body.ok()) co_return Status::Ok();
@@ -241,6 +252,13 @@ template <typename T>
 asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
                                                   AnswerReader<T> read_answer) {
   if (!endpoint_status_.ok()) co_return endpoint_status_;
+  struct InFlight {
+    int& n;
+    explicit InFlight(int& count) : n(count) { ++n; }
+    ~InFlight() { --n; }
+  } in_flight(in_flight_);
+  // A whole answer read by Call may wait in poll(2); an opened stream not.
+  constexpr bool kMayBlock = std::is_same_v<T, HttpResponse>;
   if (!protocol_ok_ && !request.target.starts_with("/v1/health")) {
     Status s = co_await EnsureProtocol();
     if (!s.ok()) co_return s;
@@ -249,7 +267,7 @@ asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
     if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
     Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
     bool sent = false;
-    Result<Attempt> a = co_await Exchange(request, deadline, &sent);
+    Result<Attempt> a = co_await Exchange(request, deadline, &sent, kMayBlock);
     // A streamed body cannot be sent again once any of it went out.
     bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
     if (!a.ok()) {

@@ -102,6 +102,12 @@ class Transport {
   const ClientOptions& options() const { return options_; }
   asio::any_io_executor executor() const { return executor_; }
   void set_token(std::string token) { options_.token = std::move(token); }
+  // The synchronous Client's transport: a request/answer call (no streamed
+  // or file body, not an open stream) that is the only request in flight
+  // and has no response stream open beside it waits for its answer in
+  // poll(2) on the calling thread (HttpConnection::set_blocking_wait). Its
+  // io_context then has nothing else of this client's to run meanwhile.
+  void set_blocking_waits(bool on) { blocking_waits_ = on; }
 
   // The whole exchange; the body is bounded by `max_body` bytes.
   asio::awaitable<Result<HttpResponse>> Call(const HttpRequest& request,
@@ -142,7 +148,7 @@ class Transport {
   // One attempt: connection, request, response head. `sent` reports whether
   // any byte of the request reached the socket.
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,
-                                            bool* sent);
+                                            bool* sent, bool may_block);
   asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline);
   // On first use: one GET /v1/health (not retried; no readable answer
   // decides nothing). Answers protocol_mismatch for another major.
@@ -157,6 +163,10 @@ class Transport {
   Status endpoint_status_;
   std::vector<std::unique_ptr<HttpConnection>> idle_;
   std::mt19937 rng_{std::random_device{}()};
+  bool blocking_waits_ = false;
+  int in_flight_ = 0;     // requests between WithRetries' start and end
+  int open_streams_ = 0;  // ResponseStreams alive
+  friend class ResponseStream;
   bool protocol_ok_ = false;
   Status mismatch_;  // ok until a health named another protocol major
 };
