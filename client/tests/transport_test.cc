@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <asio.hpp>
+#include <optional>
 
 #include "agentd/client/client.h"
 #include "cutting_proxy.h"
@@ -106,6 +107,27 @@ TEST_CASE("client reports deadline_exceeded when the daemon never answers", "[cl
   REQUIRE_FALSE(h.ok());
   CHECK(h.status().code() == ErrorCode::kDeadlineExceeded);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("async client reports deadline_exceeded when the daemon never answers, then runs dry",
+          "[client][async]") {
+  // AsyncClient's reads wait on the socket with a timer handler that cancels
+  // the wait: the deadline must end the call, and nothing of the wait may
+  // stay queued (io.run() returns once the call completed).
+  asio::io_context server_io;
+  asio::ip::tcp::acceptor silent(server_io, {asio::ip::make_address("127.0.0.1"), 0});
+  ClientOptions o = QuickBackoffOptions(
+      "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
+  o.request_timeout = std::chrono::milliseconds(200);
+  o.max_attempts = 1;
+  asio::io_context io;
+  AsyncClient c(io.get_executor(), o);
+  std::optional<Result<HealthResponse>> got;
+  c.AsyncHealth([&](Result<HealthResponse> h) { got.emplace(std::move(h)); });
+  io.run();
+  REQUIRE(got.has_value());
+  REQUIRE_FALSE(got->ok());
+  CHECK(got->status().code() == ErrorCode::kDeadlineExceeded);
 }
 
 TEST_CASE("client reports transport_error when nothing listens", "[client]") {
