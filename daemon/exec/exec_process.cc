@@ -411,10 +411,11 @@ asio::awaitable<void> ExecEngine::Pump(SharedRecord rec, Stream s) {
     bool eof = false;
     bool drained = false;
     while (moved < kPumpTurnBytes) {
-      OutputLog::Fill f = log.FillFrom(pipe->native_handle(), kPumpTurnBytes - moved);
+      // Until a short read: the wait below reports bytes already waiting.
+      OutputLog::Fill f = log.FillFrom(pipe->native_handle(), kPumpTurnBytes - moved, true);
       moved += f.bytes;
       eof = f.eof;
-      drained = f.would_block;
+      drained = f.would_block || f.emptied;
       if (eof || drained) break;
     }
     if (!grown && moved >= static_cast<uint64_t>(kOutputPipeBytes)) {

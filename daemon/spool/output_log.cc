@@ -78,7 +78,7 @@ void OutputLog::Grew(uint64_t bytes) {
   if (budget_) budget_->OnGrow(this, bytes);
 }
 
-OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
+OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes, bool until_short) {
   Fill f;
   int waiting = 0;
   if (!fd_ && max_bytes > 0 &&
@@ -94,15 +94,24 @@ OutputLog::Fill OutputLog::FillFrom(int pipe_fd, uint64_t max_bytes) {
   while (f.bytes < max_bytes) {
     loff_t off = static_cast<loff_t>(next_);
     uint64_t want = std::min(max_bytes - f.bytes, kSpliceChunk);
-    if (tee_owed_ == 0 && !taps_.empty()) tee_owed_ = TeeTaps(pipe_fd, want);
+    uint64_t teed = 0;
+    if (tee_owed_ == 0 && !taps_.empty()) teed = tee_owed_ = TeeTaps(pipe_fd, want);
     // Exactly the teed bytes go next, so a tap that took them all still
     // ends where the log does.
-    if (tee_owed_ > 0) want = std::min(want, tee_owed_);
-    ssize_t n = ::splice(pipe_fd, nullptr, fd_.get(), &off, static_cast<size_t>(want),
+    uint64_t ask = tee_owed_ > 0 ? std::min(want, tee_owed_) : want;
+    ssize_t n = ::splice(pipe_fd, nullptr, fd_.get(), &off, static_cast<size_t>(ask),
                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
       Grew(static_cast<uint64_t>(n));
       f.bytes += static_cast<uint64_t>(n);
+      // Short: the tee (when one took bytes) or the splice found fewer
+      // bytes than asked. A tee can also be short because its tap filled;
+      // then bytes remain, and the caller's wait reports them at once.
+      if (until_short && tee_owed_ == 0 &&
+          (teed > 0 ? teed < want : static_cast<uint64_t>(n) < ask)) {
+        f.emptied = true;
+        return f;
+      }
       continue;
     }
     if (n == 0) {

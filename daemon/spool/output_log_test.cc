@@ -328,3 +328,44 @@ TEST_CASE(
   FeedPipe(*log, *p, data.substr(75000));
   CHECK(DrainTap(over) == data.substr(75000));
 }
+
+TEST_CASE(
+    "spool: until_short stops after a short read with every byte the pipe held, and a full "
+    "tap's short tee leaves the rest for the next turn",
+    "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  Result<Pipe> p = MakePipe(true, false, 1 << 20);
+  REQUIRE(p.ok());
+  std::string data = Pattern(200000, 8);
+  // No tap: the splice that took fewer bytes than asked ends the turn.
+  REQUIRE(::write(p->write.get(), data.data(), 3) == 3);
+  OutputLog::Fill f = log->FillFrom(p->read.get(), UINT64_MAX, true);
+  CHECK(f.bytes == 3);
+  CHECK(f.emptied);
+  CHECK_FALSE(f.would_block);
+  // With a tap: the tee that took fewer bytes than asked ends it.
+  OutputLog::Tap tap(*log, 3);
+  tap.Restart(3);
+  REQUIRE(::write(p->write.get(), data.data() + 3, 60000) == 60000);
+  f = log->FillFrom(p->read.get(), UINT64_MAX, true);
+  CHECK(f.bytes == 60000);
+  CHECK(f.emptied);
+  CHECK(tap.end() == log->next());
+  CHECK(DrainTap(tap) == data.substr(3, 60000));
+  // A tap with room for less than the pipe holds: its short tee ends the
+  // turn with bytes left in the pipe; the next turn moves them, untapped.
+  REQUIRE(::fcntl(tap.fd(), F_SETPIPE_SZ, 4096) > 0);
+  tap.Restart(log->next());
+  REQUIRE(::write(p->write.get(), data.data() + 60003, 100000) == 100000);
+  uint64_t moved = 0;
+  for (int turn = 0; turn < 100 && moved < 100000; ++turn) {
+    f = log->FillFrom(p->read.get(), UINT64_MAX, true);
+    moved += f.bytes;
+  }
+  CHECK(moved == 100000);
+  CHECK(tap.end() < log->next());
+  std::string out;
+  REQUIRE(log->Read(0, log->next(), &out).ok());
+  CHECK(out == data.substr(0, 160003));
+}
