@@ -23,8 +23,9 @@ same run and on the same filesystem:
              `--reset-overlay auto`: the reset swaps the overlay's upper
              layer. Target: at most 50 ms, and not growing with the tree;
              shown beside the copying reset and `rm -rf` of the same run.
-             First in each round (not after the disk-heavy rows), the two
-             sizes taking turns at going first.
+             First in each round (not after the disk-heavy rows); each size
+             is timed twice a round, once first and once second after an
+             untimed reset (medians of 2 x --rounds).
 
 Rounds alternate the two sides. The reset is timed from the request to its
 answer (the daemon's own duration_ms is recorded too).
@@ -172,21 +173,26 @@ def main() -> None:
     try:
         for n in range(args.rounds):
             if od:
-                # First in the round, the sizes taking turns at going first:
-                # after the disk-heavy rows (195 MiB written and deleted on
-                # the disk file system) the next reset is slower whatever
-                # its size (docs/BENCHMARKS.md, "Reset with overlays"), and
-                # with the big tree always there that read as growth.
+                # First in the round, and each size timed once going first
+                # and once going second (after an untimed reset): the first
+                # reset after other work, the disk-heavy rows above all
+                # (195 MiB written and deleted on the disk file system), is
+                # slower whatever its size (docs/BENCHMARKS.md, "Reset with
+                # overlays"); with the big tree always first that read as
+                # growth.
                 pair = ((args.files, "agentd_s"), (args.files // 10, "small_s"))
-                for count, key in (pair if n % 2 == 0 else pair[::-1]):
-                    make_tree(overlay_path, count, size)
-                    subprocess.run(["sync"], check=True)
-                    r = timed_reset(od, 10 * n + (key == "small_s"))
-                    if r["report"]["removed"]["entries"] < count:
-                        raise RuntimeError("the overlay reset removed too little: %s" % r["report"])
-                    overlay[key].append(r["s"])
-                    overlay["daemon_ms" if key == "agentd_s" else "small_daemon_ms"].append(
-                        r["daemon_ms"])
+                for turn, order in enumerate((pair, pair[::-1])):
+                    timed_reset(od, 10 * n + 5 + turn)
+                    for count, key in order:
+                        make_tree(overlay_path, count, size)
+                        subprocess.run(["sync"], check=True)
+                        r = timed_reset(od, 10 * n + 2 * turn + (key == "small_s"))
+                        if r["report"]["removed"]["entries"] < count:
+                            raise RuntimeError("the overlay reset removed too little: %s"
+                                               % r["report"])
+                        overlay[key].append(r["s"])
+                        overlay["daemon_ms" if key == "agentd_s" else "small_daemon_ms"].append(
+                            r["daemon_ms"])
 
             make_tree(reset_path, args.files, size)
             subprocess.run(["sync"], check=True)
