@@ -66,6 +66,7 @@ class HttpConnection {
   void set_blocking_wait(bool on) { blocking_wait_ = on; }
 
   bool reusable() const { return open_ && message_done_ && keep_alive_; }
+  bool open() const { return open_; }
   // True when the idle connection was closed by the daemon (checked before reuse).
   bool PeerClosed();
   void Close();

@@ -100,10 +100,19 @@ void Transport::Recycle(std::unique_ptr<HttpConnection> conn) {
   }
 }
 
-asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Deadline deadline) {
+asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Deadline deadline,
+                                                                            bool check_idle,
+                                                                            bool* reused) {
+  *reused = false;
   while (!idle_.empty()) {
     std::unique_ptr<HttpConnection> conn = std::move(idle_.back());
     idle_.pop_back();
+    if (!conn->open()) continue;
+    if (!check_idle) {
+      *reused = true;  // unchecked: a close by the daemon shows on the exchange
+      conn->set_blocking_wait(false);
+      co_return conn;
+    }
     if (!conn->PeerClosed()) {
       conn->set_blocking_wait(false);  // Exchange decides for its request
       co_return conn;
@@ -161,9 +170,10 @@ asio::awaitable<Status> Transport::SendBody(HttpConnection& c, const HttpRequest
 
 asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpRequest& request,
                                                                 Deadline deadline, bool* sent,
-                                                                bool may_block) {
+                                                                bool may_block, bool check_idle,
+                                                                bool* reused) {
   *sent = false;
-  Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline);
+  Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline, check_idle, reused);
   if (!conn.ok()) co_return conn.status();
   HttpConnection& c = **conn;
   c.set_blocking_wait(may_block && blocking_waits_ && in_flight_ == 1 && open_streams_ == 0 &&
@@ -238,7 +248,9 @@ asio::awaitable<Status> Transport::EnsureProtocol() {
   req.target = "/v1/health";
   Deadline deadline = Clock::now() + options_.request_timeout;
   bool sent = false;
-  Result<Attempt> a = co_await Exchange(req, deadline, &sent, /*may_block=*/true);
+  bool reused = false;
+  Result<Attempt> a = co_await Exchange(req, deadline, &sent, /*may_block=*/true,
+                                        /*check_idle=*/true, &reused);
   if (!a.ok()) co_return Status::Ok();  // no answer: the call itself retries and reports
   Result<std::string> body = co_await a->conn->ReadBodyAll(kMaxHealthBody, deadline);
   if (!body.ok()) co_return Status::Ok();
@@ -263,11 +275,25 @@ asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
     Status s = co_await EnsureProtocol();
     if (!s.ok()) co_return s;
   }
+  // An idle connection is checked for a close by the daemon (a peek)
+  // before it carries a request that must not be sent twice. A request
+  // that may (idempotent, its body in memory or a file) goes out on it
+  // unchecked: a connection the daemon closed meanwhile fails the exchange
+  // before any answer (EOF, ECONNRESET, EPIPE), and the request is sent
+  // again at once on a checked or new connection, without counting an
+  // attempt (the daemon cannot have answered it: nothing came back).
+  bool resendable = request.idempotent && !request.source;
+  bool check_idle = !resendable;
   for (int attempt = 1;; ++attempt) {
     if (attempt > 1) co_await Sleep(executor_, Backoff(attempt - 1));
     Deadline deadline = Clock::now() + options_.request_timeout + request.extra_wait;
     bool sent = false;
-    Result<Attempt> a = co_await Exchange(request, deadline, &sent, kMayBlock);
+    bool reused = false;
+    Result<Attempt> a = co_await Exchange(request, deadline, &sent, kMayBlock, check_idle, &reused);
+    if (!a.ok() && reused && a.status().code() == ErrorCode::kTransport) {
+      check_idle = true;  // the other idle connections may be gone as well
+      a = co_await Exchange(request, deadline, &sent, kMayBlock, check_idle, &reused);
+    }
     // A streamed body cannot be sent again once any of it went out.
     bool may_retry = attempt < options_.max_attempts && !(request.source && sent);
     if (!a.ok()) {

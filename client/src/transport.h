@@ -148,8 +148,12 @@ class Transport {
   // One attempt: connection, request, response head. `sent` reports whether
   // any byte of the request reached the socket.
   asio::awaitable<Result<Attempt>> Exchange(const HttpRequest& request, Deadline deadline,
-                                            bool* sent, bool may_block);
-  asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline);
+                                            bool* sent, bool may_block, bool check_idle,
+                                            bool* reused);
+  // An idle connection (checked for a close by the daemon when
+  // `check_idle`; *reused then says one was taken unchecked) or a new one.
+  asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Acquire(Deadline deadline,
+                                                                   bool check_idle, bool* reused);
   // On first use: one GET /v1/health (not retried; no readable answer
   // decides nothing). Answers protocol_mismatch for another major.
   asio::awaitable<Status> EnsureProtocol();

@@ -2,7 +2,13 @@
 // deadlines, and the retry policy through a proxy that cuts connections.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <asio.hpp>
+#include <cstdlib>
 #include <optional>
 
 #include "agentd/client/client.h"
@@ -24,6 +30,23 @@ ClientOptions QuickBackoffOptions(const std::string& url, const std::string& tok
   o.backoff_initial = std::chrono::milliseconds(5);
   o.backoff_max = std::chrono::milliseconds(20);
   return o;
+}
+
+// This process's TCP connection to 127.0.0.1:`port`, or -1.
+int ConnectionTo(int port) {
+  DIR* dir = opendir("/proc/self/fd");
+  int found = -1;
+  while (dirent* e = dir ? readdir(dir) : nullptr) {
+    int fd = std::atoi(e->d_name);
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    if (fd > 2 && getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        peer.sin_family == AF_INET && ntohs(peer.sin_port) == port) {
+      found = fd;
+    }
+  }
+  if (dir) closedir(dir);
+  return found;
 }
 
 }  // namespace
@@ -79,6 +102,32 @@ TEST_CASE("client retries an idempotent call whose connection is cut", "[client]
   REQUIRE(h.ok());
   CHECK(proxy.cuts() == 3);
   CHECK(proxy.connections() == 4);
+}
+
+TEST_CASE("a Run on a keep-alive connection the daemon closed while idle succeeds, started once",
+          "[client][retry]") {
+  DaemonProcess d({"--idle-timeout-ms", "200"});
+  ClientOptions o = QuickBackoffOptions(d.url(), d.token());
+  o.max_attempts = 1;  // no attempt to spare: the resend on a closed idle connection is free
+  Client c(o);
+  ExecStartRequest req;
+  req.argv = {"/bin/true"};
+  RunOptions run;
+  run.ack = false;  // both stay listed
+  REQUIRE(c.Run(req, run).ok());
+  // The idle connection the client keeps: wait until the daemon closed it
+  // (readable with EOF), without reading it.
+  int fd = ConnectionTo(d.port());
+  REQUIRE(fd >= 0);
+  pollfd p{fd, POLLRDHUP, 0};
+  REQUIRE(poll(&p, 1, 30'000) == 1);
+  run.id = "once-after-idle-close";
+  auto r = c.Run(req, run);
+  REQUIRE(r.ok());
+  CHECK(r->exit_code == 0);
+  auto all = c.ListExecs();
+  REQUIRE(all.ok());
+  CHECK(all->size() == 2);
 }
 
 TEST_CASE("client gives up after max_attempts with transport_error", "[client][retry]") {
