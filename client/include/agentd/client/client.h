@@ -164,17 +164,35 @@ class Client {
   AsyncClient& async() { return async_; }
 
  private:
+  // The call's coroutine runs on driver_, an io_context with no sockets or
+  // timers and so no reactor: a call that never suspends (one that waits
+  // for its answers in poll(2), see Transport::set_blocking_waits) costs
+  // no epoll_wait. Its sockets and timers are io_'s: while the coroutine
+  // waits on one of them, io_ runs a handler at a time (and while it waits
+  // for another thread, driver_ waits for what that thread posts). Afterwards io_ runs
+  // what else was started on it (Client::async()) to its end, as before;
+  // with nothing there that returns at once.
   template <typename T>
   Result<T> Wait(asio::awaitable<Result<T>> work) {
     std::optional<Result<T>> out;
-    detail::Launch(io_.get_executor(), std::move(work),
+    driver_.restart();
+    detail::Launch(driver_.get_executor(), std::move(work),
                    [&out](Result<T> r) { out.emplace(std::move(r)); });
+    for (;;) {
+      driver_.poll();
+      if (out || driver_.stopped()) break;
+      io_.restart();
+      // Nothing on io_: the coroutine waits for another thread (a tree
+      // transfer's worker), whose answer is posted to driver_.
+      if (io_.run_one() == 0) driver_.run_one();
+    }
     io_.restart();
     io_.run();
     return out ? std::move(*out) : Result<T>(Status::Internal("call did not complete"));
   }
 
   asio::io_context io_;
+  asio::io_context driver_;
   AsyncClient async_;
 };
 
