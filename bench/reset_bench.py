@@ -139,6 +139,16 @@ def unmount_all(path: str) -> None:
         subprocess.run(["umount", "-l", path], check=True)
 
 
+def close_overlay_daemon(d, overlay_path: str) -> None:
+    """Stops a daemon run with --reset-overlay. It leaves its overlay mounted
+    when it stops (a restart adopts it): taken off before its state dir goes."""
+    d.proc.send_signal(signal.SIGTERM)
+    d.proc.wait(60)
+    unmount_all(overlay_path)
+    unmount_all(os.path.join(d.tmp, "state", "reset-overlay", "0"))
+    shutil.rmtree(d.tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agentd", default=os.path.join(ROOT, "build", "daemon", "agentd"))
@@ -235,13 +245,7 @@ def main() -> None:
         d.close()
         off.close()
         if od:
-            # The daemon leaves its overlay mounted when it stops (a restart
-            # adopts it): taken off before its state dir goes.
-            od.proc.send_signal(signal.SIGTERM)
-            od.proc.wait(60)
-            unmount_all(overlay_path)
-            unmount_all(os.path.join(od.tmp, "state", "reset-overlay", "0"))
-            shutil.rmtree(od.tmp, ignore_errors=True)
+            close_overlay_daemon(od, overlay_path)
         shutil.rmtree(work, ignore_errors=True)
 
     med = statistics.median

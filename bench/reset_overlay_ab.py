@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from exec_bench import Daemon  # noqa: E402
-from reset_bench import make_tree, overlay_available, timed_reset, unmount_all  # noqa: E402
+from reset_bench import (close_overlay_daemon, make_tree, overlay_available,  # noqa: E402
+                         timed_reset)
 
 
 def main() -> None:
@@ -70,11 +70,7 @@ def main() -> None:
                     out[key][count]["daemon_ms"].append(res["daemon_ms"])
     finally:
         for d, path in daemons.values():
-            d.proc.send_signal(signal.SIGTERM)
-            d.proc.wait(60)
-            unmount_all(path)
-            unmount_all(os.path.join(d.tmp, "state", "reset-overlay", "0"))
-            shutil.rmtree(d.tmp, ignore_errors=True)
+            close_overlay_daemon(d, path)
         shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()
 

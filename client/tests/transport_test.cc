@@ -32,6 +32,16 @@ ClientOptions QuickBackoffOptions(const std::string& url, const std::string& tok
   return o;
 }
 
+// Options for a peer that accepts and never answers: one attempt, whose
+// 200 ms deadline ends the call.
+ClientOptions SilentPeerOptions(const asio::ip::tcp::acceptor& silent) {
+  ClientOptions o = QuickBackoffOptions(
+      "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
+  o.request_timeout = std::chrono::milliseconds(200);
+  o.max_attempts = 1;
+  return o;
+}
+
 // This process's TCP connection to 127.0.0.1:`port`, or -1.
 int ConnectionTo(int port) {
   DIR* dir = opendir("/proc/self/fd");
@@ -146,10 +156,7 @@ TEST_CASE("client gives up after max_attempts with transport_error", "[client][r
 TEST_CASE("client reports deadline_exceeded when the daemon never answers", "[client]") {
   asio::io_context server_io;
   asio::ip::tcp::acceptor silent(server_io, {asio::ip::make_address("127.0.0.1"), 0});
-  ClientOptions o = QuickBackoffOptions(
-      "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
-  o.request_timeout = std::chrono::milliseconds(200);
-  o.max_attempts = 1;
+  ClientOptions o = SilentPeerOptions(silent);
   Client c(o);
   auto start = std::chrono::steady_clock::now();
   auto h = c.Health();
@@ -165,10 +172,7 @@ TEST_CASE("async client reports deadline_exceeded when the daemon never answers,
   // stay queued (io.run() returns once the call completed).
   asio::io_context server_io;
   asio::ip::tcp::acceptor silent(server_io, {asio::ip::make_address("127.0.0.1"), 0});
-  ClientOptions o = QuickBackoffOptions(
-      "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()), "t");
-  o.request_timeout = std::chrono::milliseconds(200);
-  o.max_attempts = 1;
+  ClientOptions o = SilentPeerOptions(silent);
   asio::io_context io;
   AsyncClient c(io.get_executor(), o);
   std::optional<Result<HealthResponse>> got;
