@@ -122,7 +122,11 @@ Result<TreeStats> WriteTreeTar(const std::string& local_dir, int out_fd,
   archive_write_set_format_pax_restricted(w.get());
   // Names are bytes: write them untranslated, whatever the host's locale.
   archive_write_set_format_option(w.get(), "pax", "hdrcharset", "BINARY");
-  if (compression == TarCompression::kGzip) archive_write_add_filter_gzip(w.get());
+  if (compression == TarCompression::kGzip) {
+    archive_write_add_filter_gzip(w.get());
+    // No clock in the gzip header: the same tree gives the same bytes.
+    archive_write_set_filter_option(w.get(), "gzip", "timestamp", nullptr);
+  }
   if (compression == TarCompression::kZstd) archive_write_add_filter_zstd(w.get());
   // Whole 256 KiB writes into the pipe, not tar's 10 KiB records, and no
   // padding after the last.

@@ -113,7 +113,12 @@ Status TarWriter::Flush() {
 Status TarWriter::Open() {
   archive* a = archive_->a = archive_write_new();
   archive_write_set_format_pax(a);
-  if (compression_ == TarCompression::kGzip) archive_write_add_filter_gzip(a);
+  if (compression_ == TarCompression::kGzip) {
+    archive_write_add_filter_gzip(a);
+    // No clock in the gzip header: the same tree gives the same bytes
+    // (libarchive stores the time of the write by default).
+    archive_write_set_filter_option(a, "gzip", "timestamp", nullptr);
+  }
   if (compression_ == TarCompression::kZstd) archive_write_add_filter_zstd(a);
   // Unblocked: every write reaches WriteCallback as it is made (whole
   // 512-byte records), never copied into libarchive's own block buffer
