@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 
 from lib.agentd_test import Daemon
@@ -154,15 +153,19 @@ class InitModeTest(unittest.TestCase):
 
     def test_signals_reach_the_whole_process_group_and_term_stops_the_daemon(self):
         got = self.path("got")
+        # Each shell says so once its traps are set: a HUP before that ends
+        # it silently (the child's trap was once awaited by a 0.2 s sleep,
+        # too short under CI's load).
         script = (
-            "sh -c 'trap \"echo child-HUP >> {got}\" HUP; while :; do sleep 0.05; done' & "
+            "sh -c 'trap \"echo child-HUP >> {got}\" HUP; echo ready > {child_ready}; "
+            "while :; do sleep 0.05; done' & "
             "trap 'echo HUP >> {got}' HUP; trap 'echo TERM >> {got}; exit 7' TERM; "
             "echo ready > {ready}; while :; do sleep 0.05; done").format(
-                got=got, ready=self.path("ready"))
+                got=got, ready=self.path("ready"), child_ready=self.path("child-ready"))
         d = Daemon("--init", "--", "sh", "-c", script)
         try:
             self.wait_file("ready")
-            time.sleep(0.2)  # the background child has set its trap
+            self.wait_file("child-ready")
             d.proc.send_signal(signal.SIGHUP)
             wait_until(lambda: os.path.exists(got) and
                        sorted(read(got).split()) == ["HUP", "child-HUP"], 10,
