@@ -54,9 +54,14 @@ class TtyTest(AgentctlTestCase):
         os.write(fd, b"stty size\n")
         read_until(fd, b"33 101")
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
-        time.sleep(0.5)  # SIGWINCH -> resize request
-        os.write(fd, b"stty size; echo tty-$((6*7))\n")
-        out = read_until(fd, b"tty-42")
+        # SIGWINCH -> agentctl's resize request -> the remote terminal: asked
+        # again until the new size shows (each ask bound by its answer), not
+        # after a fixed sleep a loaded machine can outlast.
+        for n in range(100):
+            os.write(fd, b"stty size; echo tty-$((6*7+%d))\n" % n)
+            out = read_until(fd, b"tty-%d" % (42 + n))
+            if b"50 120" in out:
+                break
         self.assertIn(b"50 120", out)
         os.write(fd, b"exit 5\n")
         _, status = os.waitpid(pid, 0)
