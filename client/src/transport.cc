@@ -53,14 +53,14 @@ const std::string* HttpResponse::Header(std::string_view lower_name) const {
 
 ResponseStream::ResponseStream(Transport& transport, std::unique_ptr<HttpConnection> conn,
                                ResponseHead head)
-    : transport_(transport), conn_(std::move(conn)), head_(std::move(head)) {
+    : counts_(transport.counts_), conn_(std::move(conn)), head_(std::move(head)) {
   conn_->set_blocking_wait(false);  // read by its caller, maybe beside other work
-  ++transport_.open_streams_;
+  ++counts_->open_streams;
 }
 
 ResponseStream::~ResponseStream() {
-  --transport_.open_streams_;
-  if (done_ && conn_) transport_.Recycle(std::move(conn_));
+  --counts_->open_streams;
+  if (done_ && conn_ && counts_->owner) counts_->owner->Recycle(std::move(conn_));
 }
 
 asio::awaitable<Result<std::string_view>> ResponseStream::Read(Deadline deadline) {
@@ -76,7 +76,10 @@ Result<std::string_view> ResponseStream::ReadBlocking(Deadline deadline) {
 }
 
 Transport::Transport(asio::any_io_executor executor, ClientOptions options)
-    : executor_(std::move(executor)), options_(std::move(options)) {
+    : executor_(std::move(executor)),
+      options_(std::move(options)),
+      counts_(std::make_shared<TransportCounts>()) {
+  counts_->owner = this;
   Result<Endpoint> e = ParseUrl(options_.url);
   if (e.ok()) {
     endpoint_ = std::move(*e);
@@ -84,6 +87,8 @@ Transport::Transport(asio::any_io_executor executor, ClientOptions options)
     endpoint_status_ = e.status();
   }
 }
+
+Transport::~Transport() { counts_->owner = nullptr; }
 
 std::chrono::milliseconds Transport::Backoff(int attempt) {
   auto base = options_.backoff_initial.count();
@@ -176,8 +181,8 @@ asio::awaitable<Result<Transport::Attempt>> Transport::Exchange(const HttpReques
   Result<std::unique_ptr<HttpConnection>> conn = co_await Acquire(deadline, check_idle, reused);
   if (!conn.ok()) co_return conn.status();
   HttpConnection& c = **conn;
-  c.set_blocking_wait(may_block && blocking_waits_ && in_flight_ == 1 && open_streams_ == 0 &&
-                      !request.source && request.file.fd < 0);
+  c.set_blocking_wait(may_block && blocking_waits_ && counts_->in_flight == 1 &&
+                      counts_->open_streams == 0 && !request.source && request.file.fd < 0);
   // A large or streamed body waits for "100 Continue", so a refusal the
   // daemon makes from the head alone (507 for a size beyond free space,
   // 413, 401) arrives before any of it is sent, and is not lost to a
@@ -265,10 +270,12 @@ asio::awaitable<Result<T>> Transport::WithRetries(const HttpRequest& request,
                                                   AnswerReader<T> read_answer) {
   if (!endpoint_status_.ok()) co_return endpoint_status_;
   struct InFlight {
-    int& n;
-    explicit InFlight(int& count) : n(count) { ++n; }
-    ~InFlight() { --n; }
-  } in_flight(in_flight_);
+    std::shared_ptr<TransportCounts> counts;  // the frame may outlive the Transport
+    explicit InFlight(std::shared_ptr<TransportCounts> c) : counts(std::move(c)) {
+      ++counts->in_flight;
+    }
+    ~InFlight() { --counts->in_flight; }
+  } in_flight(counts_);
   // A whole answer read by Call may wait in poll(2); an opened stream not.
   constexpr bool kMayBlock = std::is_same_v<T, HttpResponse>;
   if (!protocol_ok_ && !request.target.starts_with("/v1/health")) {

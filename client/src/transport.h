@@ -73,6 +73,17 @@ Result<T> DecodeAnswer(const Result<HttpResponse>& r, Result<T> (*decode)(const 
 
 class Transport;
 
+// What a Transport counts of its requests and streams, shared with the
+// coroutine frames and streams that change the counts: those can outlive
+// the Transport (a caller that stops its io_context destroys a suspended
+// call's frame with the io_context, after the client), and then must
+// touch only this. `owner` is null once the Transport is gone.
+struct TransportCounts {
+  Transport* owner = nullptr;
+  int in_flight = 0;     // requests between WithRetries' start and end
+  int open_streams = 0;  // ResponseStreams alive
+};
+
 // An answer whose body is read by the caller as it arrives (raw output,
 // event streams, downloads). Returns its connection to the pool when the
 // body was read to the end.
@@ -89,7 +100,7 @@ class ResponseStream {
   HttpConnection& connection() { return *conn_; }
 
  private:
-  Transport& transport_;
+  std::shared_ptr<TransportCounts> counts_;
   std::unique_ptr<HttpConnection> conn_;
   ResponseHead head_;
   bool done_ = false;
@@ -98,6 +109,9 @@ class ResponseStream {
 class Transport {
  public:
   Transport(asio::any_io_executor executor, ClientOptions options);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
   const ClientOptions& options() const { return options_; }
   asio::any_io_executor executor() const { return executor_; }
@@ -168,8 +182,7 @@ class Transport {
   std::vector<std::unique_ptr<HttpConnection>> idle_;
   std::mt19937 rng_{std::random_device{}()};
   bool blocking_waits_ = false;
-  int in_flight_ = 0;     // requests between WithRetries' start and end
-  int open_streams_ = 0;  // ResponseStreams alive
+  std::shared_ptr<TransportCounts> counts_;
   friend class ResponseStream;
   bool protocol_ok_ = false;
   Status mismatch_;  // ok until a health named another protocol major
