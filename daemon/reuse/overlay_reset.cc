@@ -131,18 +131,13 @@ Status MountFresh(OverlaySlot& slot) {
 
 }  // namespace
 
-void DetachedLayers::Drop() {
-  if (top_ >= 0) ::close(top_);
-  if (tmp_ >= 0) ::close(tmp_);
-  top_ = tmp_ = -1;
-}
-
 void DetachedLayers::Release(std::vector<DetachedLayers> layers, int64_t generation) {
   if (layers.empty()) return;
   auto drop = [layers = std::move(layers), generation]() mutable {
     for (DetachedLayers& l : layers) {
       auto started = std::chrono::steady_clock::now();
-      l.Drop();
+      l.top_.reset();
+      l.tmp_.reset();
       Log(LogLevel::kInfo, "reset overlay released",
           json::Object()
               .Set("generation", generation)

@@ -25,6 +25,7 @@
 
 #include "agentd/protocol/reset.h"
 #include "agentd/protocol/status.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd {
 
@@ -68,22 +69,6 @@ class DetachedLayers {
   DetachedLayers() = default;
   DetachedLayers(int top, int tmp, int64_t entries, int64_t bytes)
       : top_(top), tmp_(tmp), entries_(entries), bytes_(bytes) {}
-  DetachedLayers(DetachedLayers&& o) noexcept
-      : top_(o.top_), tmp_(o.tmp_), entries_(o.entries_), bytes_(o.bytes_) {
-    o.top_ = o.tmp_ = -1;
-  }
-  DetachedLayers& operator=(DetachedLayers&& o) noexcept {
-    if (this != &o) {
-      Drop();
-      top_ = o.top_;
-      tmp_ = o.tmp_;
-      entries_ = o.entries_;
-      bytes_ = o.bytes_;
-      o.top_ = o.tmp_ = -1;
-    }
-    return *this;
-  }
-  ~DetachedLayers() { Drop(); }
 
   // Drops `layers` on a detached thread, which then logs "reset overlay
   // released" (the generation they belonged to, entries, bytes and how
@@ -91,10 +76,8 @@ class DetachedLayers {
   static void Release(std::vector<DetachedLayers> layers, int64_t generation);
 
  private:
-  void Drop();
-
-  int top_ = -1;
-  int tmp_ = -1;
+  UniqueFd top_;
+  UniqueFd tmp_;
   int64_t entries_ = 0;
   int64_t bytes_ = 0;
 };
