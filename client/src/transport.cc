@@ -113,15 +113,10 @@ asio::awaitable<Result<std::unique_ptr<HttpConnection>>> Transport::Acquire(Dead
     std::unique_ptr<HttpConnection> conn = std::move(idle_.back());
     idle_.pop_back();
     if (!conn->open()) continue;
-    if (!check_idle) {
-      *reused = true;  // unchecked: a close by the daemon shows on the exchange
-      conn->set_blocking_wait(false);
-      co_return conn;
-    }
-    if (!conn->PeerClosed()) {
-      conn->set_blocking_wait(false);  // Exchange decides for its request
-      co_return conn;
-    }
+    // Unchecked, a close by the daemon shows on the exchange. (Exchange
+    // sets the connection's blocking wait for its own request.)
+    *reused = !check_idle;
+    if (!check_idle || !conn->PeerClosed()) co_return conn;
   }
   auto conn = std::make_unique<HttpConnection>(executor_);
   Status s = co_await conn->Connect(endpoint_,
