@@ -192,6 +192,12 @@ asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileTo(std::string path, Read
   co_return co_await ReadFileCall(*transport_, std::move(path), options, std::move(sink));
 }
 
+asio::awaitable<Result<uint64_t>> AsyncClient::ReadFileToFd(std::string path, ReadOptions options,
+                                                            int fd, ByteCounter progress) {
+  co_return co_await ReadFileToFdCall(*transport_, std::move(path), options, fd,
+                                      std::move(progress));
+}
+
 asio::awaitable<Result<std::string>> AsyncClient::ReadFile(std::string path, ReadOptions options) {
   Result<TaggedContent> r = co_await ReadFileWithEtag(std::move(path), options);
   if (!r.ok()) co_return r.status();

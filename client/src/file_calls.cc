@@ -39,10 +39,8 @@ HttpRequest WriteRequest(const std::string& path, const WriteOptions& options, b
   return req;
 }
 
-}  // namespace
-
-asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions o,
-                                               ByteSink sink, std::optional<std::string>* etag) {
+// GET /v1/fs/file: whole, lines, or a byte range.
+HttpRequest ReadRequest(const std::string& path, const ReadOptions& o) {
   HttpRequest req;
   req.target = PathQuery("/v1/fs/file", path);
   if (o.start_line) req.target += "&start_line=" + std::to_string(*o.start_line);
@@ -52,9 +50,16 @@ asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, R
                                           (o.last_byte ? std::to_string(*o.last_byte) : ""));
   }
   req.idempotent = true;
+  return req;
+}
+
+}  // namespace
+
+asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions o,
+                                               ByteSink sink, std::optional<std::string>* etag) {
   // Reads are retried until the body starts; a body cut short is an error
   // the caller sees (its sink already received part of the file).
-  Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(req);
+  Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(ReadRequest(path, o));
   if (!stream.ok()) co_return stream.status();
   if (etag != nullptr) {
     const std::string* tag = (*stream)->head().Header("etag");
@@ -74,6 +79,14 @@ asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, R
     }
   }
   co_return total;
+}
+
+asio::awaitable<Result<uint64_t>> ReadFileToFdCall(Transport& t, std::string path, ReadOptions o,
+                                                   int fd, ByteCounter progress) {
+  // Retried like ReadFileCall until the body starts.
+  Result<std::unique_ptr<ResponseStream>> stream = co_await t.Open(ReadRequest(path, o));
+  if (!stream.ok()) co_return stream.status();
+  co_return co_await (*stream)->ReadToFd(fd, t.options().request_timeout, progress);
 }
 
 asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,

@@ -13,6 +13,10 @@ namespace agentd::client {
 asio::awaitable<Result<uint64_t>> ReadFileCall(Transport& t, std::string path, ReadOptions options,
                                                ByteSink sink,
                                                std::optional<std::string>* etag = nullptr);
+// The same into the descriptor `fd` (HttpConnection::ReadBodyToFd).
+asio::awaitable<Result<uint64_t>> ReadFileToFdCall(Transport& t, std::string path,
+                                                   ReadOptions options, int fd,
+                                                   ByteCounter progress);
 asio::awaitable<Result<FileStat>> WriteFileCall(Transport& t, std::string path,
                                                 std::string contents, WriteOptions options);
 asio::awaitable<Result<FileStat>> WriteFileFromCall(Transport& t, std::string path,

@@ -10,6 +10,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <asio/experimental/awaitable_operators.hpp>
 #include <cstring>
 
@@ -20,6 +23,9 @@ namespace {
 
 using namespace asio::experimental::awaitable_operators;
 constexpr size_t kBufferBytes = 256 * 1024;  // a download moves in reads this size
+// The private pipe a download into a descriptor splices through (the
+// default 64 KiB when the kernel refuses this size).
+constexpr int kSplicePipeBytes = 1 << 20;
 
 Status Timeout(std::string_view during) {
   return Status::Error(ErrorCode::kDeadlineExceeded,
@@ -30,6 +36,51 @@ Status Lost(const asio::error_code& ec, std::string_view during) {
   return Status::Error(ErrorCode::kTransport, "connection to the daemon failed while " +
                                                   std::string(during) + ": " + ec.message());
 }
+
+Status MidResponse() {
+  return Status::Error(ErrorCode::kTransport, "the daemon closed the connection mid-response");
+}
+
+Status WriteFailed(int err) {
+  return Status::Error(ErrorCode::kIoError,
+                       std::string("cannot write the downloaded bytes: ") + std::strerror(err))
+      .With("errno", static_cast<int64_t>(err));
+}
+
+// Waits until `fd` (a non-blocking pipe or socket that was full) takes more.
+void AwaitWritable(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  ::poll(&p, 1, -1);
+}
+
+// All of `bytes` into `fd`.
+Status WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      AwaitWritable(fd);
+    } else {
+      return WriteFailed(n < 0 ? errno : EIO);
+    }
+  }
+  return Status::Ok();
+}
+
+// splice(2) cannot be used between these two descriptors.
+bool SpliceRefused(int err) { return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP; }
+
+struct OwnedPipe {
+  int fds[2] = {-1, -1};
+  ~OwnedPipe() {
+    for (int fd : fds) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+};
 
 }  // namespace
 
@@ -314,6 +365,7 @@ asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request
   parser_.Reset(head_request);
   body_.clear();
   body_next_ = 0;
+  body_seen_ = 0;
   head_done_ = message_done_ = upgraded_ = false;
   while (!head_done_) {
     if (begin_ < end_) {
@@ -335,7 +387,10 @@ asio::awaitable<Result<ResponseHead>> HttpConnection::ReadHead(bool head_request
 
 std::optional<Result<std::string_view>> HttpConnection::NextBuffered() {
   for (;;) {
-    if (body_next_ < body_.size()) return body_[body_next_++];
+    if (body_next_ < body_.size()) {
+      body_seen_ += body_[body_next_].size();
+      return body_[body_next_++];
+    }
     body_.clear();
     body_next_ = 0;
     if (message_done_) return std::string_view();
@@ -352,7 +407,7 @@ Status HttpConnection::AfterRead(size_t got) {
   keep_alive_ = false;
   if (!fin.ok() || (!fin->message_complete && !message_done_)) {
     Close();
-    return Status::Error(ErrorCode::kTransport, "the daemon closed the connection mid-response");
+    return MidResponse();
   }
   message_done_ = true;
   return Status::Ok();
@@ -408,6 +463,162 @@ Result<size_t> HttpConnection::ReadSomeBlocking(Deadline deadline, bool keep_on_
       return Lost(ec, "waiting for the daemon's answer");
     }
   }
+}
+
+asio::awaitable<Result<uint64_t>> HttpConnection::ReadBodyToFd(
+    int fd, std::chrono::milliseconds wait, const std::function<void(uint64_t)>& progress) {
+  uint64_t total = 0;
+  auto put = [&](std::string_view bytes) {
+    Status s = WriteAll(fd, bytes);
+    if (!s.ok()) {
+      Close();
+      return s;
+    }
+    total += bytes.size();
+    if (progress) progress(bytes.size());
+    return Status::Ok();
+  };
+  // What came with the head (or after it) is in the buffer: it goes first.
+  for (;;) {
+    std::optional<Result<std::string_view>> next = NextBuffered();
+    if (!next) break;
+    if (!next->ok()) co_return next->status();
+    if ((*next)->empty()) co_return total;
+    Status s = put(**next);
+    if (!s.ok()) co_return s;
+  }
+  // The buffer is empty and the body not: a Content-Length body's rest is
+  // read past the parser (the next ReadHead starts it afresh); a chunked
+  // one goes through it.
+  std::optional<uint64_t> length = parser_.head().content_length;
+  if (length && begin_ == end_ && *length > body_seen_) {
+    Status s = co_await MoveBodyToFd(fd, *length - body_seen_, wait, progress, &total);
+    if (!s.ok()) co_return s;
+    message_done_ = true;
+    co_return total;
+  }
+  for (;;) {
+    Result<std::string_view> chunk = co_await ReadBody(Clock::now() + wait);
+    if (!chunk.ok()) co_return chunk.status();
+    if (chunk->empty()) co_return total;
+    Status s = put(*chunk);
+    if (!s.ok()) co_return s;
+  }
+}
+
+asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
+                                                     std::chrono::milliseconds wait,
+                                                     const std::function<void(uint64_t)>& progress,
+                                                     uint64_t* total) {
+  int sock = socket_.native_handle();
+  auto moved = [&](size_t n) {
+    left -= n;
+    *total += n;
+    if (progress) progress(n);
+  };
+  OwnedPipe pipe;
+  bool splicing = ::pipe2(pipe.fds, O_CLOEXEC) == 0;
+  size_t capacity = 64 * 1024;
+  if (splicing) {
+    ::fcntl(pipe.fds[1], F_SETPIPE_SZ, kSplicePipeBytes);
+    int got = ::fcntl(pipe.fds[1], F_GETPIPE_SZ);
+    if (got > 0) capacity = static_cast<size_t>(got);
+  }
+  while (splicing && left > 0) {
+    ssize_t n = ::splice(sock, nullptr, pipe.fds[1], nullptr, std::min<uint64_t>(left, capacity),
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n == 0) {
+      Close();
+      co_return MidResponse();
+    }
+    if (n < 0) {
+      int err = errno;
+      if (err == EINTR) continue;
+      if (SpliceRefused(err)) break;  // this socket cannot be spliced from; nothing moved
+      if (err == EAGAIN || err == EWOULDBLOCK) {
+        Status s = co_await AwaitBody(wait);
+        if (!s.ok()) co_return s;
+        continue;
+      }
+      Close();
+      co_return Lost(asio::error_code(err, asio::system_category()), "reading the answer");
+    }
+    // `n` bytes in the pipe: on into `fd`.
+    size_t in_pipe = static_cast<size_t>(n);
+    while (in_pipe > 0) {
+      ssize_t w = ::splice(pipe.fds[0], nullptr, fd, nullptr, in_pipe, SPLICE_F_MOVE);
+      int err = w < 0 ? errno : EIO;
+      if (w > 0) {
+        in_pipe -= static_cast<size_t>(w);
+        moved(static_cast<size_t>(w));
+      } else if (w < 0 && err == EINTR) {
+        continue;
+      } else if (w < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
+        AwaitWritable(fd);
+      } else if (w < 0 && SpliceRefused(err)) {
+        // `fd` cannot be spliced to: what the pipe holds goes out through
+        // the buffer, then the rest by the copy below.
+        splicing = false;
+        while (in_pipe > 0) {
+          ssize_t r = ::read(pipe.fds[0], buf_.data(), std::min(buf_.size(), in_pipe));
+          if (r < 0 && errno == EINTR) continue;
+          Status s = r > 0 ? WriteAll(fd, std::string_view(buf_.data(), static_cast<size_t>(r)))
+                           : WriteFailed(r < 0 ? errno : EIO);
+          if (!s.ok()) {
+            Close();
+            co_return s;
+          }
+          in_pipe -= static_cast<size_t>(r);
+          moved(static_cast<size_t>(r));
+        }
+      } else {
+        Close();
+        co_return WriteFailed(err);
+      }
+    }
+  }
+  // The copy path: recv into the buffer, write(2) out.
+  begin_ = end_ = 0;
+  while (left > 0) {
+    ssize_t n = ::recv(sock, buf_.data(), std::min<uint64_t>(left, buf_.size()), 0);
+    if (n > 0) {
+      Status s = WriteAll(fd, std::string_view(buf_.data(), static_cast<size_t>(n)));
+      if (!s.ok()) {
+        Close();
+        co_return s;
+      }
+      moved(static_cast<size_t>(n));
+      continue;
+    }
+    if (n == 0) {
+      Close();
+      co_return MidResponse();
+    }
+    int err = errno;
+    if (err == EINTR) continue;
+    if (err == EAGAIN || err == EWOULDBLOCK) {
+      Status s = co_await AwaitBody(wait);
+      if (!s.ok()) co_return s;
+      continue;
+    }
+    Close();
+    co_return Lost(asio::error_code(err, asio::system_category()), "reading the answer");
+  }
+  co_return Status::Ok();
+}
+
+asio::awaitable<Status> HttpConnection::AwaitBody(std::chrono::milliseconds wait) {
+  bool timed_out = false;
+  asio::error_code ec = co_await WaitReadable(Clock::now() + wait, &timed_out);
+  if (timed_out) {
+    Close();
+    co_return Timeout("waiting for the daemon's answer");
+  }
+  if (ec) {
+    Close();
+    co_return Lost(ec, "reading the answer");
+  }
+  co_return Status::Ok();
 }
 
 asio::awaitable<Result<std::string>> HttpConnection::ReadBodyAll(size_t limit, Deadline deadline) {

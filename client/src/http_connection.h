@@ -11,6 +11,7 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,6 +52,18 @@ class HttpConnection {
   // thread while no coroutine uses the connection (a tree download's
   // extractor reads the body itself, so no block crosses threads).
   Result<std::string_view> ReadBodyBlocking(Deadline deadline);
+  // The rest of the body into the descriptor `fd` (from its current
+  // offset); answers the bytes written. The bytes already buffered are
+  // written first; the rest of a Content-Length body then moves socket ->
+  // pipe -> fd by splice(2), never through this process's memory. Where
+  // splice is refused (a chunked body; `fd` opened O_APPEND, or of a kind
+  // splice cannot write; a socket type it cannot read) the bytes go
+  // through the buffer and write(2), none lost or written twice. `wait`
+  // bounds each wait for more of the body; `progress` (may be empty) hears
+  // each batch written. A failure to write `fd` is io_error and closes the
+  // connection (its body was not consumed).
+  asio::awaitable<Result<uint64_t>> ReadBodyToFd(int fd, std::chrono::milliseconds wait,
+                                                 const std::function<void(uint64_t)>& progress);
   // The rest of the body, refused beyond `limit` bytes.
   asio::awaitable<Result<std::string>> ReadBodyAll(size_t limit, Deadline deadline);
 
@@ -84,6 +97,14 @@ class HttpConnection {
   std::optional<Result<std::string_view>> NextBuffered();
   Status AfterRead(size_t got);
   Status FeedParser();
+  // The `left` body bytes after the buffered ones, read past the parser
+  // (by splice, else recv into the buffer) into `fd`; *total counts them.
+  asio::awaitable<Status> MoveBodyToFd(int fd, uint64_t left, std::chrono::milliseconds wait,
+                                       const std::function<void(uint64_t)>& progress,
+                                       uint64_t* total);
+  // Waits until the socket is readable within `wait`; a timeout or failure
+  // closes the connection.
+  asio::awaitable<Status> AwaitBody(std::chrono::milliseconds wait);
 
   asio::generic::stream_protocol::socket socket_;
   asio::steady_timer timer_;
@@ -92,6 +113,7 @@ class HttpConnection {
   size_t begin_ = 0, end_ = 0;
   std::vector<std::string_view> body_;
   size_t body_next_ = 0;
+  uint64_t body_seen_ = 0;  // body bytes the parser handed out since the head
   bool head_done_ = false;
   bool message_done_ = false;
   bool upgraded_ = false;

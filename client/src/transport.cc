@@ -75,6 +75,13 @@ Result<std::string_view> ResponseStream::ReadBlocking(Deadline deadline) {
   return chunk;
 }
 
+asio::awaitable<Result<uint64_t>> ResponseStream::ReadToFd(
+    int fd, std::chrono::milliseconds wait, const std::function<void(uint64_t)>& progress) {
+  Result<uint64_t> n = co_await conn_->ReadBodyToFd(fd, wait, progress);
+  if (n.ok()) done_ = true;
+  co_return n;
+}
+
 Transport::Transport(asio::any_io_executor executor, ClientOptions options)
     : executor_(std::move(executor)),
       options_(std::move(options)),

@@ -97,6 +97,9 @@ class ResponseStream {
   // The same from a worker thread, blocking, while no coroutine uses the
   // stream (HttpConnection::ReadBodyBlocking).
   Result<std::string_view> ReadBlocking(Deadline deadline);
+  // The whole rest of the body into `fd` (HttpConnection::ReadBodyToFd).
+  asio::awaitable<Result<uint64_t>> ReadToFd(int fd, std::chrono::milliseconds wait,
+                                             const std::function<void(uint64_t)>& progress);
   HttpConnection& connection() { return *conn_; }
 
  private:

@@ -41,6 +41,7 @@ using namespace agentd::client;
   X(ResetContext)            \
   X(DeleteContext)           \
   X(ReadFileTo)              \
+  X(ReadFileToFd)            \
   X(ReadFile)                \
   X(ReadFileWithEtag)        \
   X(WriteFile)               \
@@ -82,7 +83,7 @@ TEST_CASE("every C++ row of the naming table is a method of Client and AsyncClie
 #define AGENTD_CLIENT_OP(name) names.push_back(#name);
   AGENTD_CLIENT_OPS(AGENTD_CLIENT_OP)
 #undef AGENTD_CLIENT_OP
-  CHECK(names.size() == 48);
+  CHECK(names.size() == 49);
 }
 
 TEST_CASE("every error code has its error class, and an unknown code is UnknownError",

@@ -190,6 +190,14 @@ class AsyncClient {
   // range); answers the byte count. Memory stays flat for any size.
   asio::awaitable<Result<uint64_t>> ReadFileTo(std::string path, ReadOptions options,
                                                ByteSink sink);
+  // The same into the open descriptor `fd` (written from its offset; not
+  // closed). A Content-Length answer moves socket -> pipe -> fd by
+  // splice(2), never through this process's memory; a descriptor splice
+  // cannot write (O_APPEND, a tty) or a chunked answer gets the same bytes
+  // by recv and write(2). `progress` (may be empty) hears each batch
+  // written. A failure to write `fd` is io_error.
+  asio::awaitable<Result<uint64_t>> ReadFileToFd(std::string path, ReadOptions options, int fd,
+                                                 ByteCounter progress = {});
   // The same into a string, refused beyond options.max_bytes.
   asio::awaitable<Result<std::string>> ReadFile(std::string path, ReadOptions options);
   asio::awaitable<Result<std::string>> ReadFile(std::string path) {

@@ -113,6 +113,10 @@ class Client {
   Result<uint64_t> ReadFileTo(std::string path, ReadOptions options, ByteSink sink) {
     return Wait(async_.ReadFileTo(std::move(path), options, std::move(sink)));
   }
+  Result<uint64_t> ReadFileToFd(std::string path, ReadOptions options, int fd,
+                                ByteCounter progress = {}) {
+    return Wait(async_.ReadFileToFd(std::move(path), options, fd, std::move(progress)));
+  }
   Result<std::string> ReadFile(std::string path, ReadOptions options = {}) {
     return Wait(async_.ReadFile(std::move(path), options));
   }

@@ -61,5 +61,7 @@ struct WriteOptions {
 using ByteSink = std::function<Status(std::string_view bytes)>;
 // Produces a file's bytes: the next chunk, empty at the end.
 using ByteSource = std::function<Result<std::string_view>()>;
+// Hears how many more bytes a transfer moved (a progress display).
+using ByteCounter = std::function<void(uint64_t bytes)>;
 
 }  // namespace agentd::client
