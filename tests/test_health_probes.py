@@ -245,5 +245,55 @@ class StateDirTest(unittest.TestCase):
             self.assertEqual((status, doc["status"]), (200, "ok"), doc)
 
 
+class RequestLogTest(unittest.TestCase):
+    """A probe's 200 is logged at debug: probes poll every few seconds per
+    guest and a line each buried the log. Anything else health answers (a
+    503 a probe acts on) still logs at info, like every other request."""
+
+    def request_lines(self, daemon, marker):
+        """The request lines logged up to `marker`'s (a 404 asked for last:
+        lines are written in order on one thread, so any earlier line is
+        there once the marker's is)."""
+        conn = daemon.connection()
+        try:
+            conn.request("GET", marker, headers={"Authorization": "Bearer " + daemon.token})
+            conn.getresponse().read()
+        finally:
+            conn.close()
+        daemon.wait_log('"route":"%s"' % marker)
+        lines = []
+        for line in daemon.logs():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("msg") == "request":
+                lines.append(entry)
+        return lines
+
+    def test_a_200_health_is_not_logged_at_info(self):
+        with Daemon() as d:
+            for _ in range(3):
+                self.assertEqual(health(d)[0], 200)
+            lines = self.request_lines(d, "/v1/no-such-route")
+            self.assertEqual([l for l in lines if l["route"] == "/v1/health"], [], lines)
+            self.assertIn(404, [l["status"] for l in lines])
+
+    def test_a_200_health_is_logged_at_debug(self):
+        with Daemon(log_level="debug") as d:
+            self.assertEqual(health(d)[0], 200)
+            lines = self.request_lines(d, "/v1/no-such-route")
+            self.assertIn((200, "debug"), [(l["status"], l["level"]) for l in lines
+                                           if l["route"] == "/v1/health"], lines)
+
+    def test_a_503_health_is_logged_at_info(self):
+        with Daemon() as d:
+            with state_dir_made_a_file(d):
+                self.assertEqual(until_health(d, 503)[0], 503)
+            lines = self.request_lines(d, "/v1/no-such-route")
+            self.assertIn((503, "info"), [(l["status"], l["level"]) for l in lines
+                                          if l["route"] == "/v1/health"], lines)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -205,6 +205,7 @@ asio::awaitable<void> Health(ApiContext& ctx, KeptFragments& kept, Request& req,
     }
   }
   body += "}\n";
+  res.MarkRoutine();  // a 503 still logs at info (see Response::MarkRoutine)
   co_await res.Send(code, "application/json", body);
 }
 

@@ -466,9 +466,10 @@ asio::awaitable<bool> Connection::Serve() {
       res.CloseAfter();  // a stream cut short: the client must see the connection end
     }
   }
-  if (LogEnabled(LogLevel::kInfo)) {
+  LogLevel line_level = res.routine() && res.status() < 300 ? LogLevel::kDebug : LogLevel::kInfo;
+  if (LogEnabled(line_level)) {
     auto ms = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started_at);
-    Log(LogLevel::kInfo, "request",
+    Log(line_level, "request",
         json::Object()
             .Set("conn", id_)
             .Set("method", head.method)

@@ -66,6 +66,11 @@ class Response {
 
   // Asks for the connection to close after this response.
   void CloseAfter() { close_after_ = true; }
+  // A probe's answer (a 200 health): its request line is logged at debug,
+  // not info, when it succeeds. Probes poll every few seconds per guest,
+  // and a line each buried the log (and cost a write per request).
+  void MarkRoutine() { routine_ = true; }
+  bool routine() const { return routine_; }
   bool close_after() const { return close_after_; }
   bool started() const { return started_; }
   // A stream begun without a length: its body goes out in chunks (not for HEAD).
@@ -90,6 +95,7 @@ class Response {
   bool finished_ = false;
   bool chunked_ = false;
   bool close_after_ = false;
+  bool routine_ = false;
   bool crlf_owed_ = false;
   int status_ = 0;
   uint64_t body_bytes_ = 0;
