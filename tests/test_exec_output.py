@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -296,6 +297,73 @@ class LiveFollowers:
                 return b"".join(out)
             out.append(body[eol + 2:eol + 2 + size])
             at = eol + 4 + size
+
+    def read_payload(self, s, parts, n):
+        """Receives until the stream's payload holds `n` bytes, in whole
+        chunks; returns them and the parts left for read_to_end."""
+        buf, at, out, got = b"".join(parts), 0, [], 0
+        while got < n:
+            eol = buf.find(b"\r\n", at)
+            if eol >= 0:
+                size = int(buf[at:eol], 16)
+                self.assertNotEqual(size, 0, "the stream ended after %d bytes" % got)
+                if len(buf) >= eol + 4 + size:
+                    out.append(buf[eol + 2:eol + 2 + size])
+                    got, at = got + size, eol + 4 + size
+                    continue
+            chunk = s.recv(1 << 20)
+            self.assertTrue(chunk, "cut after %d bytes" % got)
+            buf, at = buf[at:] + chunk, 0
+        return b"".join(out), [buf[at:]]
+
+    def assert_running(self, exec_id):
+        status, obj = self.daemon.json("GET", "/v1/execs/" + exec_id)
+        self.assertEqual((status, obj["state"]), (200, "running"))
+
+    def live_follower_of_waiting_exec(self, name, command):
+        # The exec waits for "go" on stdin until its follower is live (the
+        # response head came), so its output passes through the tap.
+        exec_id = "%s-%d" % (name, len(self.daemon_flags))
+        start(self.daemon, exec_id, {"command": "read go; " + command, "stdin_stream": True})
+        s, parts = self.open_follower(exec_id, "stdout", 0)
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=0" % exec_id, b"go\n")
+        return exec_id, s, parts
+
+    def test_a_prompt_reaches_its_follower_while_the_exec_waits_for_the_answer(self):
+        # Small output is sent as it comes: a follower of a fast producer
+        # batches its sends, but a prompt must not wait for more output.
+        exec_id, s, parts = self.live_follower_of_waiting_exec(
+            "prompt", "printf 'name? '; read name; printf 'hi %s' \"$name\"")
+        got, parts = self.read_payload(s, parts, 6)
+        self.assertEqual(got, b"name? ")
+        self.assert_running(exec_id)  # the bytes came while the exec waits on stdin
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=3&eof=1" % exec_id, b"bob\n")
+        self.assertEqual(self.read_to_end(s, parts), b"hi bob")
+
+    def test_a_large_burst_then_a_pause_reaches_its_follower_while_the_exec_waits(self):
+        # 100 KiB in one write is a fast producer's turn, less than a
+        # batch: held, and sent when the hold's deadline passes, not when
+        # the exec prints more or ends.
+        burst = bytes(range(256)) * 400
+        exec_id, s, parts = self.live_follower_of_waiting_exec(
+            "burst", "python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)) * 400); "
+                     "sys.stdout.flush(); sys.stdin.readline(); print(\"end\")'")
+        got, parts = self.read_payload(s, parts, len(burst))
+        self.assertEqual(got, burst)
+        self.assert_running(exec_id)
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=3&eof=1" % exec_id, b"x\n")
+        self.assertEqual(self.read_to_end(s, parts), b"end\n")
+
+    def test_a_fast_producer_is_streamed_whole_and_its_tail_comes_before_the_exec_ends(self):
+        want = subprocess.run(["seq", "1", "6000000"], check=True, stdout=subprocess.PIPE).stdout
+        exec_id, s, parts = self.live_follower_of_waiting_exec(
+            "fast", "seq 1 6000000; read end; printf end")
+        got, parts = self.read_payload(s, parts, len(want))
+        self.assertEqual((len(got), hashlib.sha256(got).hexdigest()),
+                         (len(want), hashlib.sha256(want).hexdigest()))
+        self.assert_running(exec_id)  # the last batch did not wait for the exec's end
+        self.daemon.json("POST", "/v1/execs/%s/stdin?offset=3&eof=1" % exec_id, b"x\n")
+        self.assertEqual(self.read_to_end(s, parts), b"end")
 
     def test_followers_at_the_end_in_the_middle_stalled_and_of_stderr_each_get_their_exact_bytes(self):
         tmp, path, data = make_random_file(12 << 20, 21)

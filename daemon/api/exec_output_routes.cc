@@ -1,7 +1,8 @@
 // GET /v1/execs/{id}/stdout and .../stderr (docs/PROTOCOL.md, "Raw
 // bytes"): the spool file straight to the socket with sendfile; a
 // follower that has caught up gets new bytes from its tap, the pump's
-// tee of the child's pipe (spool/output_log.h), without reading the file.
+// tee of the child's pipe (spool/output_log.h), without reading the file,
+// batched for a fast producer (OutputLog::Tap::HoldUntil).
 #include "api/exec_api.h"
 
 namespace agentd {
@@ -20,6 +21,7 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
   OutputLog::Pin pin = exec.Pin(stream, cursor);
   OutputLog::Tap tap = exec.Tap(stream, cursor);
   auto last_check = ChangeSignal::Clock::now();
+  std::optional<ChangeSignal::Clock::time_point> hold;  // a fast producer's batch
   for (;;) {
     if (cursor < log.retained_from()) {  // lost: cut the stream after whole chunks
       (void)co_await res.Flush();
@@ -27,6 +29,12 @@ asio::awaitable<void> Follow(const ExecView& exec, Stream stream, uint64_t curso
     }
     if (!tap.empty()) {  // it holds [cursor, tap.end())
       uint64_t len = tap.end() - cursor;
+      bool growing = tap.end() == log.next() && !exec.ended();
+      hold = OutputLog::Tap::HoldUntil(len, tap.batch(), growing, hold, ChangeSignal::Clock::now());
+      if (hold) {  // each pump turn wakes it; the deadline ends the hold
+        co_await exec.WaitChange(*hold);
+        continue;
+      }
       pin.Move(cursor);
       Status sent = co_await res.WriteFromPipe(tap.fd(), len);
       if (!sent.ok()) co_return;

@@ -285,6 +285,8 @@ void OutputLog::Tap::OpenPipe() {
   if (live_pipes_ >= kMaxTapPipes) return;
   Result<Pipe> made = MakePipe(true, true, kTapPipeBytes);
   if (!made.ok()) return;
+  int size = ::fcntl(made->read.get(), F_GETPIPE_SZ);
+  batch_ = std::min<uint64_t>(kBatchBytes, size > 0 ? static_cast<uint64_t>(size) / 4 : 0);
   read_ = std::move(made->read);
   write_ = std::move(made->write);
   ++live_pipes_;

@@ -40,11 +40,25 @@
 // pipe allowance (pipe-user-pages-soft, 64 MiB) that the execs' own pipes
 // share when the daemon is not root. Readers beyond the cap read the file.
 //
+// A reader of a fast producer batches its sends (Tap::HoldUntil), like TCP
+// autocorking with a deadline: each send costs the daemon ~3 system calls
+// and the reader a wake-up, and a pump turn of a streamed exec moves 32-170
+// KiB, so sending every turn is most of what streaming costs beyond the
+// copies. A tap that holds kFastBytes or more when its reader looks is held
+// until it holds a batch (a quarter of its pipe, at most kBatchBytes), the
+// tap stops growing (the exec ended, the tap filled or missed bytes) or
+// kMaxHold passed since the hold began; less is sent at once, as an
+// interactive child's prompt must be. The pipe of a paused child is empty
+// after every turn whether it pauses for a microsecond or an hour, so only
+// a clock can end a hold: kMaxHold bounds the delay a batch adds.
+//
 // Used only on the io thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -123,6 +137,23 @@ class OutputLog {
    public:
     // Taps with a pipe at once, daemon-wide (see above).
     static constexpr int kMaxTapPipes = 16;
+    // Batching (see above): a hold begins at kFastBytes held, ends at a
+    // batch or after kMaxHold.
+    static constexpr uint64_t kFastBytes = 32 * 1024;
+    static constexpr uint64_t kBatchBytes = 256 * 1024;
+    static constexpr std::chrono::microseconds kMaxHold{1000};
+    using Clock = std::chrono::steady_clock;
+    // Until when a reader holds the `held` bytes its tap holds before it
+    // sends them; nullopt: send now. `batch`: the tap's batch(); `growing`:
+    // the tap still ends where the log does and the exec can print more;
+    // `until`: the hold under way (nullopt: none), as this returned it.
+    static std::optional<Clock::time_point> HoldUntil(uint64_t held, uint64_t batch, bool growing,
+                                                      std::optional<Clock::time_point> until,
+                                                      Clock::time_point now) {
+      if (!growing || held >= batch) return std::nullopt;
+      if (!until) return held < kFastBytes ? std::nullopt : std::optional(now + kMaxHold);
+      return now < *until ? until : std::nullopt;
+    }
     // An empty tap at `offset`, with no pipe yet: it grows only after
     // Restart gave it one; without one (none to be had) its reader reads
     // the file.
@@ -141,6 +172,9 @@ class OutputLog {
     // pipe if it has none and the daemon-wide cap allows.
     void Restart(uint64_t offset);
     bool has_pipe() const { return static_cast<bool>(write_); }
+    // What a held tap sends at once: a quarter of its pipe (room for the
+    // turns that arrive meanwhile), at most kBatchBytes; 0 without a pipe.
+    uint64_t batch() const { return batch_; }
 
    private:
     friend class OutputLog;
@@ -151,6 +185,7 @@ class OutputLog {
     UniqueFd write_;
     uint64_t start_;
     uint64_t end_;
+    uint64_t batch_ = 0;
   };
 
   // A reader's position; the disk bytes at and after it are kept.

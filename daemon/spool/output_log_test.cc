@@ -369,3 +369,42 @@ TEST_CASE(
   REQUIRE(log->Read(0, log->next(), &out).ok());
   CHECK(out == data.substr(0, 160003));
 }
+
+TEST_CASE("spool: a reader batches a fast producer's bytes for at most kMaxHold", "[spool]") {
+  using Tap = OutputLog::Tap;
+  const uint64_t batch = Tap::kBatchBytes;
+  const Tap::Clock::time_point t0{std::chrono::seconds(100)};
+  const auto later = t0 + Tap::kMaxHold / 2;
+  // A small turn (a prompt) is sent at once.
+  CHECK_FALSE(Tap::HoldUntil(3, batch, true, std::nullopt, t0));
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes - 1, batch, true, std::nullopt, t0));
+  // A big turn below a batch is held, until kMaxHold after the hold began.
+  auto held = Tap::HoldUntil(Tap::kFastBytes, batch, true, std::nullopt, t0);
+  REQUIRE(held);
+  CHECK(*held == t0 + Tap::kMaxHold);
+  // More turns keep the deadline; the hold does not start again.
+  auto again = Tap::HoldUntil(Tap::kFastBytes + 4096, batch, true, held, later);
+  REQUIRE(again);
+  CHECK(*again == *held);
+  // A batch is sent; so is a hold whose deadline passed, small or not.
+  CHECK_FALSE(Tap::HoldUntil(batch, batch, true, held, later));
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes, batch, true, held, *held));
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes, batch, true, held, *held + Tap::kMaxHold));
+  // The exec ended or the tap stopped growing: nothing more can join it.
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes, batch, false, std::nullopt, t0));
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes, batch, false, held, later));
+  // A tap whose pipe is small has a small batch: never held past a fill.
+  CHECK_FALSE(Tap::HoldUntil(Tap::kFastBytes, 16 * 1024, true, std::nullopt, t0));
+}
+
+TEST_CASE("spool: a tap's batch is a quarter of its pipe, at most kBatchBytes", "[spool]") {
+  testing::TempDir dir;
+  auto log = OutputLog::Create(dir.path() + "/stdout");
+  OutputLog::Tap tap(*log, 0);
+  CHECK(tap.batch() == 0);  // no pipe yet
+  tap.Restart(0);
+  REQUIRE(tap.has_pipe());
+  int size = ::fcntl(tap.fd(), F_GETPIPE_SZ);
+  CHECK(tap.batch() == std::min<uint64_t>(OutputLog::Tap::kBatchBytes, size / 4));
+  CHECK(tap.batch() > OutputLog::Tap::kFastBytes);
+}
