@@ -81,6 +81,55 @@ class PyClientFilesTest(unittest.TestCase):
         self.c.read_file_to(p, parts.append, byte_range=(10, 19))
         self.assertEqual(b"".join(parts), data[10:20])
 
+    def test_a_read_into_a_descriptor_writes_the_file_byte_identical(self):
+        # 0, 1, and a few MiB that is not a multiple of the 256 KiB buffer.
+        for size in (0, 1, (3 << 20) + 12345):
+            with self.subTest(size=size):
+                data = os.urandom(size)
+                p = os.path.join(self.remote, "src-%d" % size)
+                with open(p, "wb") as f:
+                    f.write(data)
+                local = os.path.join(self.local, "dst-%d" % size)
+                fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                heard = []
+                try:
+                    self.assertEqual(self.c.read_file_to_fd(p, fd, progress=heard.append), size)
+                finally:
+                    os.close(fd)
+                with open(local, "rb") as f:
+                    self.assertEqual(f.read(), data)
+                self.assertEqual(sum(heard), size)
+                self.assertTrue(all(0 < n <= 256 << 10 for n in heard), heard[:5])
+
+    def test_a_read_into_an_append_descriptor_keeps_what_was_there(self):
+        data = os.urandom((2 << 20) + 7)
+        p = os.path.join(self.remote, "src")
+        with open(p, "wb") as f:
+            f.write(data)
+        local = os.path.join(self.local, "log")
+        with open(local, "wb") as f:
+            f.write(b"prefix\n")
+        fd = os.open(local, os.O_WRONLY | os.O_APPEND)
+        try:
+            self.assertEqual(self.c.read_file_to_fd(p, fd), len(data))
+            self.assertEqual(self.c.read_file_to_fd(p, fd, byte_range=(10, 19)), 10)
+        finally:
+            os.close(fd)
+        with open(local, "rb") as f:
+            self.assertEqual(f.read(), b"prefix\n" + data + data[10:20])
+
+    def test_a_read_of_a_missing_file_into_a_descriptor_is_not_found_and_writes_nothing(self):
+        missing = os.path.join(self.remote, "missing")
+        local = os.path.join(self.local, "dst")
+        fd = os.open(local, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            with self.assertRaises(ac.NotFound) as cm:
+                self.c.read_file_to_fd(missing, fd)
+        finally:
+            os.close(fd)
+        self.assertEqual((cm.exception.status, cm.exception.details["path"]), (404, missing))
+        self.assertEqual(os.path.getsize(local), 0)
+
     def test_a_failing_source_leaves_the_old_file_untouched(self):
         p = os.path.join(self.remote, "keep.txt")
         self.c.write_file(p, b"old")
@@ -339,6 +388,50 @@ class _FakeDaemon(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
     def handle_error(self, request, client_address):
         pass  # the client closing a connection mid-answer is what these tests do
+
+
+class CutReadTest(unittest.TestCase):
+    """A file body cut short is a TransportError, never a short count."""
+
+    def test_a_cut_body_read_into_a_descriptor_raises_transport_error(self):
+        body = os.urandom(600 << 10)  # more than one 256 KiB read
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                if self.path == "/v1/health":  # the client's version check on first use
+                    doc = b'{"status": "ok", "version": "0.1.0", "protocol": 1}'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(doc)))
+                    self.end_headers()
+                    self.wfile.write(doc)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(body) + 1000))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+                self.close_connection = True
+
+        server = _FakeDaemon(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        c = ac.Client("http://127.0.0.1:%d" % server.server_address[1], token="t",
+                      max_attempts=2, backoff_initial=0.001)
+        self.addCleanup(c.close)
+        with tempfile.TemporaryFile() as f:
+            with self.assertRaises(ac.TransportError) as cm:
+                c.read_file_to_fd("/x", f.fileno())
+            self.assertIn("1000 bytes missing", str(cm.exception))
+            f.seek(0)
+            self.assertEqual(f.read(), body)  # what arrived, then the error
 
 
 class HostileArchiveTest(unittest.TestCase):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
@@ -85,6 +86,33 @@ class FileCalls(CallsBase):
                     return total
                 total += len(chunk)
                 write(chunk)
+
+    def read_file_to_fd(self, path: str, fd: int, *, start_line: Optional[int] = None,
+                        end_line: Optional[int] = None,
+                        byte_range: Optional[Tuple[int, Optional[int]]] = None,
+                        progress: Optional[Callable[[int], Any]] = None) -> int:
+        """GET /v1/fs/file written to the open descriptor `fd` (not closed here; at
+        its position, or appended if it is O_APPEND); answers the byte count.
+        Reads up to 256 KiB at a time into one buffer and writes each whole
+        (short writes and EINTR resumed); `progress` hears the bytes of each
+        write. Retried until the body starts; a body cut short raises
+        TransportError after `fd` received part of it; a failed write of `fd`
+        raises its OSError."""
+        buf = bytearray(256 << 10)
+        view = memoryview(buf)
+        resp = self._t.open(self._read_request(path, start_line, end_line, byte_range))
+        total = 0
+        with resp:
+            while True:
+                n = resp.read_into(view)
+                if not n:
+                    return total
+                done = 0
+                while done < n:
+                    done += os.write(fd, view[done:n])  # EINTR is retried by Python
+                total += n
+                if progress is not None:
+                    progress(n)
 
     def read_file(self, path: str, *, start_line: Optional[int] = None,
                   end_line: Optional[int] = None,

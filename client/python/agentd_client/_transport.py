@@ -233,6 +233,27 @@ class Response:
             self.finish()
         return data
 
+    def read_into(self, buf: memoryview) -> int:
+        """The next bytes of the body into `buf` (up to its length, in as few
+        reads as the socket allows); 0 at its (complete) end. Errors as read_chunk."""
+        try:
+            n = self.raw.readinto(buf)
+        except socket.timeout as e:
+            self.close()
+            raise DeadlineExceeded("no answer bytes within the deadline") from e
+        except (http.client.HTTPException, OSError) as e:
+            self.close()
+            raise TransportError("the answer was cut short: %s" % _describe(e)) from e
+        if not n:
+            # http.client answers 0 for a Content-Length body that ended
+            # early; the length it still expected says so.
+            if self.raw.length:
+                self.close()
+                raise TransportError("the answer was cut short (%d bytes missing)"
+                                     % self.raw.length)
+            self.finish()
+        return n
+
     def read_all(self, limit: int) -> bytes:
         parts: List[bytes] = []
         total = 0

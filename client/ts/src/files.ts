@@ -1,6 +1,7 @@
 // File and tree calls (docs/PROTOCOL.md, "Files" and "Trees"): streamed
 // reads and atomic writes, metadata, and tree transfers through the
 // package's own tar writer and confined, staged extraction.
+import { write as fsWrite } from "node:fs";
 import { Readable, type Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as zlib from "node:zlib";
@@ -135,6 +136,28 @@ export class FileCalls extends Base {
         sink.on("drain", done);
         sink.on("close", done);
       });
+    }
+    return total;
+  }
+
+  /**
+   * GET /v1/fs/file written to the open descriptor `fd` (not closed here; at
+   * its position, or appended if it is O_APPEND); answers the byte count.
+   * Each chunk is written whole (short writes resumed) before the next is
+   * read; `progress` hears the bytes of each chunk written. Retried until
+   * the body starts; a body cut short throws transport_error after `fd` got
+   * part of it; a failed write of `fd` throws its Node.js error.
+   */
+  async readFileToFd(path: string, fd: number, o: ReadOptions = {},
+                     progress?: (bytes: number) => unknown): Promise<number> {
+    let total = 0;
+    for await (const chunk of this.readFileStream(path, o)) {
+      for (let off = 0; off < chunk.length;) {
+        off += await new Promise<number>((resolve, reject) =>
+          fsWrite(fd, chunk, off, chunk.length - off, null, (err, n) => err ? reject(err) : resolve(n)));
+      }
+      total += chunk.length;
+      progress?.(chunk.length);
     }
     return total;
   }

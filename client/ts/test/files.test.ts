@@ -66,6 +66,59 @@ describe("files", () => {
     assert.ok(Buffer.concat(parts).equals(data));
   });
 
+  test("a read into a descriptor writes the file byte-identical and answers its size", async () => {
+    const dir = fresh("tofd");
+    // 0, 1, and a few MiB (many chunks, not a multiple of any buffer size).
+    for (const size of [0, 1, (3 << 20) + 12345]) {
+      const data = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) data[i] = (i * 29 + (i >> 10)) & 0xff;
+      const p = join(dir, `src-${size}`);
+      writeFileSync(p, data);
+      const local = join(dir, `dst-${size}`);
+      const fd = openSync(local, "w");
+      const heard: number[] = [];
+      try {
+        assert.equal(await c.readFileToFd(p, fd, {}, (n) => heard.push(n)), size);
+      } finally {
+        closeSync(fd);
+      }
+      assert.ok(readFileSync(local).equals(data), `size ${size}`);
+      assert.equal(heard.reduce((a, n) => a + n, 0), size);
+    }
+  });
+
+  test("a read into an O_APPEND descriptor keeps what was there", async () => {
+    const dir = fresh("tofd-append");
+    const data = Buffer.alloc((2 << 20) + 7);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7 + (i >> 9)) & 0xff;
+    const p = join(dir, "src");
+    writeFileSync(p, data);
+    const local = join(dir, "log");
+    writeFileSync(local, "prefix\n");
+    const fd = openSync(local, "a");
+    try {
+      assert.equal(await c.readFileToFd(p, fd), data.length);
+      assert.equal(await c.readFileToFd(p, fd, { range: { first: 10, last: 19 } }), 10);
+    } finally {
+      closeSync(fd);
+    }
+    assert.ok(readFileSync(local).equals(Buffer.concat([Buffer.from("prefix\n"), data, data.subarray(10, 20)])));
+  });
+
+  test("a read of a missing file into a descriptor is not_found and writes nothing", async () => {
+    const dir = fresh("tofd-missing");
+    const missing = join(dir, "missing");
+    const local = join(dir, "dst");
+    const fd = openSync(local, "w");
+    try {
+      const e = await rejection(c.readFileToFd(missing, fd));
+      assert.deepEqual([e.code, e.status, e.details.path], ["not_found", 404, missing]);
+    } finally {
+      closeSync(fd);
+    }
+    assert.equal(lstatSync(local).size, 0);
+  });
+
   test("a write from an open file sends it whole, or leaves the old file", async () => {
     const data = Buffer.alloc((3 << 20) + 999);
     for (let i = 0; i < data.length; i++) data[i] = (i * 13 + (i >> 11)) & 0xff;
@@ -332,6 +385,20 @@ describe("hostile archives from a fake daemon", () => {
     } finally {
       cutHalf = false;
     }
+  });
+
+  test("a cut file body read into a descriptor is transport_error, not a short count", async () => {
+    body = Buffer.alloc(200000, 99);
+    cutHalf = true;
+    const local = join(fresh("tofd-cut"), "dst");
+    const fd = openSync(local, "w");
+    try {
+      assert.equal((await rejection(fake.readFileToFd("/x", fd))).code, "transport_error");
+    } finally {
+      cutHalf = false;
+      closeSync(fd);
+    }
+    assert.ok(lstatSync(local).size <= body.length >> 1);
   });
 
   test("setuid bits are dropped unless asked for", async () => {
