@@ -527,21 +527,12 @@ asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
   while (splicing && left > 0) {
     ssize_t n = ::splice(sock, nullptr, pipe.fds[1], nullptr, std::min<uint64_t>(left, capacity),
                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n == 0) {
-      Close();
-      co_return MidResponse();
-    }
-    if (n < 0) {
-      int err = errno;
-      if (err == EINTR) continue;
-      if (SpliceRefused(err)) break;  // this socket cannot be spliced from; nothing moved
-      if (err == EAGAIN || err == EWOULDBLOCK) {
-        Status s = co_await AwaitBody(wait);
-        if (!s.ok()) co_return s;
-        continue;
-      }
-      Close();
-      co_return Lost(asio::error_code(err, asio::system_category()), "reading the answer");
+    if (n <= 0) {
+      int err = n < 0 ? errno : 0;
+      if (n < 0 && SpliceRefused(err)) break;  // this socket cannot be spliced from; nothing moved
+      Status more = co_await AwaitMoreBody(n, err, wait);
+      if (!more.ok()) co_return more;
+      continue;
     }
     // `n` bytes in the pipe: on into `fd`.
     size_t in_pipe = static_cast<size_t>(n);
@@ -590,24 +581,23 @@ asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
       moved(static_cast<size_t>(n));
       continue;
     }
-    if (n == 0) {
-      Close();
-      co_return MidResponse();
-    }
-    int err = errno;
-    if (err == EINTR) continue;
-    if (err == EAGAIN || err == EWOULDBLOCK) {
-      Status s = co_await AwaitBody(wait);
-      if (!s.ok()) co_return s;
-      continue;
-    }
-    Close();
-    co_return Lost(asio::error_code(err, asio::system_category()), "reading the answer");
+    Status more = co_await AwaitMoreBody(n, n < 0 ? errno : 0, wait);
+    if (!more.ok()) co_return more;
   }
   co_return Status::Ok();
 }
 
-asio::awaitable<Status> HttpConnection::AwaitBody(std::chrono::milliseconds wait) {
+asio::awaitable<Status> HttpConnection::AwaitMoreBody(ssize_t n, int err,
+                                                      std::chrono::milliseconds wait) {
+  if (n == 0) {
+    Close();
+    co_return MidResponse();
+  }
+  if (err == EINTR) co_return Status::Ok();
+  if (err != EAGAIN && err != EWOULDBLOCK) {
+    Close();
+    co_return Lost(asio::error_code(err, asio::system_category()), "reading the answer");
+  }
   bool timed_out = false;
   asio::error_code ec = co_await WaitReadable(Clock::now() + wait, &timed_out);
   if (timed_out) {

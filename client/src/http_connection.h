@@ -102,9 +102,11 @@ class HttpConnection {
   asio::awaitable<Status> MoveBodyToFd(int fd, uint64_t left, std::chrono::milliseconds wait,
                                        const std::function<void(uint64_t)>& progress,
                                        uint64_t* total);
-  // Waits until the socket is readable within `wait`; a timeout or failure
-  // closes the connection.
-  asio::awaitable<Status> AwaitBody(std::chrono::milliseconds wait);
+  // After a read of the body that moved nothing (`n` 0: the peer closed;
+  // -1 with `err`): Ok to read again (EINTR, or EAGAIN and the socket
+  // turned readable within `wait`); else the connection is closed and the
+  // status says why (cut mid-body, timeout, lost).
+  asio::awaitable<Status> AwaitMoreBody(ssize_t n, int err, std::chrono::milliseconds wait);
 
   asio::generic::stream_protocol::socket socket_;
   asio::steady_timer timer_;

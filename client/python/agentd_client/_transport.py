@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, IoError, ProtocolError,
@@ -215,44 +215,34 @@ class Response:
         A body that ends early (a cut connection, a chunked body without its
         final chunk) raises TransportError; a silent peer, DeadlineExceeded.
         """
-        try:
-            data = self.raw.read1(size)
-        except socket.timeout as e:
-            self.close()
-            raise DeadlineExceeded("no answer bytes within the deadline") from e
-        except (http.client.HTTPException, OSError) as e:
-            self.close()
-            raise TransportError("the answer was cut short: %s" % _describe(e)) from e
-        if not data:
-            # A chunked body that lost its final chunk raised above; a
-            # Content-Length body that ended early still has length left.
-            if self.raw.length:
-                self.close()
-                raise TransportError("the answer was cut short (%d bytes missing)"
-                                     % self.raw.length)
-            self.finish()
-        return data
+        return self._body_read(lambda: self.raw.read1(size))
 
     def read_into(self, buf: memoryview) -> int:
         """The next bytes of the body into `buf` (up to its length, in as few
         reads as the socket allows); 0 at its (complete) end. Errors as read_chunk."""
+        return self._body_read(lambda: self.raw.readinto(buf))
+
+    def _body_read(self, read: Callable[[], Any]) -> Any:
+        """One read of the body by `read`, its failures mapped (see
+        read_chunk); an empty result at the body's complete end finishes it."""
         try:
-            n = self.raw.readinto(buf)
+            got = read()
         except socket.timeout as e:
             self.close()
             raise DeadlineExceeded("no answer bytes within the deadline") from e
         except (http.client.HTTPException, OSError) as e:
             self.close()
             raise TransportError("the answer was cut short: %s" % _describe(e)) from e
-        if not n:
-            # http.client answers 0 for a Content-Length body that ended
-            # early; the length it still expected says so.
+        if not got:
+            # A chunked body that lost its final chunk raised above; a
+            # Content-Length body that ended early (http.client answers it
+            # as the end) still has length left.
             if self.raw.length:
                 self.close()
                 raise TransportError("the answer was cut short (%d bytes missing)"
                                      % self.raw.length)
             self.finish()
-        return n
+        return got
 
     def read_all(self, limit: int) -> bytes:
         parts: List[bytes] = []
