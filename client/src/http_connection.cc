@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "agentd/client/nothrow.h"
+#include "agentd/trees/unique_fd.h"
 
 namespace agentd::client {
 namespace {
@@ -72,15 +73,6 @@ Status WriteAll(int fd, std::string_view bytes) {
 
 // splice(2) cannot be used between these two descriptors.
 bool SpliceRefused(int err) { return err == EINVAL || err == ENOSYS || err == EOPNOTSUPP; }
-
-struct OwnedPipe {
-  int fds[2] = {-1, -1};
-  ~OwnedPipe() {
-    for (int fd : fds) {
-      if (fd >= 0) ::close(fd);
-    }
-  }
-};
 
 }  // namespace
 
@@ -516,17 +508,18 @@ asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
     *total += n;
     if (progress) progress(n);
   };
-  OwnedPipe pipe;
-  bool splicing = ::pipe2(pipe.fds, O_CLOEXEC) == 0;
+  int ends[2];
+  bool splicing = ::pipe2(ends, O_CLOEXEC) == 0;
+  UniqueFd pipe_read(splicing ? ends[0] : -1), pipe_write(splicing ? ends[1] : -1);
   size_t capacity = 64 * 1024;
   if (splicing) {
-    ::fcntl(pipe.fds[1], F_SETPIPE_SZ, kSplicePipeBytes);
-    int got = ::fcntl(pipe.fds[1], F_GETPIPE_SZ);
+    ::fcntl(pipe_write.get(), F_SETPIPE_SZ, kSplicePipeBytes);
+    int got = ::fcntl(pipe_write.get(), F_GETPIPE_SZ);
     if (got > 0) capacity = static_cast<size_t>(got);
   }
   while (splicing && left > 0) {
-    ssize_t n = ::splice(sock, nullptr, pipe.fds[1], nullptr, std::min<uint64_t>(left, capacity),
-                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    ssize_t n = ::splice(sock, nullptr, pipe_write.get(), nullptr,
+                         std::min<uint64_t>(left, capacity), SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n <= 0) {
       int err = n < 0 ? errno : 0;
       if (n < 0 && SpliceRefused(err)) break;  // this socket cannot be spliced from; nothing moved
@@ -537,7 +530,7 @@ asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
     // `n` bytes in the pipe: on into `fd`.
     size_t in_pipe = static_cast<size_t>(n);
     while (in_pipe > 0) {
-      ssize_t w = ::splice(pipe.fds[0], nullptr, fd, nullptr, in_pipe, SPLICE_F_MOVE);
+      ssize_t w = ::splice(pipe_read.get(), nullptr, fd, nullptr, in_pipe, SPLICE_F_MOVE);
       int err = w < 0 ? errno : EIO;
       if (w > 0) {
         in_pipe -= static_cast<size_t>(w);
@@ -551,7 +544,7 @@ asio::awaitable<Status> HttpConnection::MoveBodyToFd(int fd, uint64_t left,
         // the buffer, then the rest by the copy below.
         splicing = false;
         while (in_pipe > 0) {
-          ssize_t r = ::read(pipe.fds[0], buf_.data(), std::min(buf_.size(), in_pipe));
+          ssize_t r = ::read(pipe_read.get(), buf_.data(), std::min(buf_.size(), in_pipe));
           if (r < 0 && errno == EINTR) continue;
           Status s = r > 0 ? WriteAll(fd, std::string_view(buf_.data(), static_cast<size_t>(r)))
                            : WriteFailed(r < 0 ? errno : EIO);
