@@ -26,7 +26,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar,
+                    Union, cast)
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, IoError, ProtocolError,
@@ -194,6 +195,10 @@ class Request:
     answer_if: Optional[Callable[[int, bytes], bool]] = None
 
 
+#: What one body read answers: bytes (read_chunk) or a count (read_into).
+_Read = TypeVar("_Read", bytes, int)
+
+
 class Response:
     """A 2xx answer whose body has not been read yet (see Transport.open)."""
 
@@ -222,7 +227,7 @@ class Response:
         reads as the socket allows); 0 at its (complete) end. Errors as read_chunk."""
         return self._body_read(lambda: self.raw.readinto(buf))
 
-    def _body_read(self, read: Callable[[], Any]) -> Any:
+    def _body_read(self, read: Callable[[], _Read]) -> _Read:
         """One read of the body by `read`, its failures mapped (see
         read_chunk); an empty result at the body's complete end finishes it."""
         try:
