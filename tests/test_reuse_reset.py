@@ -340,6 +340,37 @@ class ResetTokenFileTest(unittest.TestCase):
         # Nothing changed: the old token and its exec are still there.
         self.assertEqual(self.d.json("GET", "/v1/execs/keep")[0], 200)
 
+    def test_a_token_that_cannot_be_put_in_place_stops_the_reset_after_the_kill(self):
+        # The token is staged beside the file before anything changes, and
+        # put in place while the processes die. Here both places take the
+        # staged temporary but neither can be renamed over (a directory
+        # stands at each): the reset stops with only the processes ended.
+        start(self.d, "keep", {"argv": ["sleep", "1000"]})
+        os.unlink(self.path)
+        os.mkdir(self.path)
+        record = os.path.join(self.d.state_dir, "rotated-token")
+        os.mkdir(record)
+        status, err = reset(self.d, {"reset_id": "r1", "next": {"token": new_token()}})
+        self.assertEqual((status, error_code(err)), (500, "io_error"), err)
+        self.assertIn("stopped after ending the generation's processes", err["error"]["message"])
+        self.assertEqual(err["error"]["path"], self.path)
+        # The old token is in force, the record is still there, ended by
+        # the reset; no temporary is left beside either place.
+        status, kept = self.d.json("GET", "/v1/execs/keep")
+        self.assertEqual((status, kept["state"], kept.get("killed_by")), (200, "exited", "reset"), kept)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["token"])
+        self.assertFalse(os.path.exists(record + ".tmp"))
+        # Not remembered: the same reset_id is a new attempt once the file
+        # can take the token.
+        os.rmdir(self.path)
+        os.rmdir(record)
+        nxt = new_token()
+        status, report = reset(self.d, {"reset_id": "r1", "next": {"token": nxt}})
+        self.assertEqual((status, report["clean"], report.get("replayed", False)),
+                         (200, True, False), report)
+        with open(self.path) as f:
+            self.assertEqual(f.read().strip(), nxt)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -17,8 +17,6 @@ namespace {
 
 constexpr char kMagic[] = "agentd-rotated-token 1";
 
-std::string RecordPath(const std::string& state_dir) { return state_dir + "/rotated-token"; }
-
 // "<dev> <ino> <size> <mtime s> <mtime ns>" of the file `path` names
 // (symlinks followed: a Secret volume's file is a link into its current
 // data directory, and an update moves the link); empty when it cannot be
@@ -36,21 +34,31 @@ std::string IdentityOf(const std::string& path) {
 
 }  // namespace
 
-Status KeepRotatedToken(const std::string& state_dir, const std::string& token_file,
-                        std::string_view token) {
+std::string RotatedTokenPath(const std::string& state_dir) { return state_dir + "/rotated-token"; }
+
+Result<std::string> RotatedTokenRecord(const std::string& token_file, std::string_view token) {
   std::string identity = IdentityOf(token_file);
   if (identity.empty()) return PosixError(errno, "cannot stat token file", token_file);
   std::string record = std::string(kMagic) + "\n" + token_file + "\n" + identity + "\n";
   record.append(token);
   record += "\n";
-  return WriteFileAtomically(RecordPath(state_dir), record);
+  return record;
 }
 
-void ForgetRotatedToken(const std::string& state_dir) { ::unlink(RecordPath(state_dir).c_str()); }
+Status KeepRotatedToken(const std::string& state_dir, const std::string& token_file,
+                        std::string_view token) {
+  Result<std::string> record = RotatedTokenRecord(token_file, token);
+  if (!record.ok()) return record.status();
+  return WriteFileAtomically(RotatedTokenPath(state_dir), *record);
+}
+
+void ForgetRotatedToken(const std::string& state_dir) {
+  ::unlink(RotatedTokenPath(state_dir).c_str());
+}
 
 std::optional<std::string> LoadRotatedToken(const std::string& state_dir,
                                             const std::string& token_file) {
-  Result<std::string> record = ReadFileToString(RecordPath(state_dir), 1 << 16);
+  Result<std::string> record = ReadFileToString(RotatedTokenPath(state_dir), 1 << 16);
   if (!record.ok()) return std::nullopt;
   // magic, path, identity, token: four lines.
   std::string_view rest = *record;

@@ -20,6 +20,13 @@
 
 namespace agentd {
 
+// Where `state_dir` keeps the record.
+std::string RotatedTokenPath(const std::string& state_dir);
+
+// The record's contents for `token` against `token_file`'s identity now;
+// an error when the file cannot be stat'ed.
+Result<std::string> RotatedTokenRecord(const std::string& token_file, std::string_view token);
+
 // Writes `token` into `state_dir`'s record for `token_file` (mode 0600,
 // atomically, flushed before the rename).
 Status KeepRotatedToken(const std::string& state_dir, const std::string& token_file,

@@ -10,13 +10,14 @@
 
 #include "agentd/trees/dir_entries.h"
 #include "agentd/trees/posix_error.h"
-#include "auth/rotated_token.h"
+#include "exec/change_signal.h"
 #include "limits/tenant_cgroup.h"
 #include "log/log.h"
 #include "metrics/daemon_metrics.h"
 #include "reuse/cgroup_kill.h"
 #include "reuse/process_sweep.h"
 #include "reuse/scratch_dirs.h"
+#include "reuse/token_rotation.h"
 #include "sys/awaitable.h"
 #include "sys/read_file.h"
 
@@ -25,36 +26,58 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// The next token into --token-file, or, where the file cannot be replaced
-// (a read-only Secret volume, a bind-mounted file), into the state dir
-// against the file's identity (auth/rotated_token.h). `replaceable` is
-// cleared at the first file that cannot be, so later resets skip the
-// attempt (and its fsync).
-Status WriteTokenFile(const std::string& path, const std::string& state_dir,
-                      const std::string& token, bool& replaceable) {
-  Status in_file = Status::Ok();
-  if (replaceable) {
-    in_file = WriteFileAtomically(path, token + "\n");
-    if (in_file.ok()) {
-      ForgetRotatedToken(state_dir);
-      return in_file;
-    }
+// A reset's token rotation and the end of its latest step, shared with the
+// step's job on the blocking pool (which may outlive a reset cut short by
+// the daemon's shutdown).
+struct TokenSteps {
+  TokenSteps(std::string token_file, std::string state_dir, std::string token, bool& replaceable)
+      : rotation(std::move(token_file), std::move(state_dir), std::move(token), replaceable) {}
+  TokenRotation rotation;
+  std::optional<Status> ended;  // set on the io thread when a step ends
+  ChangeSignal done;
+  double ms = 0;  // how long the step took
+};
+
+// One step of `steps->rotation` on the blocking pool, started at once and
+// awaited later (AwaitTokenStep): the commit runs beside the kill.
+class TokenJob final : public BlockingJob {
+ public:
+  TokenJob(std::shared_ptr<TokenSteps> steps, bool commit)
+      : steps_(std::move(steps)), commit_(commit) {}
+  void Run() override {
+    auto started = SteadyClock::now();
+    status_ = commit_ ? steps_->rotation.Commit() : steps_->rotation.Stage();
+    steps_->ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - started).count();
   }
-  Status kept = KeepRotatedToken(state_dir, path, token);
-  if (kept.ok()) {
-    if (replaceable) {
-      Log(LogLevel::kWarn,
-          "the token file cannot be replaced; the next tokens are kept in the state dir",
-          json::Object().Set("path", path).Set("error", in_file.message()));
-      replaceable = false;
-    }
-    return kept;
+  void Resume() override {
+    steps_->ended = std::move(status_);
+    steps_->done.Notify();
   }
-  std::string why = in_file.ok() ? kept.message() : in_file.message() + "; " + kept.message();
-  return Status::Error(ErrorCode::kIoError, "cannot write the next token to --token-file " + path +
-                                                " or the state dir (" + why +
-                                                "); the reset was not started")
-      .With("path", path);
+
+ private:
+  std::shared_ptr<TokenSteps> steps_;
+  bool commit_;
+  Status status_ = Status::Ok();
+};
+
+// The end of the step started last.
+asio::awaitable<Status> AwaitTokenStep(TokenSteps& steps) {
+  while (!steps.ended) co_await steps.done.Wait(ChangeSignal::Clock::time_point::max());
+  co_return *steps.ended;
+}
+
+void StartTokenStep(asio::thread_pool& pool, asio::any_io_executor io,
+                    const std::shared_ptr<TokenSteps>& steps, bool commit) {
+  steps->ended.reset();
+  PostBlockingJob(pool, std::move(io), std::make_unique<TokenJob>(steps, commit));
+}
+
+// A token step's failure (io_error naming the token file), with what it
+// means for the reset.
+Status TokenFailure(const Status& failed, const std::string& token_file,
+                    std::string_view consequence) {
+  return Status::Error(ErrorCode::kIoError, failed.message() + "; " + std::string(consequence))
+      .With("path", token_file);
 }
 
 }  // namespace
@@ -260,18 +283,21 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   std::shared_ptr<ResetLedger::Entry> entry =
       ledger_.Begin(request.reset_id, std::string(bootstrap_.token()));
   state_ = State::kResetting;
+  // Step 1 (reuse/token_rotation.h): staged now, put in place while the
+  // processes die.
+  std::shared_ptr<TokenSteps> token;
+  asio::any_io_executor io = co_await asio::this_coro::executor;
   if (request.next && !options_.token_file.empty()) {
-    std::string path = options_.token_file;
-    std::string token = request.next->token;
-    auto write = [this, path, token] {
-      return WriteTokenFile(path, state_dir_, token, token_file_replaceable_);
-    };
-    Status written = co_await RunBlocking(blocking_, std::move(write));
-    if (!written.ok()) {
+    token = std::make_shared<TokenSteps>(options_.token_file, state_dir_, request.next->token,
+                                         token_file_replaceable_);
+    StartTokenStep(blocking_, io, token, /*commit=*/false);
+    Status staged = co_await AwaitTokenStep(*token);
+    if (!staged.ok()) {
       state_ = State::kReady;
       ledger_.Forget(entry);
-      co_return written;
+      co_return TokenFailure(staged, options_.token_file, "the reset was not started");
     }
+    StartTokenStep(blocking_, io, token, /*commit=*/true);
   }
   mark("token_file_ms");
   close_others();
@@ -303,6 +329,19 @@ asio::awaitable<Result<ResetReport>> GuestReset::Run(ResetRequest& request,
   engine_.KillAll();  // cgroups of limited execs, and their timers
   co_await WaitExecsFinished(SteadyClock::now() + options_.kill_limit);
   mark("exec_exits_ms");
+  if (token) {
+    Status committed = co_await AwaitTokenStep(*token);
+    phases.Set("token_flush_ms", token->ms);  // (overlapping the kills above)
+    if (!committed.ok()) {
+      // The processes are ended (their records say killed_by "reset");
+      // the records, files and token in force are as they were.
+      state_ = State::kReady;
+      ledger_.Forget(entry);
+      co_return TokenFailure(committed, options_.token_file,
+                             "the reset stopped after ending the generation's processes: the "
+                             "exec records, files and token in force are unchanged");
+    }
+  }
   bool privileged = engine_.privileged_generation();  // DropAll clears it
   int64_t reset_generation = engine_.generation();
   std::vector<std::string> dirs = engine_.DropAll();

@@ -2,8 +2,10 @@
 // Returns the guest to a proven-clean state between tenants, or
 // quarantines it:
 //
-// 1. with --token-file and a next token: the file is replaced first (a
-//    failure refuses the reset before anything changed);
+// 1. with --token-file and a next token: the token is staged beside the
+//    file first (a failure refuses the reset before anything changed) and
+//    put in place while step 3's processes die (reuse/token_rotation.h; a
+//    failure there stops the reset with only the processes ended);
 // 2. every other connection closes (watch streams, tunnels, long polls);
 // 3. every process of the generation is killed: its cgroup where the
 //    daemon has one (reuse/cgroup_kill.h), then every process beneath the
@@ -94,7 +96,8 @@ class GuestReset {
 
   // Runs one reset. The caller checked the current token, and that no
   // reset runs and the guest is not quarantined. A Status only when the
-  // reset was refused before anything changed.
+  // reset was refused before anything changed, or stopped after ending
+  // the processes because the next token could not be put in place.
   // `close_others` closes every client connection but the resetting one.
   // Both arguments must live until it completes (GCC 12: no temporaries
   // in a co_await expression, sys/awaitable.h).

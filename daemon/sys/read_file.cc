@@ -35,25 +35,44 @@ Result<UniqueFd> ReplaceFile(const std::string& path, std::string_view data, Syn
   std::string tmp = path + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd) return PosixError(errno, "cannot create", tmp);
-  auto fail = [&](std::string_view what, const std::string& name) {
-    Status s = PosixError(errno, what, name);
-    ::unlink(tmp.c_str());
-    return s;
-  };
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd.get(), data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("cannot write", tmp);
+    if (n < 0) {
+      Status s = PosixError(errno, "cannot write", tmp);
+      DiscardStaged(path);
+      return s;
+    }
     done += static_cast<size_t>(n);
   }
+  if (sync == SyncMode::kStaged) return fd;
   if (sync == SyncMode::kBeforeRename) {
-    // A close error is a write error too: checked before the rename.
-    if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) return fail("cannot sync", tmp);
+    AGENTD_RETURN_IF_ERROR(FinishReplace(path, std::move(fd)));
+    return UniqueFd();
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename over", path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = PosixError(errno, "cannot rename over", path);
+    DiscardStaged(path);
+    return s;
+  }
   return fd;
 }
+
+Status FinishReplace(const std::string& path, UniqueFd staged) {
+  std::string tmp = path + ".tmp";
+  Status s = Status::Ok();
+  // A close error is a write error too: checked before the rename.
+  if (::fsync(staged.get()) != 0 || ::close(staged.release()) != 0) {
+    s = PosixError(errno, "cannot sync", tmp);
+  } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    s = PosixError(errno, "cannot rename over", path);
+  }
+  if (!s.ok()) DiscardStaged(path);
+  return s;
+}
+
+void DiscardStaged(const std::string& path) { ::unlink((path + ".tmp").c_str()); }
 
 Status WriteFileAtomically(const std::string& path, std::string_view data) {
   return ReplaceFile(path, data, SyncMode::kBeforeRename).status();

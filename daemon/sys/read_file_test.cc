@@ -59,3 +59,34 @@ TEST_CASE("a failed atomic write leaves the target as it was and no temporary", 
   }
   CHECK_FALSE(ReplaceFile(d.path() + "/missing/x", "data", SyncMode::kByCaller).ok());
 }
+
+TEST_CASE("a staged write leaves the target as it was until it is finished", "[atomic]") {
+  TempDir d;
+  std::string f = d.path() + "/token";
+  REQUIRE(WriteFileAtomically(f, "old\n").ok());
+  Result<UniqueFd> staged = ReplaceFile(f, "new\n", SyncMode::kStaged);
+  REQUIRE(staged.ok());
+  CHECK(*ReadFileToString(f, 1024) == "old\n");
+  CHECK(*ReadFileToString(f + ".tmp", 1024) == "new\n");
+  REQUIRE(FinishReplace(f, std::move(*staged)).ok());
+  CHECK(*ReadFileToString(f, 1024) == "new\n");
+  CHECK_FALSE(PathExists(f + ".tmp"));
+
+  Result<UniqueFd> dropped = ReplaceFile(f, "never\n", SyncMode::kStaged);
+  REQUIRE(dropped.ok());
+  DiscardStaged(f);
+  CHECK(*ReadFileToString(f, 1024) == "new\n");
+  CHECK_FALSE(PathExists(f + ".tmp"));
+}
+
+TEST_CASE("a staged write whose rename fails leaves no temporary", "[atomic]") {
+  TempDir d;
+  std::string target = d.path() + "/dir";
+  REQUIRE(::mkdir(target.c_str(), 0700) == 0);  // rename over it fails
+  Result<UniqueFd> staged = ReplaceFile(target, "data", SyncMode::kStaged);
+  REQUIRE(staged.ok());  // the directory beside it takes the temporary
+  Status finished = FinishReplace(target, std::move(*staged));
+  REQUIRE_FALSE(finished.ok());
+  CHECK(finished.message().find(target) != std::string::npos);
+  CHECK_FALSE(PathExists(target + ".tmp"));
+}
