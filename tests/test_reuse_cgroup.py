@@ -114,10 +114,11 @@ class ResetByCgroupTest(unittest.TestCase):
     def in_group(self, pid, generation):
         """Whether `pid` is in the leaf of generation `generation`'s group:
         agentd-tenant-<daemon pid>/g<N>/run, or agentd-<daemon pid>/g<N>/run
-        under cgroup2 limits."""
+        under cgroup2 limits; "-2" and on after the pid where a group of
+        that name was left by a dead daemon that had the same pid."""
         path = cgroup2_path(pid) or ""
-        return re.search(r"/agentd-(?:tenant-)?%d/g%d/run$" % (self.d.proc.pid, generation),
-                         path) is not None
+        return re.search(r"/agentd-(?:tenant-)?%d(?:-\d+)?/g%d/run$"
+                         % (self.d.proc.pid, generation), path) is not None
 
     def test_a_setsid_double_forked_grandchild_runs_in_the_generation_group_and_is_killed_by_it(self):
         d = self.d

@@ -66,6 +66,38 @@ def remove_dead_daemon_cgroups(pid):
                 pass
 
 
+def end_orphaned_holders(state_dir):
+    """SIGKILLs the exec holders a killed daemon left on `state_dir`, and the
+    commands they hold. A holder outlives its daemon to hand the exec to the
+    next one on the same state directory (docs/OPERATIONS.md, "Surviving a
+    crash"); a test that deletes that directory has no next one, and the
+    holder would wait for it for ever (its command's exit status kept as a
+    zombie, its cgroups kept populated). A holder is a clone of the daemon:
+    its command line is the daemon's, --state-dir included."""
+    marker = b"\0--state-dir\0" + os.fsencode(state_dir) + b"\0"
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if marker not in f.read():
+                    continue
+            with open("/proc/%s/task/%s/children" % (name, name)) as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        for child in children:  # each command leads its own process group
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(child, signal.SIGKILL)
+                except OSError:
+                    pass
+        try:
+            os.kill(int(name), signal.SIGKILL)
+        except OSError:
+            pass
+
+
 class DaemonDied(ConnectionError):
     """A request's connection failed because the daemon ended unasked: still
     a ConnectionError (callers that expect one keep working), with the exit
@@ -203,6 +235,7 @@ class Daemon:
             self.stop()
         finally:
             self.kill()
+            end_orphaned_holders(self.state_dir)
             shutil.rmtree(self.tmp, ignore_errors=True)
             for pid in self.started_pids:
                 remove_dead_daemon_cgroups(pid)
