@@ -14,20 +14,11 @@ using agentd::testing::TempDir;
 
 namespace {
 
-bool PathExists(const std::string& p) {
-  struct stat st;
-  return ::lstat(p.c_str(), &st) == 0;
-}
-
-std::string Read(const std::string& p) {
-  Result<std::string> s = ReadFileToString(p, 4096);
-  return s.ok() ? *s : "<" + s.status().message() + ">";
-}
-
+// A token file "token" and a state dir "state" in a fresh directory.
 struct Places {
   TempDir d;
-  std::string file = d.path() + "/token";
-  std::string state = d.path() + "/state";
+  std::string file = d / "token";
+  std::string state = d / "state";
   std::string record = RotatedTokenPath(state);
   Places() {
     REQUIRE(::mkdir(state.c_str(), 0700) == 0);
@@ -44,11 +35,11 @@ TEST_CASE("a token rotation changes nothing until its commit, then the file hold
   bool replaceable = true;
   TokenRotation r(p.file, p.state, "next", replaceable);
   REQUIRE(r.Stage().ok());
-  CHECK(Read(p.file) == "old\n");
+  CHECK(p.d.Read("token") == "old\n");
   REQUIRE(r.Commit().ok());
-  CHECK(Read(p.file) == "next\n");
-  CHECK_FALSE(PathExists(p.file + ".tmp"));
-  CHECK_FALSE(PathExists(p.record));  // the file took it: the record goes
+  CHECK(p.d.Read("token") == "next\n");
+  CHECK_FALSE(p.d.Exists("token.tmp"));
+  CHECK_FALSE(p.d.Exists("state/rotated-token"));  // the file took it: the record goes
   CHECK(replaceable);
 }
 
@@ -61,17 +52,17 @@ TEST_CASE("a token file a rename cannot cover sends the token to the state dir a
   TokenRotation r(p.file, p.state, "next", replaceable);
   REQUIRE(r.Stage().ok());
   REQUIRE(r.Commit().ok());
-  CHECK(Read(p.record).ends_with("\nnext\n"));
+  CHECK(p.d.Read("state/rotated-token").ends_with("\nnext\n"));
   CHECK_FALSE(replaceable);  // later rotations skip the file
-  CHECK_FALSE(PathExists(p.file + ".tmp"));
+  CHECK_FALSE(p.d.Exists("token.tmp"));
 
   // The next rotation stages into the record directly.
   TokenRotation again(p.file, p.state, "after", replaceable);
   REQUIRE(again.Stage().ok());
-  CHECK_FALSE(PathExists(p.file + ".tmp"));
-  CHECK(Read(p.record).ends_with("\nnext\n"));
+  CHECK_FALSE(p.d.Exists("token.tmp"));
+  CHECK(p.d.Read("state/rotated-token").ends_with("\nnext\n"));
   REQUIRE(again.Commit().ok());
-  CHECK(Read(p.record).ends_with("\nafter\n"));
+  CHECK(p.d.Read("state/rotated-token").ends_with("\nafter\n"));
 }
 
 TEST_CASE("a token rotation that cannot stage anywhere fails and leaves both places as they were",
@@ -86,8 +77,8 @@ TEST_CASE("a token rotation that cannot stage anywhere fails and leaves both pla
   REQUIRE_FALSE(staged.ok());
   CHECK(staged.code() == ErrorCode::kIoError);
   CHECK(staged.message().find(file) != std::string::npos);
-  CHECK_FALSE(PathExists(RotatedTokenPath(state)));
-  CHECK_FALSE(PathExists(RotatedTokenPath(state) + ".tmp"));
+  CHECK_FALSE(d.Exists("state/rotated-token"));
+  CHECK_FALSE(d.Exists("state/rotated-token.tmp"));
   CHECK(replaceable);
 }
 
@@ -103,8 +94,8 @@ TEST_CASE("a commit that fails in both places leaves the token in force and no t
   Status committed = r.Commit();
   REQUIRE_FALSE(committed.ok());
   CHECK(committed.code() == ErrorCode::kIoError);
-  CHECK_FALSE(PathExists(p.file + ".tmp"));
-  CHECK_FALSE(PathExists(p.record + ".tmp"));
+  CHECK_FALSE(p.d.Exists("token.tmp"));
+  CHECK_FALSE(p.d.Exists("state/rotated-token.tmp"));
   CHECK(replaceable);
 }
 
@@ -114,8 +105,8 @@ TEST_CASE("a staged token never committed is removed with its rotation", "[token
   {
     TokenRotation r(p.file, p.state, "next", replaceable);
     REQUIRE(r.Stage().ok());
-    CHECK(PathExists(p.file + ".tmp"));
+    CHECK(p.d.Exists("token.tmp"));
   }
-  CHECK_FALSE(PathExists(p.file + ".tmp"));
-  CHECK(Read(p.file) == "old\n");
+  CHECK_FALSE(p.d.Exists("token.tmp"));
+  CHECK(p.d.Read("token") == "old\n");
 }
