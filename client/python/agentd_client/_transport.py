@@ -26,8 +26,8 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar,
-                    Union, cast)
+from typing import (Callable, Dict, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union,
+                    cast)
 from urllib.parse import quote
 
 from .errors import (AgentdError, DeadlineExceeded, InvalidRequest, IoError, ProtocolError,
